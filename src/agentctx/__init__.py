@@ -1,0 +1,112 @@
+"""agentctx: a context engine for LLM agents.
+
+Agents hand it every message, tool call, tool result and screenshot; it keeps a
+durable, ordered, tamper-evident event log per session and builds the context
+window for each model call. See ``ContextEngine`` to start.
+"""
+
+from agentctx.agents import AgentConfig
+from agentctx.aio import AsyncContextEngine, AsyncSession, AsyncTurn
+from agentctx.config import Settings
+from agentctx.engine import ContextEngine
+from agentctx.errors import (
+    AgentCtxError,
+    BlobNotFound,
+    BlobTooLarge,
+    ConfigError,
+    Conflict,
+    IdempotencyConflict,
+    InvalidEvent,
+    InvalidInput,
+    MigrationError,
+    MissingExtra,
+    NotFound,
+    RedactionRequired,
+    SessionExists,
+    SessionNotFound,
+    StaleSession,
+    StorageError,
+    TurnError,
+    TurnNotFound,
+)
+from agentctx.events import (
+    BlobPart,
+    Event,
+    EventDraft,
+    EventMeta,
+    EventType,
+    ImageData,
+    ImagePart,
+    JsonPart,
+    Part,
+    Role,
+    TextPart,
+)
+from agentctx.jobs import Job
+from agentctx.privacy import PassThroughRedactor, Redacted, Redactor
+from agentctx.sessions import (
+    DeleteReport,
+    Page,
+    Session,
+    SessionInfo,
+    SweepReport,
+    Turn,
+    TurnInfo,
+    VerifyReport,
+)
+from agentctx.storage.blobs import BlobStore, FileBlobStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentConfig",
+    "AgentCtxError",
+    "AsyncContextEngine",
+    "AsyncSession",
+    "AsyncTurn",
+    "BlobNotFound",
+    "BlobPart",
+    "BlobStore",
+    "BlobTooLarge",
+    "ConfigError",
+    "Conflict",
+    "ContextEngine",
+    "DeleteReport",
+    "Event",
+    "EventDraft",
+    "EventMeta",
+    "EventType",
+    "FileBlobStore",
+    "IdempotencyConflict",
+    "ImageData",
+    "ImagePart",
+    "InvalidEvent",
+    "InvalidInput",
+    "Job",
+    "JsonPart",
+    "MigrationError",
+    "MissingExtra",
+    "NotFound",
+    "Page",
+    "Part",
+    "PassThroughRedactor",
+    "Redacted",
+    "RedactionRequired",
+    "Redactor",
+    "Role",
+    "Session",
+    "SessionExists",
+    "SessionInfo",
+    "SessionNotFound",
+    "Settings",
+    "StaleSession",
+    "StorageError",
+    "SweepReport",
+    "TextPart",
+    "Turn",
+    "TurnError",
+    "TurnInfo",
+    "TurnNotFound",
+    "VerifyReport",
+    "__version__",
+]

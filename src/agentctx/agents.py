@@ -1,0 +1,126 @@
+"""Agents as records, with the per-agent configuration later stages read.
+
+Seed 001 keeps these on its ``experts`` table: ``context_threshold`` (archive when
+tokens reach this share of the context limit) and ``min_archive_messages``; seed
+002 adds the budget split; seed 004 the strategy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import insert, select, update
+
+from agentctx.errors import ConfigError, InvalidInput
+from agentctx.events import utcnow
+from agentctx.ids import is_valid_id
+from agentctx.storage.database import Database
+from agentctx.storage.schema import agents
+
+DEFAULT_BUDGET_SPLIT = {
+    "system": 0.20,
+    "summary": 0.10,
+    "retrieved": 0.10,
+    "recent": 0.55,
+    "input": 0.05,
+}
+
+
+class AgentConfig(BaseModel):
+    """Per-agent settings. Unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent_id: str
+    name: str | None = None
+    context_limit: int = Field(default=128_000, gt=0)
+    context_threshold: float = Field(default=0.70, gt=0, le=1)
+    min_archive_messages: int = Field(default=20, ge=1)
+    strategy: Literal["full", "compressed", "adaptive", "semantic"] = "adaptive"
+    budget_split: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_BUDGET_SPLIT))
+    system_prompt: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> AgentConfig:
+        if not is_valid_id(self.agent_id):
+            raise ValueError(f"invalid agent_id {self.agent_id!r}")
+        if any(share < 0 for share in self.budget_split.values()):
+            raise ValueError("budget shares must be non-negative")
+        total = sum(self.budget_split.values())
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"budget shares must add up to 1.0, got {total:.4f}")
+        return self
+
+
+class AgentRegistry:
+    """Stores agent configurations; an agent named by a new session is created with defaults."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def get(self, agent_id: str) -> AgentConfig | None:
+        """The agent's configuration, or None if it was never registered."""
+        with self._db.read() as conn:
+            row = conn.execute(select(agents.c.config).where(agents.c.agent_id == agent_id)).first()
+        return (
+            None
+            if row is None
+            else AgentConfig.model_validate({**row.config, "agent_id": agent_id})
+        )
+
+    def put(self, config: AgentConfig) -> AgentConfig:
+        """Create or replace an agent's configuration."""
+        now = utcnow()
+        data = config.model_dump(mode="json", exclude={"agent_id"})
+        with self._db.write() as conn:
+            found = conn.execute(
+                select(agents.c.agent_id).where(agents.c.agent_id == config.agent_id)
+            ).first()
+            if found is None:
+                conn.execute(
+                    insert(agents),
+                    [
+                        {
+                            "agent_id": config.agent_id,
+                            "config": data,
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                    ],
+                )
+            else:
+                conn.execute(
+                    update(agents)
+                    .where(agents.c.agent_id == config.agent_id)
+                    .values(config=data, updated_at=now)
+                )
+        return config
+
+    def ensure(self, agent_id: str) -> AgentConfig:
+        """The agent's configuration, registering it with defaults if new."""
+        found = self.get(agent_id)
+        if found is not None:
+            return found
+        try:
+            config = AgentConfig(agent_id=agent_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from exc
+        try:
+            return self.put(config)
+        except Exception as exc:  # a concurrent ensure() may have inserted it first
+            again = self.get(agent_id)
+            if again is None:
+                raise ConfigError(f"cannot register agent {agent_id!r}: {exc}") from exc
+            return again
+
+    def list(self) -> list[AgentConfig]:
+        """Every registered agent."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                select(agents.c.agent_id, agents.c.config).order_by(agents.c.agent_id)
+            )
+            return [
+                AgentConfig.model_validate({**row.config, "agent_id": row.agent_id}) for row in rows
+            ]

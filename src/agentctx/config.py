@@ -1,0 +1,105 @@
+"""Settings: one validated object, read from arguments, environment and an optional YAML file.
+
+Precedence: explicit arguments > environment (``AGENTCTX_*``) > YAML file named by
+``AGENTCTX_CONFIG`` > defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agentctx.errors import ConfigError
+
+DEFAULT_HOME = Path("~/.agentctx")
+
+
+class Settings(BaseSettings):
+    """Engine settings. Every field can be set as ``AGENTCTX_<NAME>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="AGENTCTX_", extra="forbid")
+
+    home: Path = Field(
+        default=DEFAULT_HOME, description="Where the default database, blobs and audit log live."
+    )
+    url: str | None = Field(
+        default=None, description="Database URL; default sqlite:///<home>/agentctx.db."
+    )
+    blob_dir: Path | None = Field(
+        default=None, description="Blob store folder; default <home>/blobs."
+    )
+    audit_log: Path | None = Field(
+        default=None, description="Audit JSON-lines file; default <home>/audit.jsonl."
+    )
+    audit_file_enabled: bool = True
+    max_inline_bytes: int = Field(
+        default=64 * 1024, ge=256, description="Size guard: larger parts go to the blob store."
+    )
+    max_blob_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    blob_preview_chars: int = Field(default=500, ge=0)
+    session_ttl: timedelta | None = Field(
+        default=timedelta(days=30),
+        description="Sliding: renewed by every write. None = never expire.",
+    )
+    audit_retention: timedelta = Field(default=timedelta(days=90))
+    sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
+    sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+    pool_size: int = Field(default=8, ge=1)
+    jobs: Literal["inline", "background", "manual"] = Field(
+        default="inline",
+        description="How queued work (turn-end hooks) runs: right after the turn in the "
+        "caller's thread, "
+        "in a background thread, or only when run_pending() is called.",
+    )
+    job_max_attempts: int = Field(default=5, ge=1)
+    job_lease: timedelta = Field(default=timedelta(minutes=5))
+
+    @field_validator("home", "blob_dir", "audit_log", mode="after")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    def database_url(self) -> str:
+        """The database URL in effect."""
+        return self.url or f"sqlite:///{self.home / 'agentctx.db'}"
+
+    def blob_path(self) -> Path:
+        """The blob store folder in effect."""
+        return self.blob_dir or self.home / "blobs"
+
+    def audit_path(self) -> Path | None:
+        """The audit JSON-lines file in effect, or None when disabled."""
+        if not self.audit_file_enabled:
+            return None
+        return self.audit_log or self.home / "audit.jsonl"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from overrides, the environment and ``$AGENTCTX_CONFIG`` (YAML)."""
+    file_values: dict[str, Any] = {}
+    config_file = os.environ.get("AGENTCTX_CONFIG")
+    if config_file:
+        try:
+            loaded = yaml.safe_load(Path(config_file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {config_file} must hold a mapping")
+        file_values = loaded
+    explicit = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        # Environment beats the file: pydantic-settings gives init kwargs top priority, so the
+        # file's values are only used for keys the environment does not set.
+        env_keys = {
+            name for name in Settings.model_fields if f"AGENTCTX_{name.upper()}" in os.environ
+        }
+        merged = {k: v for k, v in file_values.items() if k not in env_keys} | explicit
+        return Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from exc

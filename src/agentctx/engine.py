@@ -1,0 +1,199 @@
+"""``ContextEngine``: the entry point. Wires storage, blobs, redaction, audit and jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from agentctx.agents import AgentConfig, AgentRegistry
+from agentctx.config import Settings, load_settings
+from agentctx.jobs import Job, JobQueue
+from agentctx.privacy.redactor import PassThroughRedactor, Redactor
+from agentctx.sessions.audit import AuditLog, attach_audit_file
+from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
+from agentctx.sessions.prepare import Preparer
+from agentctx.sessions.service import SessionService
+from agentctx.sessions.session import Session
+from agentctx.sessions.writer import EventWriter
+from agentctx.storage import migrate
+from agentctx.storage.blobs import BlobStore, FileBlobStore
+from agentctx.storage.database import Database
+
+TURN_END_PREFIX = "turn_end:"
+
+
+class ContextEngine:
+    """The context engine: sessions, their event logs, blobs and background work.
+
+    ``ContextEngine()`` opens (and migrates) the embedded SQLite database under
+    ``$AGENTCTX_HOME`` (default ``~/.agentctx``); ``ContextEngine(url="postgresql://…")``
+    runs the same API on PostgreSQL. The engine is thread-safe; share one per process.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        home: str | Path | None = None,
+        settings: Settings | None = None,
+        redactor: Redactor | None = None,
+        blob_store: BlobStore | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.settings = settings or load_settings(url=url, home=home, **overrides)
+        s = self.settings
+        self.db = Database(
+            s.database_url(),
+            synchronous=s.sqlite_synchronous,
+            busy_timeout_ms=s.sqlite_busy_timeout_ms,
+            pool_size=s.pool_size,
+        )
+        migrate.upgrade(self.db)
+        audit_path = s.audit_path()
+        if audit_path is not None:
+            attach_audit_file(audit_path)
+        self.redactor: Redactor = redactor or PassThroughRedactor()
+        self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
+        self.audit = AuditLog(self.db)
+        self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
+        self.agents = AgentRegistry(self.db)
+        self._turn_end_kinds: list[str] = []
+        writer = EventWriter(
+            self.db,
+            self.audit,
+            self.jobs,
+            self.blobs,
+            session_ttl=s.session_ttl,
+            turn_end_kinds=lambda: self._turn_end_kinds,
+        )
+        preparer = Preparer(
+            redactor=self.redactor,
+            blobs=self.blobs,
+            max_inline_bytes=s.max_inline_bytes,
+            max_blob_bytes=s.max_blob_bytes,
+            preview_chars=s.blob_preview_chars,
+        )
+        self._service = SessionService(
+            self.db,
+            preparer=preparer,
+            writer=writer,
+            audit_log=self.audit,
+            blob_store=self.blobs,
+            jobs=self.jobs,
+            redactor=self.redactor,
+            session_ttl=s.session_ttl,
+            audit_retention=s.audit_retention,
+        )
+        if s.jobs == "background":
+            self.jobs.start_worker()
+
+    # Sessions ---------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        user_id: str,
+        agent_id: str = "default",
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+        ttl: timedelta | None = None,
+        config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Session:
+        """Create a session of ``user_id`` with ``agent_id`` (registered with defaults if new)."""
+        self.agents.ensure(agent_id)
+        info = self._service.create(
+            user_id,
+            agent_id,
+            session_id=session_id,
+            state=state,
+            ttl=ttl,
+            config=config,
+            meta=metadata,
+        )
+        return Session(self, info)
+
+    def get_session(self, session_id: str, user_id: str) -> Session:
+        """Load a session. Another user's session raises ``SessionNotFound``, like a missing one."""
+        return Session(self, self._service.load(user_id, session_id))
+
+    def list_sessions(
+        self,
+        user_id: str,
+        *,
+        agent_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[SessionInfo]:
+        """A page of the user's live sessions, oldest first."""
+        return self._service.list_sessions(user_id, agent_id=agent_id, limit=limit, cursor=cursor)
+
+    def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
+        """Delete a session, its events, turns, jobs and blobs no other session uses."""
+        return self._service.delete(user_id, session_id)
+
+    def verify(self, session_id: str, user_id: str) -> VerifyReport:
+        """Check a session's hash chain; the report names the first bad seq."""
+        return self._service.verify(user_id, session_id)
+
+    # Blobs ------------------------------------------------------------------------------
+
+    def get_blob(self, blob_id: str, user_id: str) -> bytes:
+        """Bytes of a blob referenced by one of the user's events."""
+        return self._service.get_blob(user_id, blob_id)
+
+    def restore_image(self, image_id: str, user_id: str) -> bytes:
+        """The bytes behind an image id (``img_…``)."""
+        return self._service.restore_image(user_id, image_id)
+
+    # Data control -----------------------------------------------------------------------
+
+    def delete_user_data(self, user_id: str) -> DeleteReport:
+        """Remove everything stored for a user; the report counts what went."""
+        return self._service.delete_user_data(user_id)
+
+    def sweep(self) -> SweepReport:
+        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
+        return self._service.sweep()
+
+    # Agents and hooks -------------------------------------------------------------------
+
+    def register_agent(self, config: AgentConfig) -> AgentConfig:
+        """Create or replace an agent's configuration."""
+        return self.agents.put(config)
+
+    def on_turn_end(self, name: str, handler: Callable[[Job], None]) -> None:
+        """Run ``handler`` (durably, as a job) after every turn ends.
+
+        Jobs are queued in the transaction that ends the turn, so none is lost to a
+        crash; they may run more than once, so handlers must be idempotent.
+        """
+        kind = TURN_END_PREFIX + name
+        self.jobs.register(kind, handler)
+        if kind not in self._turn_end_kinds:
+            self._turn_end_kinds.append(kind)
+
+    def _after_turn(self, user_id: str, session_id: str) -> None:
+        if self.settings.jobs == "inline" and self._turn_end_kinds:
+            self.jobs.run_pending(session=(user_id, session_id))
+
+    # Lifecycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop background work and close database connections."""
+        self.jobs.stop_worker()
+        self.db.dispose()
+
+    def __enter__(self) -> ContextEngine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

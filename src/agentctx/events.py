@@ -1,0 +1,214 @@
+"""Events and their content parts: the append-only source of truth of a session.
+
+An :class:`Event` is what the log stores; it is immutable once written. Callers
+describe what they want written with an :class:`EventDraft` (or the helpers on
+``Session`` and ``Turn``); the engine fills in ``seq``, ``hash``, ``turn_id``,
+``token_estimate`` and the redaction fields.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentctx.errors import InvalidEvent
+
+
+class EventType(StrEnum):
+    """What an event records (seed 003's event schema, plus summaries and state)."""
+
+    USER_INPUT = "user_input"
+    AGENT_RESPONSE = "agent_response"
+    SYSTEM = "system"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    PLANNER = "planner"
+    REFLECTION = "reflection"
+    AGGREGATE = "aggregate"
+    FINAL = "final"
+    SUMMARY = "summary"
+    ERROR = "error"
+    HITL = "hitl"
+    STATE_DELTA = "state_delta"
+    NOTE = "note"
+
+
+class Role(StrEnum):
+    """The chat role an event plays when it is rendered for a model."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+DEFAULT_ROLES: dict[EventType, Role | None] = {
+    EventType.USER_INPUT: Role.USER,
+    EventType.AGENT_RESPONSE: Role.ASSISTANT,
+    EventType.SYSTEM: Role.SYSTEM,
+    EventType.TOOL_CALL: Role.ASSISTANT,
+    EventType.TOOL_RESULT: Role.TOOL,
+    EventType.PLANNER: Role.ASSISTANT,
+    EventType.REFLECTION: Role.ASSISTANT,
+    EventType.AGGREGATE: Role.ASSISTANT,
+    EventType.FINAL: Role.ASSISTANT,
+}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextPart(_Frozen):
+    """Plain text content."""
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class JsonPart(_Frozen):
+    """Structured content, such as tool arguments."""
+
+    kind: Literal["json"] = "json"
+    data: Any
+
+
+class ImagePart(_Frozen):
+    """A reference to an image held in the blob store."""
+
+    kind: Literal["image"] = "image"
+    image_id: str
+    blob_id: str
+    media_type: str
+    width: int
+    height: int
+    size: int
+
+
+class BlobPart(_Frozen):
+    """Content too large to keep inline, offloaded to the blob store by the size guard."""
+
+    kind: Literal["blob"] = "blob"
+    blob_id: str
+    size: int
+    media_type: str
+    original_kind: Literal["text", "json", "payload"]
+    preview: str = ""
+
+
+Part = Annotated[TextPart | JsonPart | ImagePart | BlobPart, Field(discriminator="kind")]
+
+
+class ImageData(_Frozen):
+    """Image bytes handed in by the caller; stored as a blob and replaced by an ImagePart.
+
+    ``data`` accepts raw bytes, base64 text, or a ``data:image/…;base64,…`` URL (the form
+    OpenAI's and Anthropic's message formats use).
+    """
+
+    kind: Literal["image_data"] = "image_data"
+    data: bytes
+    media_type: str | None = None
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value
+            if text.startswith("data:"):
+                _, _, text = text.partition(",")
+            try:
+                return base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise ValueError("image data is neither bytes nor valid base64") from exc
+        return value
+
+
+DraftPart = Annotated[TextPart | JsonPart | ImageData, Field(discriminator="kind")]
+
+
+class EventMeta(_Frozen):
+    """Operational metadata of an event (seed 003: model, tool_name, duration_ms, status).
+
+    ``extra`` holds the caller's own metadata (``add_message(..., metadata=…)``).
+    """
+
+    model: str | None = None
+    tool_name: str | None = None
+    duration_ms: float | None = None
+    status: Literal["ok", "error"] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class EventDraft(_Frozen):
+    """An event as a caller describes it, before the engine writes it."""
+
+    type: EventType
+    role: Role | None = None
+    author: str | None = None
+    parts: tuple[DraftPart, ...] = ()
+    payload: dict[str, Any] = Field(default_factory=dict)
+    meta: EventMeta = Field(default_factory=EventMeta)
+    call_id: str | None = None
+    request_id: str | None = None
+    idempotency_key: str | None = None
+    event_id: str | None = None
+    ts: datetime | None = None
+
+    @field_validator("ts")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("ts must be timezone-aware")
+        return value
+
+
+class Event(_Frozen):
+    """One stored event. Immutable; ``hash`` chains it to the event before it."""
+
+    event_id: str
+    seq: int
+    ts: datetime
+    type: EventType
+    role: Role | None
+    author: str | None
+    user_id: str
+    session_id: str
+    turn_id: str | None
+    request_id: str | None
+    call_id: str | None
+    idempotency_key: str | None
+    parts: tuple[Part, ...]
+    payload: dict[str, Any]
+    meta: EventMeta
+    redacted: bool
+    redacted_types: tuple[str, ...]
+    token_estimate: int
+    hash: str
+
+    @property
+    def text(self) -> str:
+        """The event's text parts joined by newlines."""
+        return "\n".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        """The images this event references."""
+        return tuple(part for part in self.parts if isinstance(part, ImagePart))
+
+
+def utc(ts: datetime) -> datetime:
+    """``ts`` in UTC, truncated to the microsecond precision both backends keep."""
+    if ts.tzinfo is None:
+        raise InvalidEvent("timestamps must be timezone-aware")
+    return ts.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    """The current time in UTC."""
+    return datetime.now(UTC)

@@ -1,0 +1,262 @@
+"""Durable background work.
+
+Follow-up work (turn-end compaction, summaries, memory extraction) is written to
+the ``jobs`` table in the same transaction as the change that caused it, so a
+crash can never lose it: after a restart, :meth:`JobQueue.run_pending` picks it
+up. A job is claimed with a lease; a worker that dies mid-job leaves a lease
+that expires, and the job is claimed again. Failures are retried with
+exponential backoff up to ``max_attempts``, then marked ``failed`` with the
+error kept. Handlers must therefore be idempotent.
+
+On PostgreSQL, claims use ``FOR UPDATE SKIP LOCKED`` so any number of replicas
+can work the same queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from agentctx.events import utcnow
+from agentctx.ids import new_id
+from agentctx.storage.database import Database
+from agentctx.storage.schema import jobs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed job, as handed to its handler."""
+
+    job_id: int
+    kind: str
+    user_id: str | None
+    session_id: str | None
+    turn_id: str | None
+    payload: dict[str, Any]
+    attempts: int
+
+
+JobHandler = Callable[[Job], None]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRunStats:
+    """What one :meth:`JobQueue.run_pending` call did."""
+
+    done: int = 0
+    retried: int = 0
+    failed: int = 0
+
+
+class JobQueue:
+    """The durable job table and the handlers that run its jobs."""
+
+    def __init__(
+        self, db: Database, *, max_attempts: int = 5, lease: timedelta = timedelta(minutes=5)
+    ) -> None:
+        self._db = db
+        self._max_attempts = max_attempts
+        self._lease = lease
+        self._handlers: dict[str, JobHandler] = {}
+        self._worker_name = f"{os.getpid()}-{new_id()[-12:]}"
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def register(self, kind: str, handler: JobHandler) -> None:
+        """Run ``handler`` for jobs of ``kind``. Jobs of unknown kinds wait until registered."""
+        self._handlers[kind] = handler
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds that have a handler."""
+        return tuple(self._handlers)
+
+    def enqueue(
+        self,
+        conn: Connection,
+        kind: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        payload: dict[str, Any] | None = None,
+        dedupe_key: str | None = None,
+        delay: timedelta = timedelta(0),
+    ) -> None:
+        """Add a job inside the caller's transaction (so it commits with the change)."""
+        now = utcnow()
+        row = {
+            "kind": kind,
+            "user_id": user_id,
+            "session_id": session_id,
+            "turn_id": turn_id,
+            "payload": payload or {},
+            "status": "pending",
+            "attempts": 0,
+            "max_attempts": self._max_attempts,
+            "run_after": now + delay,
+            "lease_until": None,
+            "worker": None,
+            "last_error": None,
+            "dedupe_key": dedupe_key,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if dedupe_key is None:
+            conn.execute(insert(jobs), [row])
+            return
+        exists = conn.execute(select(jobs.c.job_id).where(jobs.c.dedupe_key == dedupe_key)).first()
+        if exists is None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(insert(jobs), [row])
+            except IntegrityError:
+                pass  # another writer enqueued the same job first
+
+    def _claim(self, limit: int, session: tuple[str, str] | None) -> list[Job]:
+        now = utcnow()
+        runnable = or_(
+            and_(jobs.c.status == "pending", jobs.c.run_after <= now),
+            and_(jobs.c.status == "running", jobs.c.lease_until < now),
+        )
+        query = select(jobs).where(runnable)
+        if self._handlers:
+            query = query.where(jobs.c.kind.in_(list(self._handlers)))
+        else:
+            return []
+        if session is not None:
+            query = query.where(jobs.c.user_id == session[0], jobs.c.session_id == session[1])
+        query = query.order_by(jobs.c.job_id).limit(limit).with_for_update(skip_locked=True)
+        with self._db.write() as conn:
+            rows = list(conn.execute(query).mappings())
+            if not rows:
+                return []
+            conn.execute(
+                update(jobs)
+                .where(jobs.c.job_id.in_([row["job_id"] for row in rows]))
+                .values(
+                    status="running",
+                    lease_until=now + self._lease,
+                    worker=self._worker_name,
+                    attempts=jobs.c.attempts + 1,
+                    updated_at=now,
+                )
+            )
+        return [
+            Job(
+                job_id=row["job_id"],
+                kind=row["kind"],
+                user_id=row["user_id"],
+                session_id=row["session_id"],
+                turn_id=row["turn_id"],
+                payload=row["payload"],
+                attempts=row["attempts"] + 1,
+            )
+            for row in rows
+        ]
+
+    def _finish(self, job: Job, error: BaseException | None) -> str:
+        now = utcnow()
+        values: dict[str, Any] = {"updated_at": now, "lease_until": None, "worker": None}
+        if error is None:
+            values["status"] = "done"
+            outcome = "done"
+        else:
+            values["last_error"] = "".join(traceback.format_exception_only(error)).strip()[:4000]
+            if job.attempts >= self._max_attempts:
+                values["status"] = "failed"
+                outcome = "failed"
+            else:
+                values["status"] = "pending"
+                values["run_after"] = now + timedelta(seconds=min(2**job.attempts, 300))
+                outcome = "retried"
+        with self._db.write() as conn:
+            # Only the worker holding the lease may finish the job.
+            conn.execute(
+                update(jobs)
+                .where(jobs.c.job_id == job.job_id, jobs.c.worker == self._worker_name)
+                .values(**values)
+            )
+        return outcome
+
+    def run_pending(
+        self, *, limit: int = 100, session: tuple[str, str] | None = None
+    ) -> JobRunStats:
+        """Claim and run due jobs (optionally only one session's, as (user_id, session_id))."""
+        done = retried = failed = 0
+        while True:
+            batch = self._claim(min(limit - done - retried - failed, 20), session)
+            if not batch:
+                break
+            for job in batch:
+                try:
+                    self._handlers[job.kind](job)
+                    error: BaseException | None = None
+                except Exception as exc:
+                    log.warning("job %s (%s) failed: %s", job.job_id, job.kind, exc)
+                    error = exc
+                outcome = self._finish(job, error)
+                done += outcome == "done"
+                retried += outcome == "retried"
+                failed += outcome == "failed"
+            if done + retried + failed >= limit:
+                break
+        return JobRunStats(done, retried, failed)
+
+    def counts(self) -> dict[str, int]:
+        """How many jobs are in each status."""
+        with self._db.read() as conn:
+            rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))
+            return {row[0]: int(row[1]) for row in rows}
+
+    def next_due(self) -> datetime | None:
+        """When the earliest pending job becomes due."""
+        with self._db.read() as conn:
+            return conn.execute(
+                select(func.min(jobs.c.run_after)).where(jobs.c.status == "pending")
+            ).scalar()
+
+    # Background worker -----------------------------------------------------------------
+
+    def notify(self) -> None:
+        """Wake the background worker (called after a transaction enqueued work)."""
+        self._wake.set()
+
+    def start_worker(self, poll_interval: float = 1.0) -> None:
+        """Run jobs in a daemon thread until :meth:`stop_worker`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.run_pending()
+                except Exception:  # keep the worker alive; the error is in the log
+                    log.exception("job worker iteration failed")
+                self._wake.wait(poll_interval)
+                self._wake.clear()
+
+        self._thread = threading.Thread(target=loop, name="agentctx-jobs", daemon=True)
+        self._thread.start()
+
+    def stop_worker(self, timeout: float = 10.0) -> None:
+        """Stop the background worker, letting the current job finish."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        self._thread = None

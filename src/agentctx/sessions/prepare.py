@@ -1,0 +1,269 @@
+"""Turning drafts into storable rows, before any transaction starts.
+
+For each draft: validate it, redact every string it carries, move oversized
+content and all image bytes to the blob store (size guard), and estimate its
+tokens. The result is an event row that only lacks ``seq``, ``hash`` and (for
+events outside a turn) ``turn_id``, which the transaction assigns.
+
+Redaction runs before the size guard, so text offloaded to the blob store is
+redacted text: nothing personal reaches any storage.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+from agentctx import jsonvalue
+from agentctx.errors import BlobTooLarge, InvalidEvent, InvalidInput
+from agentctx.events import (
+    DEFAULT_ROLES,
+    BlobPart,
+    EventDraft,
+    EventType,
+    ImageData,
+    ImagePart,
+    JsonPart,
+    TextPart,
+    utc,
+    utcnow,
+)
+from agentctx.ids import image_id_for, is_valid_id, new_id
+from agentctx.privacy.redactor import Redactor
+from agentctx.storage.blobs import BlobStore
+from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
+
+_IMAGE_FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "WEBP": "image/webp",
+    "GIF": "image/gif",
+}
+# What a BlobPart costs in a window before it is restored: its preview plus a short pointer.
+_POINTER_TOKENS = 12
+
+
+@dataclass(slots=True)
+class BlobRow:
+    """A blob written for an event: its index row and the part that references it."""
+
+    blob_id: str
+    size: int
+    media_type: str
+    part_index: int
+    data: bytes = b""  # kept until commit, to re-store a file collected meanwhile
+    image_id: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass(slots=True)
+class PreparedEvent:
+    """An event ready for the transaction: a row without seq/hash, and its blobs."""
+
+    row: dict[str, Any]
+    blobs: list[BlobRow] = field(default_factory=list)
+    chosen_id: bool = False  # the caller named the event id (so it may already be stored)
+
+    def fingerprint(self) -> bytes:
+        """What must match for a retried write to count as the same event."""
+        return fingerprint_of(self.row)
+
+
+def fingerprint_of(row: Any) -> bytes:
+    """The identity of an event's content, for idempotency checks."""
+    return jsonvalue.canonical_json(
+        [row["type"], row["call_id"], row["author"], row["parts"], row["payload"]]
+    )
+
+
+class Preparer:
+    """Validates, redacts, offloads and measures drafts."""
+
+    def __init__(
+        self,
+        *,
+        redactor: Redactor,
+        blobs: BlobStore,
+        max_inline_bytes: int,
+        max_blob_bytes: int,
+        preview_chars: int,
+    ) -> None:
+        self.redactor = redactor
+        self.blobs = blobs
+        self.max_inline_bytes = max_inline_bytes
+        self.max_blob_bytes = max_blob_bytes
+        self.preview_chars = preview_chars
+
+    def prepare(
+        self, user_id: str, session_id: str, draft: EventDraft, request_id: str | None
+    ) -> PreparedEvent:
+        """One draft → a prepared event (raises InvalidEvent on bad input)."""
+        _validate(draft)
+        found: set[str] = set()
+        prepared = PreparedEvent(row={}, chosen_id=draft.event_id is not None)
+        parts: list[dict[str, Any]] = []
+        tokens = 0
+        for part in draft.parts:
+            index = len(parts)
+            if isinstance(part, TextPart):
+                clean = self.redactor.redact_text(part.text)
+                found |= clean.entity_types
+                text = str(clean.value)
+                if (
+                    len(text) > self.max_inline_bytes // 4
+                    and len(text.encode()) > self.max_inline_bytes
+                ):
+                    blob = self._offload(
+                        text.encode(), "text/plain; charset=utf-8", index, prepared
+                    )
+                    preview = text[: self.preview_chars]
+                    parts.append(_blob_part(blob, "text", preview))
+                    tokens += estimate_text_tokens(preview) + _POINTER_TOKENS
+                else:
+                    parts.append({"kind": "text", "text": text})
+                    tokens += estimate_text_tokens(text)
+            elif isinstance(part, JsonPart):
+                clean = self.redactor.redact_json(part.data)
+                found |= clean.entity_types
+                encoded = jsonvalue.canonical_json(clean.value)
+                if len(encoded) > self.max_inline_bytes:
+                    blob = self._offload(encoded, "application/json", index, prepared)
+                    preview = encoded[: self.preview_chars].decode(errors="ignore")
+                    parts.append(_blob_part(blob, "json", preview))
+                    tokens += estimate_text_tokens(preview) + _POINTER_TOKENS
+                else:
+                    parts.append({"kind": "json", "data": clean.value})
+                    tokens += estimate_text_tokens(encoded.decode())
+            else:
+                image = self._store_image(part, index, prepared)
+                parts.append(image.model_dump())
+                tokens += estimate_image_tokens(image.width, image.height)
+
+        payload = self.redactor.redact_json(draft.payload)
+        found |= payload.entity_types
+        payload_value: dict[str, Any] = payload.value
+        encoded_payload = jsonvalue.canonical_json(payload_value)
+        if len(encoded_payload) > self.max_inline_bytes:
+            blob = self._offload(encoded_payload, "application/json", -1, prepared)
+            parts.append(
+                _blob_part(
+                    blob, "payload", encoded_payload[: self.preview_chars].decode(errors="ignore")
+                )
+            )
+            payload_value = {}
+            tokens += _POINTER_TOKENS
+        else:
+            tokens += estimate_text_tokens(encoded_payload.decode()) if payload_value else 0
+
+        meta = draft.meta.model_dump(mode="json")
+        extra = self.redactor.redact_json(meta["extra"])
+        found |= extra.entity_types
+        meta["extra"] = extra.value
+
+        role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
+        prepared.row = {
+            "event_id": draft.event_id or new_id(),
+            "ts": utc(draft.ts) if draft.ts is not None else utcnow(),
+            "type": draft.type.value,
+            "role": role.value if role is not None else None,
+            "author": draft.author,
+            "user_id": user_id,
+            "session_id": session_id,
+            "turn_id": None,
+            "request_id": draft.request_id or request_id,
+            "call_id": draft.call_id,
+            "idempotency_key": draft.idempotency_key,
+            "parts": parts,
+            "payload": payload_value,
+            "meta": meta,
+            "redacted": True,
+            "redacted_types": sorted(found),
+            "token_estimate": tokens,
+        }
+        return prepared
+
+    def _offload(
+        self, data: bytes, media_type: str, index: int, prepared: PreparedEvent
+    ) -> BlobRow:
+        if len(data) > self.max_blob_bytes:
+            raise BlobTooLarge(
+                f"content of {len(data)} bytes exceeds max_blob_bytes={self.max_blob_bytes}"
+            )
+        blob_id = self.blobs.put(data)
+        blob = BlobRow(
+            blob_id=blob_id, size=len(data), media_type=media_type, part_index=index, data=data
+        )
+        prepared.blobs.append(blob)
+        return blob
+
+    def _store_image(self, part: ImageData, index: int, prepared: PreparedEvent) -> ImagePart:
+        data = part.data
+        if len(data) > self.max_blob_bytes:
+            raise BlobTooLarge(
+                f"image of {len(data)} bytes exceeds max_blob_bytes={self.max_blob_bytes}"
+            )
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+                media_type = _IMAGE_FORMATS.get(image.format or "")
+        except (UnidentifiedImageError, OSError, ValueError) as exc:
+            raise InvalidEvent(f"image part {index} is not a readable image: {exc}") from exc
+        if media_type is None:
+            raise InvalidEvent(
+                f"image part {index}: format not supported (use PNG, JPEG, WebP or GIF)"
+            )
+        blob = self._offload(data, media_type, index, prepared)
+        blob.image_id = image_id_for(blob.blob_id)
+        blob.width, blob.height = width, height
+        return ImagePart(
+            image_id=blob.image_id,
+            blob_id=blob.blob_id,
+            media_type=media_type,
+            width=width,
+            height=height,
+            size=len(data),
+        )
+
+
+def _blob_part(blob: BlobRow, original_kind: str, preview: str) -> dict[str, Any]:
+    return BlobPart(
+        blob_id=blob.blob_id,
+        size=blob.size,
+        media_type=blob.media_type,
+        original_kind=original_kind,
+        preview=preview,
+    ).model_dump()
+
+
+def _validate(draft: EventDraft) -> None:
+    for name in ("call_id", "idempotency_key", "event_id", "request_id"):
+        value = getattr(draft, name)
+        if (
+            value is not None
+            and not is_valid_id(value)
+            and not (name == "idempotency_key" and 0 < len(value) <= 256)
+        ):
+            raise InvalidEvent(f"invalid {name} {value!r}")
+    if draft.type in (EventType.TOOL_CALL, EventType.TOOL_RESULT) and not draft.call_id:
+        raise InvalidEvent(f"a {draft.type.value} event needs a call_id")
+    if draft.type is EventType.TOOL_CALL and not (
+        draft.meta.tool_name or draft.payload.get("name")
+    ):
+        raise InvalidEvent("a tool_call event needs a tool name")
+    try:
+        jsonvalue.check_json(draft.payload, where="payload")
+        jsonvalue.check_json(draft.meta.extra, where="metadata")
+        for index, part in enumerate(draft.parts):
+            if isinstance(part, TextPart):
+                jsonvalue.check_json(part.text, where=f"parts[{index}].text")
+            elif isinstance(part, JsonPart):
+                jsonvalue.check_json(part.data, where=f"parts[{index}].data")
+        for value in (draft.author, draft.meta.model, draft.meta.tool_name):
+            if value is not None:
+                jsonvalue.check_json(value, where="event field")
+    except InvalidInput as exc:
+        raise InvalidEvent(str(exc)) from exc

@@ -1,0 +1,665 @@
+"""Session operations keyed by (user_id, session_id): the logic behind ``Session`` and the engine.
+
+Every operation names the user. A session of another user, a missing session
+and an expired one all raise the same ``SessionNotFound``; the attempt is
+written to the audit log either way.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
+
+from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from agentctx import jsonvalue
+from agentctx.errors import (
+    AgentCtxError,
+    BlobNotFound,
+    InvalidInput,
+    SessionExists,
+    SessionNotFound,
+    TurnError,
+)
+from agentctx.events import Event, EventDraft, EventType, JsonPart, utcnow
+from agentctx.ids import is_valid_id, new_id
+from agentctx.jobs import JobQueue
+from agentctx.privacy.redactor import Redactor
+from agentctx.sessions.audit import AuditLog, AuditRecord
+from agentctx.sessions.models import (
+    DeleteReport,
+    Page,
+    SessionInfo,
+    SweepReport,
+    TurnInfo,
+    VerifyReport,
+)
+from agentctx.sessions.prepare import Preparer
+from agentctx.sessions.writer import EventWriter, StateChange, event_from_row
+from agentctx.storage import repository as repo
+from agentctx.storage.blobs import BlobStore
+from agentctx.storage.chain import GENESIS_HASH, chain_hash
+from agentctx.storage.database import Database
+from agentctx.storage.schema import (
+    USER_DATA_TABLES,
+    audit,
+    blob_refs,
+    blobs,
+    events,
+    sessions,
+    turns,
+)
+
+
+class SessionService:
+    """Implements every session operation on one database and blob store."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        preparer: Preparer,
+        writer: EventWriter,
+        audit_log: AuditLog,
+        blob_store: BlobStore,
+        jobs: JobQueue,
+        redactor: Redactor,
+        session_ttl: timedelta | None,
+        audit_retention: timedelta,
+    ) -> None:
+        self.db = db
+        self.preparer = preparer
+        self.writer = writer
+        self.audit = audit_log
+        self.blobs = blob_store
+        self.jobs = jobs
+        self.redactor = redactor
+        self.session_ttl = session_ttl
+        self.audit_retention = audit_retention
+
+    # Sessions ---------------------------------------------------------------------------
+
+    def create(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+        ttl: timedelta | None = None,
+        config: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Create a session; ``ttl`` overrides the default time to live."""
+        _check_id("user_id", user_id)
+        _check_id("agent_id", agent_id)
+        session_id = session_id or new_id()
+        _check_id("session_id", session_id)
+        values = {}
+        for name, value in (("state", state), ("config", config), ("meta", meta)):
+            jsonvalue.check_json(value or {}, where=name)
+            values[name] = self.redactor.redact_json(value or {}).value
+        now = utcnow()
+        lifetime = ttl if ttl is not None else self.session_ttl
+        row = {
+            "user_id": user_id,
+            "session_id": session_id,
+            "agent_id": agent_id,
+            "state": values["state"],
+            "state_version": 0,
+            "last_seq": 0,
+            "last_hash": GENESIS_HASH,
+            "config": values["config"],
+            "meta": values["meta"],
+            "created_at": now,
+            "updated_at": now,
+            "last_accessed_at": now,
+            "expires_at": now + lifetime if lifetime is not None else None,
+        }
+        record = AuditRecord(
+            action="session_create", user_id=user_id, session_id=session_id, state_version=0
+        )
+        try:
+            with self.db.write() as conn:
+                expired = conn.execute(
+                    select(sessions.c.session_id).where(
+                        sessions.c.user_id == user_id,
+                        sessions.c.session_id == session_id,
+                        sessions.c.expires_at <= now,
+                    )
+                ).first()
+                if expired is not None:  # an expired, unswept session frees its id
+                    self._delete_sessions(conn, user_id, [session_id])
+                conn.execute(sessions.insert(), [row])
+                self.audit.write(record, conn)
+        except IntegrityError as exc:
+            record.status, record.error_code = "error", SessionExists.code
+            self.audit.record(record)
+            raise SessionExists(f"session {session_id!r} already exists") from exc
+        self.audit.emit(record)
+        return SessionInfo.model_validate(row)
+
+    def load(self, user_id: str, session_id: str) -> SessionInfo:
+        """Load a session (and note the access)."""
+        started = time.perf_counter()
+        record = AuditRecord(action="session_load", user_id=user_id, session_id=session_id)
+        now = utcnow()
+        with self.db.write() as conn:
+            row = repo.get_session_row(conn, user_id, session_id, now)
+            if row is not None:
+                conn.execute(
+                    update(sessions)
+                    .where(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
+                    .values(last_accessed_at=now)
+                )
+                record.state_version = row["state_version"]
+                record.duration_ms = (time.perf_counter() - started) * 1000
+                self.audit.write(record, conn)
+        if row is None:
+            self._deny(record, SessionNotFound(session_id))
+        self.audit.emit(record)
+        return SessionInfo.model_validate({**row, "last_accessed_at": now})
+
+    def info(self, user_id: str, session_id: str) -> SessionInfo:
+        """A session's current row, without recording an access."""
+        with self.db.read() as conn:
+            row = repo.get_session_row(conn, user_id, session_id, utcnow())
+        if row is None:
+            self._deny(
+                AuditRecord(action="session_read", user_id=user_id, session_id=session_id),
+                SessionNotFound(session_id),
+            )
+        return SessionInfo.model_validate(dict(row))
+
+    def list_sessions(
+        self,
+        user_id: str,
+        *,
+        agent_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[SessionInfo]:
+        """A user's live sessions, oldest first, ``limit`` per page."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000")
+        now = utcnow()
+        query = select(sessions).where(
+            sessions.c.user_id == user_id,
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now),
+        )
+        if agent_id is not None:
+            query = query.where(sessions.c.agent_id == agent_id)
+        if cursor is not None:
+            created, after_id = _decode_cursor(cursor)
+            query = query.where(
+                or_(
+                    sessions.c.created_at > created,
+                    and_(sessions.c.created_at == created, sessions.c.session_id > after_id),
+                )
+            )
+        query = query.order_by(sessions.c.created_at, sessions.c.session_id).limit(limit + 1)
+        with self.db.read() as conn:
+            rows = list(conn.execute(query).mappings())
+        items = [SessionInfo.model_validate(dict(row)) for row in rows[:limit]]
+        next_cursor = (
+            _encode_cursor(items[-1].created_at, items[-1].session_id)
+            if len(rows) > limit
+            else None
+        )
+        return Page[SessionInfo](items=items, next_cursor=next_cursor)
+
+    def delete(self, user_id: str, session_id: str) -> DeleteReport:
+        """Delete a session with its events, turns, jobs and unshared blobs."""
+        record = AuditRecord(action="session_delete", user_id=user_id, session_id=session_id)
+        with self.db.write() as conn:
+            exists = conn.execute(
+                select(sessions.c.session_id).where(
+                    sessions.c.user_id == user_id, sessions.c.session_id == session_id
+                )
+            ).first()
+            report = self._delete_sessions(conn, user_id, [session_id]) if exists else None
+            if report is not None:
+                record.meta = report.model_dump(exclude={"extra"})
+                self.audit.write(record, conn)
+        if report is None:
+            self._deny(record, SessionNotFound(session_id))
+        self.audit.emit(record)
+        return report + self._collect_blobs()
+
+    def _delete_sessions(
+        self, conn: Any, user_id: str, session_ids: Sequence[str] | None
+    ) -> DeleteReport:
+        counts = {}
+        for table in USER_DATA_TABLES:
+            counts[table.name] = repo.delete_rows(conn, table, user_id, session_ids)
+        return DeleteReport(
+            sessions=counts["sessions"],
+            events=counts["events"],
+            turns=counts["turns"],
+            jobs=counts["jobs"],
+            blob_refs=counts["blob_refs"],
+        )
+
+    def _collect_blobs(self) -> DeleteReport:
+        """Delete blobs no event references any more (rows, then bytes)."""
+        orphaned = (
+            ~select(blob_refs.c.blob_id).where(blob_refs.c.blob_id == blobs.c.blob_id).exists()
+        )
+        removed = 0
+        with self.db.write() as conn:
+            # Exclusive gate: no writer is between inserting a reference and committing it.
+            self.db.blob_gate(conn, exclusive=True)
+            ids = [row[0] for row in conn.execute(select(blobs.c.blob_id).where(orphaned))]
+            if ids:
+                conn.execute(delete(blobs).where(blobs.c.blob_id.in_(ids)))
+                # Files go inside the transaction: a writer waiting on the gate re-stores
+                # any file it needs once we commit.
+                removed = sum(self.blobs.delete(blob_id) for blob_id in ids)
+        return DeleteReport(blobs=removed)
+
+    # State ------------------------------------------------------------------------------
+
+    def update_state(
+        self,
+        user_id: str,
+        session_id: str,
+        changes: dict[str, Any],
+        *,
+        expected_version: int | None,
+        replace: bool,
+        turn_id: str | None,
+        author: str | None = None,
+    ) -> tuple[dict[str, Any], int, Event]:
+        """Compare-and-set the session state; records a ``state_delta`` event in the log."""
+        jsonvalue.check_json(changes, where="state")
+        clean = self.redactor.redact_json(changes).value
+        draft = EventDraft(
+            type=EventType.STATE_DELTA,
+            author=author,
+            parts=(JsonPart(data=clean),),
+            payload={"replace": replace},
+        )
+        prepared = self.preparer.prepare(user_id, session_id, draft, None)
+        result = self.writer.write(
+            user_id,
+            session_id,
+            [prepared],
+            turn_id=turn_id,
+            own_turn=turn_id is None,
+            request_id=None,
+            state_change=StateChange(clean, replace, expected_version),
+            action="state_update",
+        )
+        assert result.state is not None
+        return result.state, result.state_version, result.events[0]
+
+    # Events -----------------------------------------------------------------------------
+
+    def append(
+        self,
+        user_id: str,
+        session_id: str,
+        drafts: Sequence[EventDraft],
+        *,
+        turn_id: str | None,
+        request_id: str | None,
+        expected_last_seq: int | None = None,
+        legacy: bool = False,
+    ) -> list[Event]:
+        """Prepare and append drafts; outside a turn they form a turn of their own."""
+        prepared = [
+            self.preparer.prepare(user_id, session_id, draft, request_id) for draft in drafts
+        ]
+        result = self.writer.write(
+            user_id,
+            session_id,
+            prepared,
+            turn_id=turn_id,
+            own_turn=turn_id is None and not legacy,
+            request_id=request_id,
+            expected_last_seq=expected_last_seq,
+        )
+        return result.events
+
+    def events(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        start_seq: int | None = None,
+        end_seq: int | None = None,
+        turn_id: str | None = None,
+        types: Sequence[EventType | str] | None = None,
+        limit: int | None = None,
+        last: int | None = None,
+    ) -> list[Event]:
+        """Events in seq order, filtered; ``last=N`` gives the newest N (still in seq order)."""
+        if last is not None and limit is not None:
+            raise InvalidInput("give limit or last, not both")
+        type_names = [str(t) for t in types] if types else None
+        now = utcnow()
+        with self.db.read() as conn:
+            rows = repo.select_events(
+                conn,
+                user_id,
+                session_id,
+                start_seq=start_seq,
+                end_seq=end_seq,
+                turn_id=turn_id,
+                types=type_names,
+                limit=last if last is not None else limit,
+                newest_first=last is not None,
+            )
+            # A session can exist with no matching events; only an empty answer needs the check.
+            alive = repo.session_exists(conn, user_id, session_id, now)
+        if not alive:
+            self._deny(
+                AuditRecord(action="events_read", user_id=user_id, session_id=session_id),
+                SessionNotFound(session_id),
+            )
+        if last is not None:
+            rows.reverse()
+        return [event_from_row(row) for row in rows]
+
+    def turns(self, user_id: str, session_id: str) -> list[TurnInfo]:
+        """The session's turns, oldest first."""
+        with self.db.read() as conn:
+            if not repo.session_exists(conn, user_id, session_id, utcnow()):
+                self._deny(
+                    AuditRecord(action="turns_read", user_id=user_id, session_id=session_id),
+                    SessionNotFound(session_id),
+                )
+            rows = repo.select_turns(conn, user_id, session_id)
+        return [TurnInfo.model_validate(dict(row)) for row in rows]
+
+    # Turns ------------------------------------------------------------------------------
+
+    def begin_turn(
+        self, user_id: str, session_id: str, *, request_id: str, author: str | None
+    ) -> str:
+        """Record the start of a turn and return its id."""
+        turn_id = new_id()
+        now = utcnow()
+        record = AuditRecord(
+            action="turn_begin", user_id=user_id, session_id=session_id, request_id=request_id
+        )
+        with self.db.write() as conn:
+            if repo.lock_head(conn, user_id, session_id, now) is not None:
+                repo.insert_turn(
+                    conn,
+                    {
+                        "user_id": user_id,
+                        "session_id": session_id,
+                        "turn_id": turn_id,
+                        "request_id": request_id,
+                        "author": author,
+                        "status": "open",
+                        "started_at": now,
+                        "ended_at": None,
+                        "first_seq": None,
+                        "last_seq": None,
+                        "event_count": 0,
+                    },
+                )
+                record.meta = {"turn_id": turn_id}
+                self.audit.write(record, conn)
+                found = True
+            else:
+                found = False
+        if not found:
+            self._deny(record, SessionNotFound(session_id))
+        self.audit.emit(record)
+        return turn_id
+
+    def end_turn(self, user_id: str, session_id: str, turn_id: str, status: str) -> TurnInfo:
+        """End a turn and queue its turn-end hooks in the same transaction."""
+        if status not in ("ok", "error", "abandoned"):
+            raise TurnError(f"unknown turn status {status!r}")
+        record = AuditRecord(
+            action="turn_end", user_id=user_id, session_id=session_id, meta={"turn_id": turn_id}
+        )
+        with self.db.write() as conn:
+            row = repo.end_turn(conn, user_id, session_id, turn_id, status=status, now=utcnow())
+            if row is not None:
+                self.writer.enqueue_turn_end(conn, user_id, session_id, turn_id)
+                record.request_id = row["request_id"]
+                self.audit.write(record, conn)
+        if row is None:
+            self._deny(record, TurnError(f"turn {turn_id} is not open in session {session_id}"))
+        self.audit.emit(record)
+        self.jobs.notify()
+        return TurnInfo.model_validate(dict(row))
+
+    # Integrity --------------------------------------------------------------------------
+
+    def verify(self, user_id: str, session_id: str) -> VerifyReport:
+        """Recompute the hash chain; name the first event that does not match."""
+        record = AuditRecord(action="session_verify", user_id=user_id, session_id=session_id)
+        with self.db.read() as conn:
+            head = repo.get_session_row(conn, user_id, session_id, utcnow())
+            if head is None:
+                self._deny(record, SessionNotFound(session_id))
+            report = _check_chain(session_id, head, repo.iter_event_rows(conn, user_id, session_id))
+        record.status = "ok" if report.ok else "error"
+        record.error_code = None if report.ok else "tampered"
+        record.meta = {"first_bad_seq": report.first_bad_seq} if not report.ok else {}
+        self.audit.record(record)
+        return report
+
+    def export(self, user_id: str, session_id: str) -> Iterator[dict[str, Any]]:
+        """Every event of the session as JSON-ready dicts, in seq order."""
+        self.info(user_id, session_id)
+        with self.db.read() as conn:
+            for row in repo.iter_event_rows(conn, user_id, session_id):
+                yield event_from_row(row).model_dump(mode="json")
+
+    # Blobs ------------------------------------------------------------------------------
+
+    def get_blob(self, user_id: str, blob_id: str) -> bytes:
+        """Blob bytes, if an event of this user references the blob."""
+        query = select(blob_refs.c.blob_id).where(
+            blob_refs.c.user_id == user_id, blob_refs.c.blob_id == blob_id
+        )
+        return self._read_blob(user_id, query, blob_id)
+
+    def restore_image(self, user_id: str, image_id: str) -> bytes:
+        """The original bytes of an image (e.g. behind a ``[Visual_Placeholder: img_…]``)."""
+        query = select(blob_refs.c.blob_id).where(
+            blob_refs.c.user_id == user_id, blob_refs.c.image_id == image_id
+        )
+        return self._read_blob(user_id, query, image_id)
+
+    def _read_blob(self, user_id: str, query: Any, name: str) -> bytes:
+        with self.db.read() as conn:
+            row = conn.execute(query.limit(1)).first()
+        if row is None:
+            self._deny(
+                AuditRecord(action="blob_read", user_id=user_id, meta={"id": name}),
+                BlobNotFound(name),
+            )
+        return self.blobs.get(row[0])
+
+    # Retention --------------------------------------------------------------------------
+
+    def sweep(
+        self, *, now: datetime | None = None, turn_timeout: timedelta = timedelta(hours=1)
+    ) -> SweepReport:
+        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
+        now = now or utcnow()
+        started = time.perf_counter()
+        with self.db.read() as conn:
+            expired = [
+                (row.user_id, row.session_id)
+                for row in conn.execute(
+                    select(sessions.c.user_id, sessions.c.session_id).where(
+                        sessions.c.expires_at <= now
+                    )
+                )
+            ]
+        report = DeleteReport()
+        for user_id, session_id in expired:
+            with self.db.write() as conn:
+                # Re-check under the write lock: a write may have renewed it meanwhile.
+                still = conn.execute(
+                    select(sessions.c.session_id).where(
+                        sessions.c.user_id == user_id,
+                        sessions.c.session_id == session_id,
+                        sessions.c.expires_at <= now,
+                    )
+                ).first()
+                if still is not None:
+                    report = report + self._delete_sessions(conn, user_id, [session_id])
+        abandoned = self._close_abandoned_turns(now - turn_timeout)
+        report = report + self._collect_blobs()
+        with self.db.write() as conn:
+            trimmed = int(
+                conn.execute(delete(audit).where(audit.c.ts < now - self.audit_retention)).rowcount
+                or 0
+            )
+        result = SweepReport(
+            expired_sessions=report.sessions,
+            deleted=report,
+            abandoned_turns=abandoned,
+            audit_records=trimmed,
+        )
+        self.audit.record(
+            AuditRecord(
+                action="sweep",
+                duration_ms=(time.perf_counter() - started) * 1000,
+                meta={
+                    "expired_sessions": report.sessions,
+                    "events": report.events,
+                    "blobs": report.blobs,
+                    "abandoned_turns": abandoned,
+                    "audit_records": trimmed,
+                },
+            )
+        )
+        return result
+
+    def _close_abandoned_turns(self, started_before: datetime) -> int:
+        with self.db.read() as conn:
+            stale = list(
+                conn.execute(
+                    select(turns.c.user_id, turns.c.session_id, turns.c.turn_id).where(
+                        turns.c.status == "open", turns.c.started_at < started_before
+                    )
+                )
+            )
+        closed = 0
+        for user_id, session_id, turn_id in stale:
+            try:
+                self.end_turn(user_id, session_id, turn_id, "abandoned")
+                closed += 1
+            except TurnError:
+                pass  # ended by its owner meanwhile
+        return closed
+
+    def delete_user_data(self, user_id: str) -> DeleteReport:
+        """Remove every session, event, turn, job, blob reference (and unshared blob) of a user."""
+        started = time.perf_counter()
+        with self.db.write() as conn:
+            report = self._delete_sessions(conn, user_id, None)
+        report = report + self._collect_blobs()
+        self.audit.record(
+            AuditRecord(
+                action="delete_user_data",
+                user_id=user_id,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                meta=report.model_dump(exclude={"extra"}),
+            )
+        )
+        return report
+
+    def count_events(self, user_id: str, session_id: str) -> int:
+        """How many events the session holds."""
+        with self.db.read() as conn:
+            return int(
+                conn.execute(
+                    select(func.count())
+                    .select_from(events)
+                    .where(events.c.user_id == user_id, events.c.session_id == session_id)
+                ).scalar_one()
+            )
+
+    # Helpers ----------------------------------------------------------------------------
+
+    def _deny(self, record: AuditRecord, error: AgentCtxError) -> NoReturn:
+        record.status, record.error_code = "error", error.code
+        self.audit.record(record)
+        raise error
+
+
+def _check_chain(session_id: str, head: Any, rows: Iterator[Any]) -> VerifyReport:
+    prev, expected_seq, checked = GENESIS_HASH, 1, 0
+    for row in rows:
+        if row["seq"] != expected_seq:
+            return VerifyReport(
+                session_id=session_id,
+                ok=False,
+                events_checked=checked,
+                last_seq=head["last_seq"],
+                first_bad_seq=expected_seq,
+                reason=f"event {expected_seq} is missing (next stored is {row['seq']})",
+            )
+        try:
+            computed = chain_hash(prev, row)
+        except Exception as exc:  # a row so damaged it cannot be hashed
+            computed = f"unhashable: {exc}"
+        if computed != row["hash"]:
+            return VerifyReport(
+                session_id=session_id,
+                ok=False,
+                events_checked=checked,
+                last_seq=head["last_seq"],
+                first_bad_seq=row["seq"],
+                reason="hash does not match the event's content and predecessor",
+            )
+        prev, expected_seq, checked = row["hash"], expected_seq + 1, checked + 1
+    if checked != head["last_seq"]:
+        return VerifyReport(
+            session_id=session_id,
+            ok=False,
+            events_checked=checked,
+            last_seq=head["last_seq"],
+            first_bad_seq=checked + 1,
+            reason=f"the log ends at seq {checked}, the session at {head['last_seq']}",
+        )
+    if prev != head["last_hash"]:
+        return VerifyReport(
+            session_id=session_id,
+            ok=False,
+            events_checked=checked,
+            last_seq=head["last_seq"],
+            first_bad_seq=checked,
+            reason="the last event's hash does not match the session head",
+        )
+    return VerifyReport(
+        session_id=session_id, ok=True, events_checked=checked, last_seq=head["last_seq"]
+    )
+
+
+def _check_id(name: str, value: str) -> None:
+    if not isinstance(value, str) or not is_valid_id(value):
+        raise InvalidInput(
+            f"invalid {name} {value!r}: 1-128 characters, letters, digits and ._:@/+=- "
+            "(starting with a letter or digit)"
+        )
+
+
+def _encode_cursor(created_at: datetime, session_id: str) -> str:
+    raw = jsonvalue.dumps([created_at.isoformat(), session_id])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created, session_id = jsonvalue.loads(base64.urlsafe_b64decode(padded))
+        return datetime.fromisoformat(created), str(session_id)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("invalid cursor") from exc

@@ -1,0 +1,227 @@
+"""``Session``: the handle an agent holds for one conversation of one user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from agentctx.errors import InvalidInput, TurnError
+from agentctx.events import Event, EventDraft, EventType
+from agentctx.ids import new_id
+from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
+from agentctx.sessions.recording import EventRecorder
+from agentctx.sessions.turns import Turn, current_turn
+
+if TYPE_CHECKING:
+    from agentctx.engine import ContextEngine
+
+StateModel = TypeVar("StateModel", bound=BaseModel)
+
+
+class Session(EventRecorder):
+    """One session of one user. Obtain it from ``ContextEngine.create_session``/``get_session``.
+
+    The handle keeps a snapshot of the session row (``state``, ``state_version``);
+    :meth:`refresh` re-reads it. Writes go straight to the log.
+    """
+
+    def __init__(self, engine: ContextEngine, info: SessionInfo) -> None:
+        self._engine = engine
+        self._service = engine._service
+        self._info = info
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.id!r}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._info.session_id
+
+    @property
+    def user_id(self) -> str:
+        """The user the session belongs to."""
+        return self._info.user_id
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the session is with."""
+        return self._info.agent_id
+
+    @property
+    def info(self) -> SessionInfo:
+        """The session row as last read."""
+        return self._info
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The session state as last read or written through this handle."""
+        return dict(self._info.state)
+
+    @property
+    def state_version(self) -> int:
+        """The state version as last read or written through this handle."""
+        return self._info.state_version
+
+    def state_as(self, model: type[StateModel]) -> StateModel:
+        """The state validated as a pydantic model (typed state)."""
+        try:
+            return model.model_validate(self._info.state)
+        except ValidationError as exc:
+            raise InvalidInput(f"session state does not match {model.__name__}: {exc}") from exc
+
+    def refresh(self) -> SessionInfo:
+        """Re-read the session row."""
+        self._info = self._service.info(self.user_id, self.id)
+        return self._info
+
+    # Writing ----------------------------------------------------------------------------
+
+    def turn(self, *, request_id: str | None = None, author: str | None = None) -> Turn:
+        """Begin a turn; use as ``with session.turn() as turn:`` (leaving it ends the turn)."""
+        turn = self._begin_turn(request_id=request_id, author=author)
+        turn._activate()
+        return turn
+
+    def _begin_turn(self, *, request_id: str | None, author: str | None) -> Turn:
+        """Record a new turn (storage only; the caller activates it in its context)."""
+        if current_turn(self.user_id, self.id) is not None:
+            raise TurnError(f"session {self.id} already has an open turn in this context")
+        request_id = request_id or new_id()
+        turn_id = self._service.begin_turn(
+            self.user_id, self.id, request_id=request_id, author=author
+        )
+        return Turn(self, turn_id, request_id, author)
+
+    def _write(self, drafts: Sequence[EventDraft], *, expected_last_seq: int | None) -> list[Event]:
+        turn = current_turn(self.user_id, self.id)
+        if turn is not None:
+            return self._write_in_turn(turn, drafts, expected_last_seq=expected_last_seq)
+        events = self._service.append(
+            self.user_id,
+            self.id,
+            drafts,
+            turn_id=None,
+            request_id=None,
+            expected_last_seq=expected_last_seq,
+        )
+        self._engine._after_turn(self.user_id, self.id)
+        return events
+
+    def _write_in_turn(
+        self, turn: Turn, drafts: Sequence[EventDraft], *, expected_last_seq: int | None
+    ) -> list[Event]:
+        return self._service.append(
+            self.user_id,
+            self.id,
+            drafts,
+            turn_id=turn.turn_id,
+            request_id=turn.request_id,
+            expected_last_seq=expected_last_seq,
+        )
+
+    def _end_turn(self, turn: Turn, status: str) -> None:
+        self._service.end_turn(self.user_id, self.id, turn.turn_id, status)
+        self._engine._after_turn(self.user_id, self.id)
+
+    def _record_turn_error(self, turn: Turn, exc: BaseException) -> None:
+        self._write_in_turn(
+            turn,
+            [
+                EventDraft(
+                    type=EventType.ERROR,
+                    payload={"error_type": type(exc).__name__, "message": str(exc)[:2000]},
+                    author=turn.author,
+                )
+            ],
+            expected_last_seq=None,
+        )
+
+    def import_legacy(self, *drafts: EventDraft) -> list[Event]:
+        """Append events recorded before turns existed (no turn id; never compacted)."""
+        return self._service.append(
+            self.user_id, self.id, drafts, turn_id=None, request_id=None, legacy=True
+        )
+
+    def update_state(
+        self,
+        changes: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+        replace: bool = False,
+    ) -> dict[str, Any]:
+        """Compare-and-set the state: merge ``changes`` (or replace the state with them).
+
+        The write names the version it read: ``expected_version`` if given, otherwise the
+        version this handle last saw. If another writer got there first, ``StaleSession``
+        is raised and nothing changes. The change is also recorded as a ``state_delta`` event.
+        """
+        expected = self.state_version if expected_version is None else expected_version
+        turn = current_turn(self.user_id, self.id)
+        state, version, event = self._service.update_state(
+            self.user_id,
+            self.id,
+            changes,
+            expected_version=expected,
+            replace=replace,
+            turn_id=turn.turn_id if turn is not None else None,
+        )
+        self._info = self._info.model_copy(
+            update={
+                "state": state,
+                "state_version": version,
+                "last_seq": event.seq,
+                "last_hash": event.hash,
+            }
+        )
+        if turn is None:
+            self._engine._after_turn(self.user_id, self.id)
+        return dict(state)
+
+    # Reading ----------------------------------------------------------------------------
+
+    def events(
+        self,
+        *,
+        start_seq: int | None = None,
+        end_seq: int | None = None,
+        turn_id: str | None = None,
+        types: Sequence[EventType | str] | None = None,
+        limit: int | None = None,
+        last: int | None = None,
+    ) -> list[Event]:
+        """Events in seq order: a seq range, one turn, some types; ``last=N`` for the newest N."""
+        return self._service.events(
+            self.user_id,
+            self.id,
+            start_seq=start_seq,
+            end_seq=end_seq,
+            turn_id=turn_id,
+            types=types,
+            limit=limit,
+            last=last,
+        )
+
+    def turns(self) -> list[TurnInfo]:
+        """The session's turns, oldest first."""
+        return self._service.turns(self.user_id, self.id)
+
+    def verify(self) -> VerifyReport:
+        """Check the hash chain of the whole log."""
+        return self._service.verify(self.user_id, self.id)
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every event as a JSON-ready dict, in seq order."""
+        return self._service.export(self.user_id, self.id)
+
+    def delete(self) -> DeleteReport:
+        """Delete the session and everything derived from it."""
+        return self._service.delete(self.user_id, self.id)
+
+    @property
+    def last_activity(self) -> datetime:
+        """When the session was last written."""
+        return self._info.updated_at

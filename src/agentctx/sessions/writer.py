@@ -1,0 +1,401 @@
+"""The write transaction: one append (of one or many events) or one state update.
+
+Guarantees, on SQLite and PostgreSQL alike:
+
+* Order: the session head is locked for the whole transaction, so ``seq`` is
+  gap-free and strictly increasing however many threads and processes write.
+* All or nothing: a batch commits whole or not at all (a crash mid-batch leaves
+  no partial batch).
+* Idempotency: an event whose ``idempotency_key`` or ``event_id`` is already
+  stored in the session is returned as stored; nothing new is written. Reusing
+  a key for different content raises ``IdempotencyConflict``.
+* Compare-and-set: ``expected_last_seq`` and ``expected_version`` are checked
+  under the lock; a mismatch raises ``StaleSession`` and changes nothing.
+* The redaction gate: a row not marked redacted is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from agentctx.errors import (
+    AgentCtxError,
+    IdempotencyConflict,
+    InvalidEvent,
+    RedactionRequired,
+    SessionNotFound,
+    StaleSession,
+)
+from agentctx.events import Event, EventType, utcnow
+from agentctx.ids import new_id
+from agentctx.jobs import JobQueue
+from agentctx.sessions.audit import AuditLog, AuditRecord
+from agentctx.sessions.prepare import PreparedEvent, fingerprint_of
+from agentctx.storage import repository as repo
+from agentctx.storage.blobs import BlobStore
+from agentctx.storage.chain import chain_hash
+from agentctx.storage.database import Database
+from agentctx.storage.schema import blob_refs, blobs
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """A compare-and-set update of session state."""
+
+    changes: dict[str, Any]
+    replace: bool
+    expected_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The events a write produced (stored ones for idempotent retries) and the new state."""
+
+    events: list[Event]
+    state: dict[str, Any] | None
+    state_version: int
+    last_seq: int
+    turn_ended: str | None
+
+
+def event_from_row(row: Any) -> Event:
+    """Build an Event from a stored row (a mapping with every event column)."""
+    return Event.model_validate(dict(row))
+
+
+class EventWriter:
+    """Runs append and state-update transactions."""
+
+    def __init__(
+        self,
+        db: Database,
+        audit: AuditLog,
+        jobs: JobQueue,
+        blob_store: BlobStore,
+        *,
+        session_ttl: timedelta | None,
+        turn_end_kinds: Callable[[], Sequence[str]],
+    ) -> None:
+        self._db = db
+        self._audit = audit
+        self._jobs = jobs
+        self._blobs = blob_store
+        self._ttl = session_ttl
+        self._turn_end_kinds = turn_end_kinds
+
+    def write(
+        self,
+        user_id: str,
+        session_id: str,
+        prepared: Sequence[PreparedEvent],
+        *,
+        turn_id: str | None,
+        own_turn: bool,
+        request_id: str | None,
+        expected_last_seq: int | None = None,
+        state_change: StateChange | None = None,
+        action: str = "append",
+    ) -> WriteResult:
+        """Append ``prepared`` (and apply ``state_change``) in one transaction.
+
+        ``own_turn``: the events form a turn of their own (they were written outside
+        any turn), which is recorded and ended in this same transaction.
+        """
+        started = time.perf_counter()
+        for item in prepared:
+            if item.row.get("redacted") is not True:
+                raise RedactionRequired(
+                    "refusing to store an event that did not pass the redaction gate"
+                )
+        first = prepared[0].row if prepared else {}
+        record = AuditRecord(
+            action=action,
+            user_id=user_id,
+            session_id=session_id,
+            request_id=request_id or first.get("request_id"),
+            event_id=first.get("event_id"),
+            event_type=first.get("type"),
+            meta={"events": len(prepared)} if len(prepared) != 1 else {},
+        )
+        try:
+            with self._db.write() as conn:
+                result = self._transaction(
+                    conn,
+                    user_id,
+                    session_id,
+                    prepared,
+                    turn_id,
+                    own_turn,
+                    request_id,
+                    expected_last_seq,
+                    state_change,
+                    record,
+                )
+                record.duration_ms = (time.perf_counter() - started) * 1000
+                record.state_version = result.state_version
+                self._audit.write(record, conn)
+        except AgentCtxError as exc:
+            record.status = "error"
+            record.error_code = exc.code
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            self._audit.record(record)
+            raise
+        self._audit.emit(record)
+        if result.turn_ended is not None:
+            self._jobs.notify()
+        return result
+
+    def _transaction(  # noqa: PLR0917 - internal, called from one place
+        self,
+        conn: Connection,
+        user_id: str,
+        session_id: str,
+        prepared: Sequence[PreparedEvent],
+        turn_id: str | None,
+        own_turn: bool,
+        request_id: str | None,
+        expected_last_seq: int | None,
+        state_change: StateChange | None,
+        record: AuditRecord,
+    ) -> WriteResult:
+        now = utcnow()
+        head = repo.lock_head(conn, user_id, session_id, now)
+        if head is None:
+            raise SessionNotFound(session_id)
+
+        stored = self._already_stored(conn, user_id, session_id, prepared)
+        fresh = [item for item in prepared if item.row["event_id"] not in stored]
+        if prepared and not fresh and state_change is None:
+            # A retry of a write that already committed: hand back what was stored.
+            record.meta["idempotent_replay"] = True
+            return WriteResult(
+                [stored[item.row["event_id"]] for item in prepared],
+                None,
+                head.state_version,
+                head.last_seq,
+                None,
+            )
+        if expected_last_seq is not None and expected_last_seq != head.last_seq:
+            raise StaleSession(
+                f"expected last seq {expected_last_seq}, the session is at {head.last_seq}",
+                expected=expected_last_seq,
+                actual=head.last_seq,
+            )
+        new_state: dict[str, Any] | None = None
+        version = head.state_version
+        if state_change is not None:
+            if (
+                state_change.expected_version is not None
+                and state_change.expected_version != head.state_version
+            ):
+                raise StaleSession(
+                    f"state version {state_change.expected_version} is stale, the session is at "
+                    f"{head.state_version}",
+                    expected=state_change.expected_version,
+                    actual=head.state_version,
+                )
+            new_state = (
+                dict(state_change.changes)
+                if state_change.replace
+                else {**head.state, **state_change.changes}
+            )
+            version = head.state_version + 1
+        self._check_tool_links(conn, user_id, session_id, fresh)
+
+        if own_turn and fresh:
+            turn_id = new_id()
+            repo.insert_turn(
+                conn,
+                {
+                    "user_id": user_id,
+                    "session_id": session_id,
+                    "turn_id": turn_id,
+                    "request_id": request_id or fresh[0].row["request_id"],
+                    "author": fresh[0].row["author"],
+                    "status": "ok",
+                    "started_at": now,
+                    "ended_at": now,
+                    "first_seq": head.last_seq + 1,
+                    "last_seq": head.last_seq + len(fresh),
+                    "event_count": len(fresh),
+                },
+            )
+
+        seq, prev = head.last_seq, head.last_hash
+        rows = []
+        for item in fresh:
+            seq += 1
+            row = item.row
+            row["seq"] = seq
+            row["turn_id"] = turn_id
+            if state_change is not None and row["type"] == EventType.STATE_DELTA.value:
+                row["payload"] = {**row["payload"], "state_version": version}
+            row["hash"] = prev = chain_hash(prev, row)
+            rows.append(row)
+        repo.insert_events(conn, rows)
+        self._insert_blobs(conn, user_id, session_id, fresh, now)
+        expires_at = now + self._ttl if self._ttl is not None else head.expires_at
+        repo.advance_head(
+            conn,
+            user_id,
+            session_id,
+            last_seq=seq,
+            last_hash=prev,
+            now=now,
+            expires_at=expires_at,
+            state=new_state,
+            state_version=version if new_state is not None else None,
+        )
+        turn_ended = None
+        if own_turn and fresh and turn_id is not None:
+            self.enqueue_turn_end(conn, user_id, session_id, turn_id)
+            turn_ended = turn_id
+        events = {row["event_id"]: event_from_row(row) for row in rows}
+        events.update(stored)
+        return WriteResult(
+            [events[item.row["event_id"]] for item in prepared],
+            new_state,
+            version,
+            seq,
+            turn_ended,
+        )
+
+    def enqueue_turn_end(
+        self, conn: Connection, user_id: str, session_id: str, turn_id: str
+    ) -> None:
+        """Queue every turn-end hook for this turn, in the caller's transaction."""
+        for kind in self._turn_end_kinds():
+            self._jobs.enqueue(
+                conn,
+                kind,
+                user_id=user_id,
+                session_id=session_id,
+                turn_id=turn_id,
+                dedupe_key=f"{kind}:{user_id}:{session_id}:{turn_id}",
+            )
+
+    @staticmethod
+    def _already_stored(
+        conn: Connection, user_id: str, session_id: str, prepared: Sequence[PreparedEvent]
+    ) -> dict[str, Event]:
+        """Events of ``prepared`` that are already in the session, keyed by the draft's event id."""
+        ids = [p.row["event_id"] for p in prepared]
+        keys = [p.row["idempotency_key"] for p in prepared if p.row["idempotency_key"]]
+        if len(set(ids)) != len(ids) or len(set(keys)) != len(keys):
+            raise InvalidEvent("a batch may not repeat an event_id or idempotency key")
+        # Only look up ids the caller chose; generated UUIDv7 ids cannot exist yet.
+        chosen_ids = [p.row["event_id"] for p in prepared if p.chosen_id]
+        if not keys and not chosen_ids:
+            return {}
+        rows = repo.existing_events(
+            conn, user_id, session_id, event_ids=chosen_ids, idempotency_keys=keys
+        )
+        by_id = {row["event_id"]: row for row in rows}
+        by_key = {row["idempotency_key"]: row for row in rows if row["idempotency_key"]}
+        found: dict[str, Event] = {}
+        for item in prepared:
+            row = by_key.get(item.row["idempotency_key"]) if item.row["idempotency_key"] else None
+            if row is None:
+                row = by_id.get(item.row["event_id"])
+            if row is None:
+                continue
+            if fingerprint_of(row) != item.fingerprint():
+                raise IdempotencyConflict(
+                    f"event {row['event_id']} (seq {row['seq']}) was stored with different content "
+                    "under the same idempotency key or event id"
+                )
+            found[item.row["event_id"]] = event_from_row(row)
+        return found
+
+    @staticmethod
+    def _check_tool_links(
+        conn: Connection, user_id: str, session_id: str, fresh: Sequence[PreparedEvent]
+    ) -> None:
+        """A tool_result must answer a tool_call of this session; each call is answered once."""
+        linked = [
+            p
+            for p in fresh
+            if p.row["type"] in (EventType.TOOL_CALL.value, EventType.TOOL_RESULT.value)
+        ]
+        if not linked:
+            return
+        known: dict[str, set[str]] = {}
+        tool_names: dict[str, str | None] = {}
+        for call_id, event_type, meta in repo.call_event_types(
+            conn, user_id, session_id, sorted({p.row["call_id"] for p in linked})
+        ):
+            known.setdefault(call_id, set()).add(event_type)
+            if event_type == EventType.TOOL_CALL.value:
+                tool_names[call_id] = meta.get("tool_name")
+        for item in linked:
+            row = item.row
+            call_id, kinds = row["call_id"], known.setdefault(row["call_id"], set())
+            if row["type"] == EventType.TOOL_CALL.value:
+                if kinds:
+                    raise InvalidEvent(f"call_id {call_id!r} is already used in this session")
+                tool_names[call_id] = row["meta"].get("tool_name")
+            else:
+                if EventType.TOOL_CALL.value not in kinds:
+                    raise InvalidEvent(
+                        f"tool_result for unknown call_id {call_id!r}: record the tool_call first"
+                    )
+                if EventType.TOOL_RESULT.value in kinds:
+                    raise InvalidEvent(f"call_id {call_id!r} already has a tool_result")
+                if row["meta"].get("tool_name") is None:
+                    row["meta"]["tool_name"] = tool_names.get(call_id)
+            kinds.add(row["type"])
+
+    def _insert_blobs(
+        self,
+        conn: Connection,
+        user_id: str,
+        session_id: str,
+        fresh: Sequence[PreparedEvent],
+        now: datetime,
+    ) -> None:
+        blob_rows: dict[str, dict[str, Any]] = {}
+        ref_rows = []
+        for item in fresh:
+            for blob in item.blobs:
+                blob_rows[blob.blob_id] = {
+                    "blob_id": blob.blob_id,
+                    "size": blob.size,
+                    "media_type": blob.media_type,
+                    "width": blob.width,
+                    "height": blob.height,
+                    "created_at": now,
+                }
+                ref_rows.append(
+                    {
+                        "user_id": user_id,
+                        "session_id": session_id,
+                        "event_id": item.row["event_id"],
+                        "part_index": blob.part_index,
+                        "blob_id": blob.blob_id,
+                        "image_id": blob.image_id,
+                        "created_at": now,
+                    }
+                )
+        if not blob_rows:
+            return
+        self._db.blob_gate(conn, exclusive=False)
+        dialect_insert = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        conn.execute(
+            dialect_insert(blobs).on_conflict_do_nothing(index_elements=["blob_id"]),
+            list(blob_rows.values()),
+        )
+        conn.execute(insert(blob_refs), ref_rows)
+        # Blob collection may have removed a file between our put() and this transaction;
+        # under the gate no collection runs, so a file present now stays until we commit.
+        for item in fresh:
+            for blob in item.blobs:
+                if not self._blobs.exists(blob.blob_id):
+                    self._blobs.put(blob.data)

@@ -1,0 +1,56 @@
+"""The tamper-evident hash chain over a session's events.
+
+``hash(n) = sha256(hash(n-1) ‖ canonical_json(row(n) without hash))`` where the
+row is the event exactly as stored (so ``verify`` checks what the database
+holds, independent of how the Python model would normalize it) and the first
+event chains to the empty string. The session row keeps the last seq and hash,
+so removing events at the end is caught as well as changing, removing or
+reordering any event in the middle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from agentctx.jsonvalue import canonical_json
+
+GENESIS_HASH = ""
+
+HASHED_COLUMNS = (
+    "event_id",
+    "seq",
+    "ts",
+    "type",
+    "role",
+    "author",
+    "user_id",
+    "session_id",
+    "turn_id",
+    "request_id",
+    "call_id",
+    "idempotency_key",
+    "parts",
+    "payload",
+    "meta",
+    "redacted",
+    "redacted_types",
+    "token_estimate",
+)
+
+
+def format_ts(ts: datetime) -> str:
+    """The canonical text of a timestamp: UTC, microseconds, ``Z``."""
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def chain_hash(prev_hash: str, row: Mapping[str, Any]) -> str:
+    """The hash of an event row chained to the hash of the event before it."""
+    material = {name: row[name] for name in HASHED_COLUMNS}
+    material["ts"] = format_ts(row["ts"])
+    digest = hashlib.sha256(prev_hash.encode("ascii"))
+    digest.update(b"\n")
+    digest.update(canonical_json(material))
+    return digest.hexdigest()

@@ -1,0 +1,179 @@
+"""One database URL → a configured SQLAlchemy engine and the transactions agentctx uses.
+
+``sqlite:///path`` (the embedded default) runs in WAL mode. Write transactions
+start with ``BEGIN IMMEDIATE`` so the read-modify-write of an append (read the
+last seq and hash, insert the next event) is serialized. Writers of one process
+queue on a lock; writers of different processes queue on an ``flock`` of a
+lock file beside the database, so they wake as soon as the writer before them
+commits instead of sleeping in SQLite's busy handler.
+
+``postgresql://…`` uses psycopg 3; appends lock their session row
+(``SELECT … FOR UPDATE``), which serializes writers of one session only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.pool import StaticPool
+
+from agentctx import jsonvalue
+from agentctx.errors import ConfigError, MissingExtra
+
+try:  # POSIX: cross-process writer queue; elsewhere SQLite's busy timeout does the waiting.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+_BLOB_GATE_KEY = 0x61676374_626C6F62  # "agctblob"
+
+
+def normalize_url(url: str) -> str:
+    """Map the URLs users write to the driver agentctx uses (psycopg 3 for PostgreSQL)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+class Database:
+    """A SQLAlchemy engine plus agentctx's transaction discipline for one database."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 30_000,
+        pool_size: int = 8,
+    ) -> None:
+        self.url = normalize_url(url)
+        try:
+            parsed = make_url(self.url)
+        except ArgumentError as exc:
+            raise ConfigError(f"not a database URL: {url!r}") from exc
+        self.dialect = parsed.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise ConfigError(
+                f"unsupported database {self.dialect!r}: use sqlite:// or postgresql://"
+            )
+        self._thread_lock = threading.Lock()
+        self._lock_fd: int | None = None
+        kwargs: dict[str, Any] = {
+            "json_serializer": jsonvalue.dumps,
+            "json_deserializer": jsonvalue.loads,
+        }
+        if self.dialect == "sqlite":
+            database = parsed.database or ""
+            self.path: Path | None = None if database in ("", ":memory:") else Path(database)
+            if self.path is None:
+                kwargs["poolclass"] = StaticPool
+                kwargs["connect_args"] = {"check_same_thread": False}
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                kwargs["pool_size"] = pool_size
+                kwargs["max_overflow"] = pool_size
+                if fcntl is not None:
+                    self._lock_fd = os.open(
+                        f"{self.path}-writer.lock", os.O_RDWR | os.O_CREAT, 0o600
+                    )
+        else:
+            self.path = None
+            kwargs["pool_size"] = pool_size
+            kwargs["max_overflow"] = pool_size
+            kwargs["pool_pre_ping"] = True
+        try:
+            self.engine: Engine = create_engine(self.url, **kwargs)
+        except (NoSuchModuleError, ModuleNotFoundError) as exc:
+            raise MissingExtra("postgres", "psycopg") from exc
+        if self.dialect == "sqlite":
+            self._configure_sqlite(synchronous, busy_timeout_ms)
+
+    def _configure_sqlite(self, synchronous: str, busy_timeout_ms: int) -> None:
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # Let SQLAlchemy's "begin" event below issue BEGIN, so we choose its mode.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute(f"PRAGMA synchronous = {synchronous}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.close()
+
+        @event.listens_for(self.engine, "begin")
+        def _on_begin(connection: Connection) -> None:
+            mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+            connection.exec_driver_sql(f"BEGIN {mode}")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; commits on success, rolls back on any exception."""
+        if self.dialect != "sqlite":
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        with self._writer_queue(), self.engine.connect() as connection:
+            connection.execution_options(sqlite_begin="IMMEDIATE")
+            with connection.begin():
+                yield connection
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction: a consistent snapshot, always rolled back."""
+        with self.engine.connect() as connection:
+            yield connection
+
+    @contextlib.contextmanager
+    def _writer_queue(self) -> Iterator[None]:
+        with self._thread_lock:
+            if self._lock_fd is None:
+                yield
+                return
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """A lock across every process using this database (used around migrations)."""
+        if self.dialect == "sqlite":
+            with self._writer_queue():
+                yield
+            return
+        key = int.from_bytes(name.encode()[:8].ljust(8, b"\0"), "big", signed=True)
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            connection.commit()
+            try:
+                yield
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                connection.commit()
+
+    def blob_gate(self, conn: Connection, *, exclusive: bool) -> None:
+        """Order blob-reference writes (shared) against blob collection (exclusive).
+
+        Held until ``conn``'s transaction ends. On SQLite every write transaction is
+        already exclusive, so this is a no-op there.
+        """
+        if self.dialect == "postgresql":
+            function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+            conn.execute(text(f"SELECT {function}(:k)"), {"k": _BLOB_GATE_KEY})
+
+    def dispose(self) -> None:
+        """Close every pooled connection and the lock file."""
+        self.engine.dispose()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None

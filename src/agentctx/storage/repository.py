@@ -1,0 +1,232 @@
+"""SQL for sessions, events and turns: small functions over an open connection.
+
+Policy (validation, redaction, size guard, audit, jobs) lives in
+``agentctx.sessions``; this module only reads and writes rows. Every function
+takes ``user_id`` and filters by it, so no query can reach another user's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, and_, delete, func, insert, or_, select, update
+
+from agentctx.storage.schema import events, sessions, turns
+
+EVENT_COLUMNS = tuple(column.name for column in events.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHead:
+    """The part of a session row an append needs: where the log ends, and the state version."""
+
+    last_seq: int
+    last_hash: str
+    state_version: int
+    state: dict[str, Any]
+    expires_at: datetime | None
+
+
+def _session_key(user_id: str, session_id: str) -> Any:
+    return and_(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
+
+
+def _event_key(user_id: str, session_id: str) -> Any:
+    return and_(events.c.user_id == user_id, events.c.session_id == session_id)
+
+
+def _live(now: datetime) -> Any:
+    return or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
+
+
+def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SessionHead | None:
+    """Read (and on PostgreSQL row-lock) a live session's head; None if missing or expired."""
+    query = (
+        select(
+            sessions.c.last_seq,
+            sessions.c.last_hash,
+            sessions.c.state_version,
+            sessions.c.state,
+            sessions.c.expires_at,
+        )
+        .where(_session_key(user_id, session_id), _live(now))
+        .with_for_update()
+    )
+    row = conn.execute(query).first()
+    if row is None:
+        return None
+    return SessionHead(row.last_seq, row.last_hash, row.state_version, row.state, row.expires_at)
+
+
+def get_session_row(
+    conn: Connection, user_id: str, session_id: str, now: datetime
+) -> RowMapping | None:
+    """The full row of a live session, or None."""
+    query = select(sessions).where(_session_key(user_id, session_id), _live(now))
+    return conn.execute(query).mappings().first()
+
+
+def session_exists(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:
+    """Whether a live session exists."""
+    query = select(sessions.c.session_id).where(_session_key(user_id, session_id), _live(now))
+    return conn.execute(query).first() is not None
+
+
+def advance_head(
+    conn: Connection,
+    user_id: str,
+    session_id: str,
+    *,
+    last_seq: int,
+    last_hash: str,
+    now: datetime,
+    expires_at: datetime | None,
+    state: dict[str, Any] | None = None,
+    state_version: int | None = None,
+) -> None:
+    """Move a session's head after an append (and optionally set its state)."""
+    values: dict[str, Any] = {
+        "last_seq": last_seq,
+        "last_hash": last_hash,
+        "updated_at": now,
+        "expires_at": expires_at,
+    }
+    if state is not None:
+        values["state"] = state
+        values["state_version"] = state_version
+    conn.execute(update(sessions).where(_session_key(user_id, session_id)).values(**values))
+
+
+def existing_events(
+    conn: Connection,
+    user_id: str,
+    session_id: str,
+    *,
+    event_ids: Sequence[str],
+    idempotency_keys: Sequence[str],
+) -> list[RowMapping]:
+    """Stored events of the session that match any of the ids or idempotency keys."""
+    conditions = []
+    if event_ids:
+        conditions.append(events.c.event_id.in_(list(event_ids)))
+    if idempotency_keys:
+        conditions.append(events.c.idempotency_key.in_(list(idempotency_keys)))
+    if not conditions:
+        return []
+    query = select(events).where(_event_key(user_id, session_id), or_(*conditions))
+    return list(conn.execute(query).mappings())
+
+
+def call_event_types(
+    conn: Connection, user_id: str, session_id: str, call_ids: Sequence[str]
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(call_id, type, meta) of the stored tool calls and results with these call ids."""
+    query = select(events.c.call_id, events.c.type, events.c.meta).where(
+        _event_key(user_id, session_id), events.c.call_id.in_(list(call_ids))
+    )
+    return [(row.call_id, row.type, row.meta) for row in conn.execute(query)]
+
+
+def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert event rows (one statement; executemany for several)."""
+    if rows:
+        conn.execute(insert(events), list(rows))
+
+
+def select_events(
+    conn: Connection,
+    user_id: str,
+    session_id: str,
+    *,
+    start_seq: int | None = None,
+    end_seq: int | None = None,
+    turn_id: str | None = None,
+    types: Sequence[str] | None = None,
+    limit: int | None = None,
+    newest_first: bool = False,
+) -> list[RowMapping]:
+    """Events of one session in seq order (or newest first), filtered."""
+    query = select(events).where(_event_key(user_id, session_id))
+    if start_seq is not None:
+        query = query.where(events.c.seq >= start_seq)
+    if end_seq is not None:
+        query = query.where(events.c.seq <= end_seq)
+    if turn_id is not None:
+        query = query.where(events.c.turn_id == turn_id)
+    if types:
+        query = query.where(events.c.type.in_(list(types)))
+    query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
+    if limit is not None:
+        query = query.limit(limit)
+    return list(conn.execute(query).mappings())
+
+
+def iter_event_rows(
+    conn: Connection, user_id: str, session_id: str, *, chunk: int = 2000
+) -> Iterator[RowMapping]:
+    """Every event of a session in seq order, read in bounded chunks (for verify/export)."""
+    after = 0
+    while True:
+        query = (
+            select(events)
+            .where(_event_key(user_id, session_id), events.c.seq > after)
+            .order_by(events.c.seq)
+            .limit(chunk)
+        )
+        rows = list(conn.execute(query).mappings())
+        yield from rows
+        if len(rows) < chunk:
+            return
+        after = rows[-1]["seq"]
+
+
+def insert_turn(conn: Connection, row: dict[str, Any]) -> None:
+    """Record a turn."""
+    conn.execute(insert(turns), [row])
+
+
+def end_turn(
+    conn: Connection, user_id: str, session_id: str, turn_id: str, *, status: str, now: datetime
+) -> RowMapping | None:
+    """Close an open turn, filling its seq range from its events. Returns the updated row."""
+    stats = conn.execute(
+        select(func.min(events.c.seq), func.max(events.c.seq), func.count()).where(
+            _event_key(user_id, session_id), events.c.turn_id == turn_id
+        )
+    ).one()
+    key = and_(
+        turns.c.user_id == user_id, turns.c.session_id == session_id, turns.c.turn_id == turn_id
+    )
+    result = conn.execute(
+        update(turns)
+        .where(key, turns.c.status == "open")
+        .values(
+            status=status, ended_at=now, first_seq=stats[0], last_seq=stats[1], event_count=stats[2]
+        )
+    )
+    if result.rowcount == 0:
+        return None
+    return conn.execute(select(turns).where(key)).mappings().first()
+
+
+def select_turns(conn: Connection, user_id: str, session_id: str) -> list[RowMapping]:
+    """The turns of a session, oldest first."""
+    query = (
+        select(turns)
+        .where(turns.c.user_id == user_id, turns.c.session_id == session_id)
+        .order_by(turns.c.started_at, turns.c.turn_id)
+    )
+    return list(conn.execute(query).mappings())
+
+
+def delete_rows(
+    conn: Connection, table: Any, user_id: str, session_ids: Iterable[str] | None
+) -> int:
+    """Delete a user's rows of ``table`` (all of them, or only of some sessions)."""
+    statement = delete(table).where(table.c.user_id == user_id)
+    if session_ids is not None:
+        statement = statement.where(table.c.session_id.in_(list(session_ids)))
+    return int(conn.execute(statement).rowcount or 0)

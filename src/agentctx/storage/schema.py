@@ -1,0 +1,239 @@
+"""The SQL schema, as SQLAlchemy Core tables.
+
+Migrations (``storage/migrations``) create and change these tables; a test checks
+that the migrated database matches this module exactly.
+
+Every table that holds a user's data has a ``user_id`` column: ``delete_user_data``
+finds them through :data:`USER_DATA_TABLES`, so a table added later is covered by
+listing it there.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING)
+
+JsonColumn = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only autoincrements INTEGER PRIMARY KEY columns.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite stores naive UTC text)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+ID = 128  # length of user-visible identifiers
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("agent_id", String(ID), primary_key=True),
+    Column("config", JsonColumn, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("agent_id", String(ID), nullable=False),
+    Column("state", JsonColumn, nullable=False),
+    Column("state_version", Integer, nullable=False),
+    Column("last_seq", BigInteger, nullable=False),
+    Column("last_hash", String(64), nullable=False),
+    Column("config", JsonColumn, nullable=False),
+    Column("meta", JsonColumn, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("last_accessed_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=True),
+    PrimaryKeyConstraint("user_id", "session_id"),
+    Index(None, "user_id", "created_at", "session_id"),
+    Index(None, "expires_at"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", String(64), nullable=False),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("role", String(16), nullable=True),
+    Column("author", String(ID), nullable=True),
+    Column("turn_id", String(64), nullable=True),
+    Column("request_id", String(ID), nullable=True),
+    Column("call_id", String(ID), nullable=True),
+    Column("idempotency_key", String(256), nullable=True),
+    Column("parts", JsonColumn, nullable=False),
+    Column("payload", JsonColumn, nullable=False),
+    Column("meta", JsonColumn, nullable=False),
+    Column("redacted", Boolean, nullable=False),
+    Column("redacted_types", JsonColumn, nullable=False),
+    Column("token_estimate", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+    PrimaryKeyConstraint("user_id", "session_id", "seq"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+    UniqueConstraint("user_id", "session_id", "event_id"),
+    UniqueConstraint("user_id", "session_id", "idempotency_key"),
+    Index(None, "user_id", "session_id", "turn_id"),
+    Index(None, "user_id", "session_id", "call_id"),
+)
+
+turns = Table(
+    "turns",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("turn_id", String(64), nullable=False),
+    Column("request_id", String(ID), nullable=True),
+    Column("author", String(ID), nullable=True),
+    Column("status", String(16), nullable=False),  # open | ok | error
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime, nullable=True),
+    Column("first_seq", BigInteger, nullable=True),
+    Column("last_seq", BigInteger, nullable=True),
+    Column("event_count", Integer, nullable=False),
+    PrimaryKeyConstraint("user_id", "session_id", "turn_id"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", BigId, primary_key=True, autoincrement=True),
+    Column("kind", String(ID), nullable=False),
+    Column("user_id", String(ID), nullable=True),
+    Column("session_id", String(ID), nullable=True),
+    Column("turn_id", String(64), nullable=True),
+    Column("payload", JsonColumn, nullable=False),
+    Column("status", String(16), nullable=False),  # pending | running | done | failed
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("run_after", UTCDateTime, nullable=False),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("worker", String(ID), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("dedupe_key", String(256), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("dedupe_key"),
+    Index(None, "status", "run_after"),
+    Index(None, "user_id", "session_id"),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("blob_id", String(64), primary_key=True),  # sha256 of the bytes
+    Column("size", BigInteger, nullable=False),
+    Column("media_type", String(ID), nullable=False),
+    Column("width", Integer, nullable=True),
+    Column("height", Integer, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+blob_refs = Table(
+    "blob_refs",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("event_id", String(64), nullable=False),
+    Column("part_index", Integer, nullable=False),  # -1: the event's payload
+    Column("blob_id", String(64), nullable=False),
+    Column("image_id", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("user_id", "session_id", "event_id", "part_index"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+    Index(None, "blob_id"),
+    Index(None, "user_id", "image_id"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("audit_id", BigId, primary_key=True, autoincrement=True),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("user_id", String(ID), nullable=True),
+    Column("session_id", String(ID), nullable=True),
+    Column("request_id", String(ID), nullable=True),
+    Column("event_id", String(64), nullable=True),
+    Column("event_type", String(32), nullable=True),
+    Column("state_version", Integer, nullable=True),
+    Column("duration_ms", Float, nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("error_code", String(64), nullable=True),
+    Column("meta", JsonColumn, nullable=False),
+    Index(None, "user_id", "ts"),
+    Index(None, "ts"),
+)
+
+# Tables deleted by delete_user_data, children before parents. The audit log is kept on
+# purpose: it holds ids and outcomes, never content, and is what proves the deletion.
+USER_DATA_TABLES: tuple[Table, ...] = (blob_refs, jobs, turns, events, sessions)
+
+ALL_TABLES = (agents, sessions, events, turns, jobs, blobs, blob_refs, audit)
