@@ -81,7 +81,10 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Build settings from overrides, the environment and ``$AGENTCTX_CONFIG`` (YAML)."""
+    """Build settings from overrides, the environment and ``$AGENTCTX_CONFIG`` (YAML).
+
+    Every override given counts, ``None`` included (``session_ttl=None``: never expire).
+    """
     file_values: dict[str, Any] = {}
     config_file = os.environ.get("AGENTCTX_CONFIG")
     if config_file:
@@ -92,14 +95,13 @@ def load_settings(**overrides: Any) -> Settings:
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {config_file} must hold a mapping")
         file_values = loaded
-    explicit = {key: value for key, value in overrides.items() if value is not None}
     try:
         # Environment beats the file: pydantic-settings gives init kwargs top priority, so the
         # file's values are only used for keys the environment does not set.
         env_keys = {
             name for name in Settings.model_fields if f"AGENTCTX_{name.upper()}" in os.environ
         }
-        merged = {k: v for k, v in file_values.items() if k not in env_keys} | explicit
+        merged = {k: v for k, v in file_values.items() if k not in env_keys} | overrides
         return Settings(**merged)
     except ValidationError as exc:
         raise ConfigError(str(exc)) from exc

@@ -43,7 +43,10 @@ class ContextEngine:
         blob_store: BlobStore | None = None,
         **overrides: Any,
     ) -> None:
-        self.settings = settings or load_settings(url=url, home=home, **overrides)
+        if settings is None:
+            given = {k: v for k, v in (("url", url), ("home", home)) if v is not None}
+            settings = load_settings(**given, **overrides)
+        self.settings = settings
         s = self.settings
         self.db = Database(
             s.database_url(),
