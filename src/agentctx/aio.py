@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 from agentctx.engine import ContextEngine
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
+from agentctx.sessions.recording import EventRecorder
 from agentctx.sessions.session import Session
 from agentctx.sessions.turns import Turn
 
@@ -32,12 +33,10 @@ async def _run(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R
     return await asyncio.to_thread(functools.partial(function, *args, **kwargs))
 
 
-class AsyncTurn:
-    """An open turn (async). Leaving ``async with`` ends it."""
+class _AsyncRecorder:
+    """The recording calls shared by AsyncTurn and AsyncSession."""
 
-    def __init__(self, turn: Turn) -> None:
-        self.sync = turn
-        self.turn_id = turn.turn_id
+    sync: EventRecorder
 
     async def add_message(self, role: str, text: str, **kwargs: Any) -> Event:
         """See ``Session.add_message``."""
@@ -67,6 +66,14 @@ class AsyncTurn:
         """See ``Session.append``."""
         return await _run(self.sync.append, *drafts, expected_last_seq=expected_last_seq)
 
+
+class AsyncTurn(_AsyncRecorder):
+    """An open turn (async). Leaving ``async with`` ends it."""
+
+    def __init__(self, turn: Turn) -> None:
+        self.sync: Turn = turn
+        self.turn_id = turn.turn_id
+
     async def end(self, status: str = "ok", error: BaseException | None = None) -> None:
         """End the turn (storage in a thread; the context change here, in the task)."""
         try:
@@ -86,11 +93,11 @@ class AsyncTurn:
         await self.end("error" if exc is not None else "ok", exc)
 
 
-class AsyncSession:
+class AsyncSession(_AsyncRecorder):
     """A session (async). Wraps a ``Session``; ``sync`` is the synchronous handle."""
 
     def __init__(self, session: Session) -> None:
-        self.sync = session
+        self.sync: Session = session
 
     @property
     def id(self) -> str:
@@ -115,34 +122,6 @@ class AsyncSession:
     def turn(self, *, request_id: str | None = None, author: str | None = None) -> _TurnOpener:
         """``async with session.turn() as turn:``."""
         return _TurnOpener(self.sync, request_id, author)
-
-    async def add_message(self, role: str, text: str, **kwargs: Any) -> Event:
-        """See ``Session.add_message``."""
-        return await _run(self.sync.add_message, role, text, **kwargs)
-
-    async def add_tool_call(
-        self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any
-    ) -> Event:
-        """See ``Session.add_tool_call``."""
-        return await _run(self.sync.add_tool_call, name, arguments, **kwargs)
-
-    async def add_tool_result(
-        self, call_id: str, content: str | None = None, **kwargs: Any
-    ) -> Event:
-        """See ``Session.add_tool_result``."""
-        return await _run(self.sync.add_tool_result, call_id, content, **kwargs)
-
-    async def add_event(
-        self, type: EventType | str, text: str | None = None, **kwargs: Any
-    ) -> Event:
-        """See ``Session.add_event``."""
-        return await _run(self.sync.add_event, type, text, **kwargs)
-
-    async def append(
-        self, *drafts: EventDraft, expected_last_seq: int | None = None
-    ) -> list[Event]:
-        """See ``Session.append``."""
-        return await _run(self.sync.append, *drafts, expected_last_seq=expected_last_seq)
 
     async def events(self, **filters: Any) -> list[Event]:
         """See ``Session.events``."""

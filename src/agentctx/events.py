@@ -129,6 +129,13 @@ class ImageData(_Frozen):
         return value
 
 
+_PART_TYPES: dict[str, type[TextPart | JsonPart | ImagePart | BlobPart]] = {
+    "text": TextPart,
+    "json": JsonPart,
+    "image": ImagePart,
+    "blob": BlobPart,
+}
+
 DraftPart = Annotated[TextPart | JsonPart | ImageData, Field(discriminator="kind")]
 
 
@@ -190,6 +197,38 @@ class Event(_Frozen):
     redacted_types: tuple[str, ...]
     token_estimate: int
     hash: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> Event:
+        """Build an event from a stored row (a mapping of every column) without re-validation.
+
+        Rows were validated when written and ``verify`` checks them against the hash
+        chain, so the read path only converts types; this keeps ``events(last=100)``
+        cheap. Use ``Event.model_validate`` for data from anywhere else.
+        """
+        role = row["role"]
+        meta = row["meta"]
+        return cls.model_construct(
+            event_id=row["event_id"],
+            seq=row["seq"],
+            ts=row["ts"],
+            type=EventType(row["type"]),
+            role=Role(role) if role is not None else None,
+            author=row["author"],
+            user_id=row["user_id"],
+            session_id=row["session_id"],
+            turn_id=row["turn_id"],
+            request_id=row["request_id"],
+            call_id=row["call_id"],
+            idempotency_key=row["idempotency_key"],
+            parts=tuple(_PART_TYPES[part["kind"]].model_construct(**part) for part in row["parts"]),
+            payload=row["payload"],
+            meta=EventMeta.model_construct(**meta),
+            redacted=row["redacted"],
+            redacted_types=tuple(row["redacted_types"]),
+            token_estimate=row["token_estimate"],
+            hash=row["hash"],
+        )
 
     @property
     def text(self) -> str:

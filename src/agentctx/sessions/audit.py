@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,11 @@ class AuditRecord:
     error_code: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     ts: datetime = field(default_factory=utcnow)
+
+
+def _as_row(record: AuditRecord) -> dict[str, Any]:
+    # Shallow on purpose: dataclasses.asdict deep-copies, and this runs on every write.
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 class _JsonLineFormatter(logging.Formatter):
@@ -80,7 +85,7 @@ class AuditLog:
 
     def write(self, record: AuditRecord, conn: Connection | None = None) -> None:
         """Store ``record``: in ``conn``'s transaction if given, else in its own."""
-        row = asdict(record)
+        row = _as_row(record)
         if conn is not None:
             conn.execute(insert(audit), [row])
         else:
@@ -91,7 +96,7 @@ class AuditLog:
         """Send ``record`` to the JSON-lines log (call after the transaction committed)."""
         if not self._logger.isEnabledFor(logging.INFO):
             return
-        entry = asdict(record)
+        entry = _as_row(record)
         entry["ts"] = format_ts(record.ts)
         entry["level"] = "INFO" if record.status == "ok" else "WARN"
         self._logger.info(record.action, extra={"audit": entry})

@@ -125,14 +125,8 @@ class SessionService:
         )
         try:
             with self.db.write() as conn:
-                expired = conn.execute(
-                    select(sessions.c.session_id).where(
-                        sessions.c.user_id == user_id,
-                        sessions.c.session_id == session_id,
-                        sessions.c.expires_at <= now,
-                    )
-                ).first()
-                if expired is not None:  # an expired, unswept session frees its id
+                if repo.session_expired(conn, user_id, session_id, now):
+                    # An expired, unswept session frees its id.
                     self._delete_sessions(conn, user_id, [session_id])
                 conn.execute(sessions.insert(), [row])
                 self.audit.write(record, conn)
@@ -504,14 +498,7 @@ class SessionService:
         for user_id, session_id in expired:
             with self.db.write() as conn:
                 # Re-check under the write lock: a write may have renewed it meanwhile.
-                still = conn.execute(
-                    select(sessions.c.session_id).where(
-                        sessions.c.user_id == user_id,
-                        sessions.c.session_id == session_id,
-                        sessions.c.expires_at <= now,
-                    )
-                ).first()
-                if still is not None:
+                if repo.session_expired(conn, user_id, session_id, now):
                     report = report + self._delete_sessions(conn, user_id, [session_id])
         abandoned = self._close_abandoned_turns(now - turn_timeout)
         report = report + self._collect_blobs()

@@ -68,7 +68,7 @@ class WriteResult:
 
 def event_from_row(row: Any) -> Event:
     """Build an Event from a stored row (a mapping with every event column)."""
-    return Event.model_validate(dict(row))
+    return Event.from_row(row)
 
 
 class EventWriter:

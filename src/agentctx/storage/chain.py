@@ -43,7 +43,7 @@ HASHED_COLUMNS = (
 
 def format_ts(ts: datetime) -> str:
     """The canonical text of a timestamp: UTC, microseconds, ``Z``."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return ts.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def chain_hash(prev_hash: str, row: Mapping[str, Any]) -> str:

@@ -69,6 +69,14 @@ def get_session_row(
     return conn.execute(query).mappings().first()
 
 
+def session_expired(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:
+    """Whether the session exists and has expired (and so awaits the sweep)."""
+    query = select(sessions.c.session_id).where(
+        _session_key(user_id, session_id), sessions.c.expires_at <= now
+    )
+    return conn.execute(query).first() is not None
+
+
 def session_exists(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:
     """Whether a live session exists."""
     query = select(sessions.c.session_id).where(_session_key(user_id, session_id), _live(now))
