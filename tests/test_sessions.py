@@ -268,6 +268,8 @@ def test_expired_sessions_vanish_and_are_swept(engine: ContextEngine, png: bytes
         )
     with pytest.raises(SessionNotFound):
         engine.get_session(doomed.id, user_id="u1")
+    with pytest.raises(SessionNotFound):
+        doomed.events(last=10)  # an expired session cannot be read through an old handle
     assert [s.session_id for s in engine.list_sessions("u1").items] == [keep.id]
     report = engine.sweep()
     assert report.expired_sessions == 1 and report.deleted.events == 1

@@ -41,6 +41,8 @@ def test_events_in_a_turn_share_its_id_and_outside_form_their_own(engine: Contex
         ("ok", 5, 5, 1),
     ]
     assert turns[0].author == "planner" and turns[0].ended_at is not None
+    assert turns[1].request_id is not None and turns[1].request_id == single.request_id
+    assert events[0].request_id == turn.request_id != single.request_id
     assert session.events(turn_id=turn.turn_id) == events[:4]
     assert [e.type for e in session.events(types=["tool_call", EventType.TOOL_RESULT])] == [
         EventType.TOOL_CALL,

@@ -305,6 +305,8 @@ class SessionService:
         legacy: bool = False,
     ) -> list[Event]:
         """Prepare and append drafts; outside a turn they form a turn of their own."""
+        if request_id is None and turn_id is None and not legacy:
+            request_id = new_id()  # a one-event turn is a request of its own
         prepared = [
             self.preparer.prepare(user_id, session_id, draft, request_id) for draft in drafts
         ]
@@ -347,9 +349,10 @@ class SessionService:
                 types=type_names,
                 limit=last if last is not None else limit,
                 newest_first=last is not None,
+                live_at=now,
             )
-            # A session can exist with no matching events; only an empty answer needs the check.
-            alive = repo.session_exists(conn, user_id, session_id, now)
+            # Rows come back only from a live session; an empty answer needs telling apart.
+            alive = bool(rows) or repo.session_exists(conn, user_id, session_id, now)
         if not alive:
             self._deny(
                 AuditRecord(action="events_read", user_id=user_id, session_id=session_id),

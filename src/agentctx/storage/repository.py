@@ -155,9 +155,19 @@ def select_events(
     types: Sequence[str] | None = None,
     limit: int | None = None,
     newest_first: bool = False,
+    live_at: datetime | None = None,
 ) -> list[RowMapping]:
-    """Events of one session in seq order (or newest first), filtered."""
+    """Events of one session in seq order (or newest first), filtered.
+
+    ``live_at``: return nothing unless the session is live (not expired) at that time,
+    checked in the same statement.
+    """
     query = select(events).where(_event_key(user_id, session_id))
+    if live_at is not None:
+        alive = select(sessions.c.session_id).where(
+            _session_key(user_id, session_id), _live(live_at)
+        )
+        query = query.where(alive.exists())
     if start_seq is not None:
         query = query.where(events.c.seq >= start_seq)
     if end_seq is not None:
