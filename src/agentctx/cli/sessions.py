@@ -1,0 +1,461 @@
+"""``agentctx sessions …``: list, show, verify, sweep and export sessions.
+
+Commands that name a session also name its user (``--user``): like the API, the
+command line reaches a session only through its owner. Two operator views read
+across users: ``sessions list`` without ``--user`` and ``sessions verify --all``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import and_, func, or_, select
+
+from agentctx import jsonvalue
+from agentctx.cli._common import (
+    EXIT_FAILED_CHECK,
+    Column,
+    FitTable,
+    fail,
+    one_line,
+    open_engine,
+    out,
+    short_ts,
+)
+from agentctx.engine import ContextEngine
+from agentctx.errors import InvalidInput, SessionNotFound
+from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcnow
+from agentctx.sessions.models import SessionInfo, TurnInfo, VerifyReport
+from agentctx.sessions.session import Session
+from agentctx.storage.schema import blob_refs, blobs, sessions
+
+sessions_app = typer.Typer(help="List, inspect, verify and export sessions.", no_args_is_help=True)
+
+USER_OPTION = typer.Option(None, "--user", "-u", help="The user the session belongs to.")
+PREVIEW_CHARS = 100
+_VERIFY_BATCH = 500
+
+
+# Rendering (also used by `agentctx demo`) ------------------------------------------------
+
+
+def short_id(value: str | None) -> str:
+    """The last 8 characters of an id (the random end of a UUIDv7), or a dash."""
+    return value[-8:] if value else "-"
+
+
+def preview(event: Event) -> str:
+    """One line saying what an event holds (images are counted separately)."""
+    pieces: list[str] = []
+    if event.type is EventType.TOOL_CALL:
+        pieces.append(f"{event.meta.tool_name or event.payload.get('name', '?')}:")
+    elif event.type is EventType.TOOL_RESULT and event.payload.get("is_error"):
+        pieces.append("ERROR")
+    for part in event.parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, JsonPart):
+            pieces.append(jsonvalue.dumps(part.data))
+        elif isinstance(part, BlobPart):
+            pieces.append(f"[{part.original_kind} in blob, {part.size} B] {part.preview}")
+    if not pieces and event.payload:  # e.g. an error event: its content is the payload
+        pieces.append(jsonvalue.dumps(event.payload))
+    return one_line(" ".join(pieces), PREVIEW_CHARS)
+
+
+def blob_usage(engine: ContextEngine, user_id: str, session_id: str) -> tuple[int, int, int]:
+    """(references, distinct blobs, bytes of the distinct blobs) of one session."""
+    where = and_(blob_refs.c.user_id == user_id, blob_refs.c.session_id == session_id)
+    ids = select(blob_refs.c.blob_id).where(where)
+    with engine.db.read() as conn:
+        refs = conn.execute(select(func.count()).select_from(blob_refs).where(where)).scalar_one()
+        distinct_count, size = conn.execute(
+            select(func.count(), func.coalesce(func.sum(blobs.c.size), 0)).where(
+                blobs.c.blob_id.in_(ids)
+            )
+        ).one()
+    return int(refs), int(distinct_count), int(size)
+
+
+def _info_lines(info: SessionInfo, turn_count: int, usage: tuple[int, int, int]) -> list[str]:
+    refs, distinct_count, size = usage
+    return [
+        f"session   {info.session_id}",
+        f"user      {info.user_id}    agent {info.agent_id}",
+        f"created   {short_ts(info.created_at)}    updated {short_ts(info.updated_at)}    "
+        f"expires {short_ts(info.expires_at)}",
+        f"log       {info.last_seq} events in {turn_count} turns    head {info.last_hash[:16]}",
+        f"blobs     {refs} references to {distinct_count} distinct blobs ({size:,} bytes)",
+        f"state     v{info.state_version} {jsonvalue.dumps(info.state)}",
+    ]
+
+
+TS = 19  # width of short_ts()
+ID = 36  # width of a UUID
+TURN_COLUMNS = (
+    Column("#", 3, 0, "right"),
+    Column("turn", 8, 0),
+    Column("status", 9, 1),
+    Column("seqs", 9, 1),
+    Column("events", 6, 2, "right"),
+    Column("started", TS, 3),
+    Column("ended", TS, 4),
+)
+EVENT_COLUMNS = (
+    Column("seq", 5, 0, "right"),
+    Column("ts", TS, 5),
+    Column("type", 14, 0),
+    Column("role", 9, 4),
+    Column("turn", 8, 3),
+    Column("text", PREVIEW_CHARS, 1, flexible=True),
+    Column("img", 3, 2, "right"),
+    Column("tokens", 6, 2, "right"),
+)
+SESSION_COLUMNS = (
+    Column("session", ID, 0),
+    Column("user", 16, 0),
+    Column("agent", 16, 2),
+    Column("events", 6, 1, "right"),
+    Column("state", 5, 5),
+    Column("created", TS, 4),
+    Column("updated", TS, 3),
+    Column("expires", TS, 6),
+)
+
+
+def turns_table(turns: list[TurnInfo], width: int) -> Table:
+    """The session's turns, numbered."""
+    table = FitTable("Turns", TURN_COLUMNS, width)
+    for number, turn in enumerate(turns, start=1):
+        seqs = f"{turn.first_seq}-{turn.last_seq}" if turn.first_seq is not None else "-"
+        table.add_row(
+            {
+                "#": str(number),
+                "turn": short_id(turn.turn_id),
+                "status": Text(turn.status, style="red" if turn.status != "ok" else ""),
+                "seqs": seqs,
+                "events": str(turn.event_count),
+                "started": short_ts(turn.started_at),
+                "ended": short_ts(turn.ended_at),
+            }
+        )
+    return table.table
+
+
+def events_table(events: list[Event], width: int, title: str = "Events") -> Table:
+    """One row per event: seq, time, type, role, turn, a text preview, images and tokens."""
+    table = FitTable(title, EVENT_COLUMNS, width)
+    for event in events:
+        failed = event.type is EventType.ERROR or (
+            event.type is EventType.TOOL_RESULT and bool(event.payload.get("is_error"))
+        )
+        table.add_row(
+            {
+                "seq": str(event.seq),
+                "ts": short_ts(event.ts),
+                "type": event.type.value,
+                "role": event.role.value if event.role is not None else "-",
+                "turn": short_id(event.turn_id),
+                "text": Text(preview(event)),
+                "img": str(len(event.images)) if event.images else "",
+                "tokens": str(event.token_estimate),
+            },
+            style="red" if failed else None,
+        )
+    return table.table
+
+
+def render_session(console: Console, engine: ContextEngine, session: Session, last: int) -> None:
+    """Print a session: its row, its turns and its newest ``last`` events (0: all)."""
+    info = session.refresh()
+    turns = session.turns()
+    for line in _info_lines(info, len(turns), blob_usage(engine, session.user_id, session.id)):
+        console.print(line, markup=False, soft_wrap=True)
+    console.print()
+    console.print(turns_table(turns, console.width))
+    console.print()
+    events = session.events(last=last) if last > 0 else session.events()
+    title = "Events" if len(events) == info.last_seq else f"Events (newest {len(events)})"
+    console.print(events_table(events, console.width, title))
+    if len(events) < info.last_seq:
+        console.print(
+            f"{info.last_seq - len(events)} older events not shown (--last 0 shows all)",
+            style="dim",
+        )
+
+
+def print_verify(console: Console, report: VerifyReport, user_id: str) -> None:
+    """One line: the chain is intact, or where it breaks."""
+    where = escape(f"{user_id}/{report.session_id}")
+    if report.ok:
+        console.print(
+            f"[green]ok[/]  {where}: {report.events_checked} events, chain intact "
+            f"(last seq {report.last_seq})"
+        )
+    else:
+        console.print(
+            f"[red]TAMPERED[/]  {where}: first bad seq {report.first_bad_seq}: "
+            f"{escape(report.reason or 'chain broken')}"
+        )
+
+
+# Commands ---------------------------------------------------------------------------------
+
+
+def _require_user(user: str | None) -> str:
+    if not user:
+        raise typer.BadParameter("--user is required", param_hint="--user")
+    return user
+
+
+@sessions_app.command("list")
+def list_sessions(
+    ctx: typer.Context,
+    user: str | None = typer.Option(
+        None, "--user", "-u", help="Only this user's sessions (else: every user's)."
+    ),
+    agent: str | None = typer.Option(None, "--agent", "-a", help="Only sessions with this agent."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, max=1000, help="Sessions per page."),
+    cursor: str | None = typer.Option(None, "--cursor", help="Continue from a previous page."),
+) -> None:
+    """List live sessions, oldest first, one page at a time."""
+    with open_engine(ctx) as engine:
+        if user is not None:
+            page = engine.list_sessions(user, agent_id=agent, limit=limit, cursor=cursor)
+            items, next_cursor = page.items, page.next_cursor
+        else:
+            items, next_cursor = _all_users_page(engine, agent, limit, cursor)
+    console = out()
+    table = FitTable("Sessions", SESSION_COLUMNS, console.width)
+    for info in items:
+        table.add_row(
+            {
+                "session": Text(info.session_id),
+                "user": Text(info.user_id),
+                "agent": Text(info.agent_id),
+                "events": str(info.last_seq),
+                "state": f"v{info.state_version}",
+                "created": short_ts(info.created_at),
+                "updated": short_ts(info.updated_at),
+                "expires": short_ts(info.expires_at),
+            }
+        )
+    console.print(table.table)
+    if next_cursor is not None:
+        console.print(f"more: --cursor {next_cursor}", markup=False, soft_wrap=True)
+
+
+def _all_users_page(
+    engine: ContextEngine, agent: str | None, limit: int, cursor: str | None
+) -> tuple[list[SessionInfo], str | None]:
+    """A page of every user's live sessions (read-only), keyset-paginated."""
+    now = utcnow()
+    query = select(sessions).where(
+        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
+    )
+    if agent is not None:
+        query = query.where(sessions.c.agent_id == agent)
+    if cursor is not None:
+        created, after_user, after_session = _decode_cursor(cursor)
+        query = query.where(
+            or_(
+                sessions.c.created_at > created,
+                and_(
+                    sessions.c.created_at == created,
+                    or_(
+                        sessions.c.user_id > after_user,
+                        and_(
+                            sessions.c.user_id == after_user,
+                            sessions.c.session_id > after_session,
+                        ),
+                    ),
+                ),
+            )
+        )
+    query = query.order_by(sessions.c.created_at, sessions.c.user_id, sessions.c.session_id).limit(
+        limit + 1
+    )
+    with engine.db.read() as conn:
+        rows = list(conn.execute(query).mappings())
+    items = [SessionInfo.model_validate(dict(row)) for row in rows[:limit]]
+    next_cursor = None
+    if len(rows) > limit:
+        last = items[-1]
+        next_cursor = _encode_cursor(last.created_at, last.user_id, last.session_id)
+    return items, next_cursor
+
+
+def _encode_cursor(created_at: datetime, user_id: str, session_id: str) -> str:
+    raw = jsonvalue.dumps(["all", created_at.isoformat(), user_id, session_id])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        tag, created, user_id, session_id = jsonvalue.loads(base64.urlsafe_b64decode(padded))
+        if tag != "all":
+            raise ValueError(tag)
+        when = datetime.fromisoformat(created)
+        if when.tzinfo is None:
+            raise ValueError(created)
+        return when, str(user_id), str(session_id)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(
+            "invalid cursor (it must come from `sessions list` without --user)"
+        ) from exc
+
+
+@sessions_app.command("show")
+def show(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="SESSION", help="The session id."),
+    user: str | None = USER_OPTION,
+    last: int = typer.Option(50, "--last", "-n", min=0, help="Show the newest N events (0: all)."),
+) -> None:
+    """Show a session: its state, turns and events."""
+    user_id = _require_user(user)
+    with open_engine(ctx) as engine:
+        session = engine.get_session(session_id, user_id=user_id)
+        render_session(out(), engine, session, last)
+
+
+@sessions_app.command("verify")
+def verify(
+    ctx: typer.Context,
+    session_id: str | None = typer.Argument(
+        None, metavar="SESSION", help="The session id (or use --all)."
+    ),
+    user: str | None = USER_OPTION,
+    all_sessions: bool = typer.Option(
+        False, "--all", help="Verify every live session of every user."
+    ),
+) -> None:
+    """Check hash chains. Exit code 1 names the first bad seq of each broken session."""
+    if all_sessions == (session_id is not None):
+        raise typer.BadParameter("give a SESSION (with --user) or --all", param_hint="SESSION")
+    console = out()
+    with open_engine(ctx) as engine:
+        if session_id is not None:
+            user_id = _require_user(user)
+            report = engine.verify(session_id, user_id=user_id)
+            print_verify(console, report, user_id)
+            if not report.ok:
+                raise typer.Exit(EXIT_FAILED_CHECK)
+            return
+        checked = broken = events = 0
+        for user_id, sid in _live_sessions(engine, user):
+            try:
+                report = engine.verify(sid, user_id=user_id)
+            except SessionNotFound:
+                continue  # deleted or expired since it was listed
+            checked += 1
+            events += report.events_checked
+            if not report.ok:
+                broken += 1
+                print_verify(console, report, user_id)
+    summary = f"checked {checked} sessions, {events} events: "
+    if broken:
+        console.print(f"{summary}[red]{broken} broken[/]")
+        raise typer.Exit(EXIT_FAILED_CHECK)
+    console.print(f"{summary}[green]all chains intact[/]")
+
+
+def _live_sessions(engine: ContextEngine, user: str | None) -> Iterator[tuple[str, str]]:
+    """(user_id, session_id) of every live session, in batches (keyset, never OFFSET)."""
+    after: tuple[str, str] | None = None
+    while True:
+        now = utcnow()
+        query = select(sessions.c.user_id, sessions.c.session_id).where(
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
+        )
+        if user is not None:
+            query = query.where(sessions.c.user_id == user)
+        if after is not None:
+            query = query.where(
+                or_(
+                    sessions.c.user_id > after[0],
+                    and_(sessions.c.user_id == after[0], sessions.c.session_id > after[1]),
+                )
+            )
+        query = query.order_by(sessions.c.user_id, sessions.c.session_id).limit(_VERIFY_BATCH)
+        with engine.db.read() as conn:
+            batch = [(row.user_id, row.session_id) for row in conn.execute(query)]
+        yield from batch
+        if len(batch) < _VERIFY_BATCH:
+            return
+        after = batch[-1]
+
+
+@sessions_app.command("sweep")
+def sweep(ctx: typer.Context) -> None:
+    """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
+    with open_engine(ctx) as engine:
+        report = engine.sweep()
+    deleted = report.deleted
+    lines = (
+        ("expired sessions deleted", report.expired_sessions),
+        ("events deleted", deleted.events),
+        ("turns deleted", deleted.turns),
+        ("jobs deleted", deleted.jobs),
+        ("blob references deleted", deleted.blob_refs),
+        ("blobs deleted", deleted.blobs),
+        ("abandoned turns closed", report.abandoned_turns),
+        ("audit records trimmed", report.audit_records),
+    )
+    console = out()
+    for name, value in lines:
+        console.print(f"{name:<26}{value:>8}")
+
+
+@sessions_app.command("export")
+def export(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="SESSION", help="The session id."),
+    user: str | None = USER_OPTION,
+    out_file: Path | None = typer.Option(
+        None, "--out", "-o", help="Write to this file instead of stdout.", dir_okay=False
+    ),
+) -> None:
+    """Write every event as one JSON object per line, in seq order."""
+    user_id = _require_user(user)
+    with open_engine(ctx) as engine:
+        # Load first: a missing session fails before any output (or file) exists.
+        session = engine.get_session(session_id, user_id=user_id)
+        if out_file is None:
+            for record in session.export():
+                typer.echo(jsonvalue.dumps(record))
+            return
+        count = _write_atomically(out_file, session.export())
+    out().print(f"wrote {count} events to {escape(str(out_file))}")
+
+
+def _write_atomically(path: Path, records: Iterator[dict[str, Any]]) -> int:
+    """Write JSON lines to a temporary file beside ``path``, then rename it into place."""
+    path = path.expanduser()
+    if not path.parent.is_dir():
+        fail(f"cannot write {path}: no such folder {path.parent}")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(jsonvalue.dumps(record))
+                handle.write("\n")
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
