@@ -193,6 +193,8 @@ def test_tool_results_must_answer_a_call_once(engine: ContextEngine) -> None:
     session = engine.create_session(user_id="u1")
     with pytest.raises(InvalidEvent, match="unknown call_id"):
         session.add_tool_result("call_missing", content="x")
+    with pytest.raises(InvalidEvent, match="needs the call_id"):
+        session.add_tool_result(None, content="x")
     with session.turn() as turn:
         call = turn.add_tool_call("search", {"q": "flights"})
         result = turn.add_tool_result(call.call_id, content="3 results")

@@ -49,7 +49,7 @@ class _AsyncRecorder:
         return await _run(self.sync.add_tool_call, name, arguments, **kwargs)
 
     async def add_tool_result(
-        self, call_id: str, content: str | None = None, **kwargs: Any
+        self, call_id: str | None, content: str | None = None, **kwargs: Any
     ) -> Event:
         """See ``Session.add_tool_result``."""
         return await _run(self.sync.add_tool_result, call_id, content, **kwargs)

@@ -190,7 +190,7 @@ class EventRecorder(ABC):
 
     def add_tool_result(
         self,
-        call_id: str,
+        call_id: str | None,
         content: str | None = None,
         *,
         data: Any = None,
@@ -202,7 +202,13 @@ class EventRecorder(ABC):
         ts: datetime | None = None,
         idempotency_key: str | None = None,
     ) -> Event:
-        """Record a tool's result (text, structured data and/or images) for ``call_id``."""
+        """Record a tool's result (text, structured data and/or images) for ``call_id``.
+
+        ``call_id`` is typed optional so ``add_tool_result(call.call_id, …)`` type-checks;
+        ``None`` is refused with ``InvalidEvent``.
+        """
+        if call_id is None:
+            raise InvalidEvent("a tool_result needs the call_id of its tool_call")
         parts: list[Any] = []
         if content is not None:
             parts.append(TextPart(text=content))
