@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
-from tests.conftest import make_png
 
 from agentctx import (
     BlobNotFound,
@@ -25,6 +24,7 @@ from agentctx import (
 )
 from agentctx.sessions.prepare import PreparedEvent
 from agentctx.storage.schema import audit, blob_refs, blobs, sessions
+from conftest import make_png
 
 
 def _count(engine: ContextEngine, table: Any, *where: Any) -> int:
