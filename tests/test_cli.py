@@ -10,7 +10,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.conftest import make_png
 from typer.testing import CliRunner
 
 from agentctx import ContextEngine, EventType, SessionNotFound
@@ -18,6 +17,7 @@ from agentctx.cli.main import app
 from agentctx.demo import DEMO_USER
 from agentctx.storage.migrate import head_revision
 from agentctx.storage.schema import blob_refs
+from conftest import make_png
 
 runner = CliRunner()
 
