@@ -1,0 +1,130 @@
+"""The store targets the project states, checked against a run's figures.
+
+* single-append p50 within 1.5x the peer's;
+* batched-append throughput of at least 20,000 events/s;
+* newest-100 read p95 of at most 1 ms on a 100k-event session.
+
+A target is judged per agentctx backend. When a run lacks what a target needs (no peer,
+no 100k-event session) the target is reported as not measured, never as passed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from agentctx.bench.store import StoreReport
+
+SINGLE_P50_MAX_RATIO = 1.5
+BATCH_MIN_EVENTS_PER_S = 20_000.0
+READ_P95_MAX_MS = 1.0
+READ_TARGET_SIZE = 100_000
+READ_TARGET_LIMIT = 100
+
+
+class Target(BaseModel):
+    """One target for one system: the figure, the bound, and the verdict."""
+
+    metric: Literal["single", "batched", "read"]
+    name: str
+    system: str
+    figure: float | None
+    bound: float
+    unit: str
+    direction: Literal["<=", ">="]
+    passed: bool | None  # None: not measured in this run
+    note: str = ""
+
+
+def _judge(
+    *,
+    metric: Literal["single", "batched", "read"],
+    name: str,
+    system: str,
+    figure: float | None,
+    bound: float,
+    unit: str,
+    direction: Literal["<=", ">="],
+    missing: str,
+) -> Target:
+    if figure is None:
+        return Target(
+            metric=metric,
+            name=name,
+            system=system,
+            figure=None,
+            bound=bound,
+            unit=unit,
+            direction=direction,
+            passed=None,
+            note=missing,
+        )
+    passed = figure <= bound if direction == "<=" else figure >= bound
+    return Target(
+        metric=metric,
+        name=name,
+        system=system,
+        figure=figure,
+        bound=bound,
+        unit=unit,
+        direction=direction,
+        passed=passed,
+    )
+
+
+def evaluate_targets(report: StoreReport) -> list[Target]:
+    """Judge every target for every agentctx backend of ``report``."""
+    ours = [key for key in report.systems if key != report.peer_key]
+    single = {r.system: r.latency.p50_ms for r in report.single}
+    batched = {r.system: r.events_per_s for r in report.batched}
+    reads = {
+        r.system: r.latency.p95_ms
+        for r in report.reads
+        if r.size == READ_TARGET_SIZE and r.limit == READ_TARGET_LIMIT
+    }
+    peer_p50 = single.get(report.peer_key) if report.peer_key else None
+    targets = []
+    for key in ours:
+        ratio = single[key] / peer_p50 if key in single and peer_p50 else None
+        targets.append(
+            _judge(
+                metric="single",
+                name=f"single-append p50 <= {SINGLE_P50_MAX_RATIO}x the peer's",
+                system=key,
+                figure=ratio,
+                bound=SINGLE_P50_MAX_RATIO,
+                unit="x peer",
+                direction="<=",
+                missing="the peer was not measured",
+            )
+        )
+        targets.append(
+            _judge(
+                metric="batched",
+                name=f"batched append >= {BATCH_MIN_EVENTS_PER_S:,.0f} events/s",
+                system=key,
+                figure=batched.get(key),
+                bound=BATCH_MIN_EVENTS_PER_S,
+                unit="events/s",
+                direction=">=",
+                missing="not measured",
+            )
+        )
+        targets.append(
+            _judge(
+                metric="read",
+                name=(
+                    f"newest-{READ_TARGET_LIMIT} read p95 <= {READ_P95_MAX_MS:g} ms "
+                    f"at {READ_TARGET_SIZE:,} events"
+                ),
+                system=key,
+                figure=reads.get(key),
+                bound=READ_P95_MAX_MS,
+                unit="ms",
+                direction="<=",
+                missing=f"no {READ_TARGET_SIZE:,}-event session in this run",
+            )
+        )
+    return targets

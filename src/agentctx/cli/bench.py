@@ -1,0 +1,94 @@
+"""``agentctx bench …``: benchmarks."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from agentctx.bench.report import print_store_report, store_markdown
+from agentctx.bench.store import StoreConfig, run_store_benchmark
+from agentctx.errors import MissingExtra
+
+bench_app = typer.Typer(help="Benchmarks (figures go to docs/benchmarks.md).", no_args_is_help=True)
+
+
+@bench_app.callback()
+def _bench() -> None:
+    """Benchmarks (figures go to docs/benchmarks.md)."""
+    # A callback keeps ``store`` a subcommand even while it is the only one.
+
+
+class BackendChoice(enum.StrEnum):
+    """Which agentctx backends to measure."""
+
+    sqlite = "sqlite"
+    postgresql = "postgresql"
+    all = "all"
+
+
+def _parse_sizes(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        sizes = [int(part.replace("_", "").strip()) for part in value.split(",") if part.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter("sizes are comma-separated integers, e.g. 1000,10000") from exc
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter("give at least one positive size")
+    return sizes
+
+
+@bench_app.command("store")
+def store(  # noqa: PLR0917 - one parameter per command-line option
+    backend: BackendChoice = typer.Option(
+        BackendChoice.all, "--backend", help="agentctx backend(s) to measure."
+    ),
+    quick: bool = typer.Option(False, "--quick", help="Small sizes (seconds, noisier figures)."),
+    sizes: str | None = typer.Option(
+        None, "--sizes", help="History sizes for the read test, e.g. 1000,10000,100000."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+    peer: bool = typer.Option(
+        True, "--peer/--no-peer", help="Measure the OpenAI Agents SDK's SQLiteSession too."
+    ),
+    pg_url: str | None = typer.Option(
+        None, "--pg-url", help="PostgreSQL to use (default: start a temporary server)."
+    ),
+    workdir: Path | None = typer.Option(
+        None, "--dir", help="Put the temporary databases under this folder."
+    ),
+) -> None:
+    """Session store: append latency and throughput, concurrency, reads vs. history size."""
+    console = Console()
+    backends = ["sqlite", "postgresql"] if backend is BackendChoice.all else [backend.value]
+    overrides: dict[str, object] = {"backends": backends, "peer": peer, "pg_url": pg_url}
+    if workdir is not None:
+        overrides["workdir"] = workdir
+    parsed = _parse_sizes(sizes)
+    if parsed is not None:
+        overrides["sizes"] = parsed
+    try:
+        config = StoreConfig.quick(**overrides) if quick else StoreConfig.model_validate(overrides)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    try:
+        report = run_store_benchmark(
+            config,
+            progress=lambda message: console.print(f"… {message}", style="dim", markup=False),
+        )
+    except MissingExtra as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    print_store_report(report, console)
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        console.print(f"results written to {out}", markup=False, highlight=False)
+    if markdown is not None:
+        markdown.write_text(store_markdown(report), encoding="utf-8")
+        console.print(f"tables written to {markdown}", markup=False, highlight=False)
