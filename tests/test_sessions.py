@@ -288,12 +288,24 @@ def engine_blob_id(data: bytes) -> str:
 
 
 def test_writes_renew_the_sliding_ttl(db_url: str, home: Path) -> None:
+    from agentctx.events import utcnow
+
     with ContextEngine(url=db_url, home=home, session_ttl=timedelta(days=1)) as engine:
         session = engine.create_session(user_id="u1")
-        first = session.info.expires_at
-        session.add_message("user", "hi")
-        assert first is not None and session.refresh().expires_at is not None
-        assert session.info.expires_at > first  # type: ignore[operator]
+        created_expiry = session.info.expires_at
+        session.add_message("user", "right away")
+        # Within 1% of the TTL the expiry is not rewritten (it is indexed).
+        assert session.refresh().expires_at == created_expiry
+        half_day = utcnow() + timedelta(hours=12)
+        with engine.db.write() as conn:  # half a day passes
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.session_id == session.id)
+                .values(expires_at=half_day)
+            )
+        session.add_message("user", "half a day later")
+        renewed = session.refresh().expires_at
+        assert renewed is not None and renewed - utcnow() > timedelta(hours=23)
     with ContextEngine(url=db_url, home=home, session_ttl=None) as engine:
         assert engine.create_session(user_id="u1").info.expires_at is None
 

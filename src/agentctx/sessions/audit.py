@@ -20,6 +20,7 @@ from sqlalchemy import Connection, insert
 
 from agentctx import jsonvalue
 from agentctx.events import utcnow
+from agentctx.storage import fastsql
 from agentctx.storage.chain import format_ts
 from agentctx.storage.database import Database
 from agentctx.storage.schema import audit
@@ -48,6 +49,15 @@ class AuditRecord:
 def _as_row(record: AuditRecord) -> dict[str, Any]:
     # Shallow on purpose: dataclasses.asdict deep-copies, and this runs on every write.
     return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+_AUDIT_COLUMNS = [column.name for column in audit.columns if column.name != "audit_id"]
+
+
+def _insert(conn: Connection, row: dict[str, Any]) -> None:
+    fastsql.statement(conn, "insert_audit", lambda: insert(audit), _AUDIT_COLUMNS).execute(
+        conn, row
+    ).close()
 
 
 class _JsonLineFormatter(logging.Formatter):
@@ -87,10 +97,10 @@ class AuditLog:
         """Store ``record``: in ``conn``'s transaction if given, else in its own."""
         row = _as_row(record)
         if conn is not None:
-            conn.execute(insert(audit), [row])
+            _insert(conn, row)
         else:
             with self._db.write() as own:
-                own.execute(insert(audit), [row])
+                _insert(own, row)
 
     def emit(self, record: AuditRecord) -> None:
         """Send ``record`` to the JSON-lines log (call after the transaction committed)."""

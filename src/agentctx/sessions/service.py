@@ -360,7 +360,7 @@ class SessionService:
             )
         if last is not None:
             rows.reverse()
-        return [event_from_row(row) for row in rows]
+        return rows
 
     def turns(self, user_id: str, session_id: str) -> list[TurnInfo]:
         """The session's turns, oldest first."""

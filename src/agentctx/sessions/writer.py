@@ -242,7 +242,7 @@ class EventWriter:
             rows.append(row)
         repo.insert_events(conn, rows)
         self._insert_blobs(conn, user_id, session_id, fresh, now)
-        expires_at = now + self._ttl if self._ttl is not None else head.expires_at
+        expires_at, renew = self._renewed_expiry(head.expires_at, now)
         repo.advance_head(
             conn,
             user_id,
@@ -251,6 +251,7 @@ class EventWriter:
             last_hash=prev,
             now=now,
             expires_at=expires_at,
+            set_expiry=renew,
             state=new_state,
             state_version=version if new_state is not None else None,
         )
@@ -267,6 +268,22 @@ class EventWriter:
             seq,
             turn_ended,
         )
+
+    def _renewed_expiry(
+        self, current: datetime | None, now: datetime
+    ) -> tuple[datetime | None, bool]:
+        """The sliding expiry after a write, and whether it needs storing.
+
+        It is stored only when it moves by more than 1% of the TTL: a session that
+        lives 30 days is renewed about every 7 hours of activity, not on every
+        append, which would rewrite the expiry index each time.
+        """
+        if self._ttl is None:
+            return current, False
+        renewed = now + self._ttl
+        if current is not None and renewed - current <= self._ttl / 100:
+            return current, False
+        return renewed, True
 
     def enqueue_turn_end(
         self, conn: Connection, user_id: str, session_id: str, turn_id: str

@@ -29,7 +29,7 @@ Kept as a constant so opening an up-to-date database never imports Alembic.
 
 
 def _config() -> Config:
-    from alembic.config import Config
+    from alembic.config import Config  # noqa: PLC0415 - kept off the startup path
 
     config = Config()
     config.set_main_option("script_location", str(_SCRIPTS))
@@ -43,7 +43,7 @@ def head_revision() -> str:
 
 def scripted_head() -> str | None:
     """The head according to Alembic's scan of the migration scripts."""
-    from alembic.script import ScriptDirectory
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 - kept off the startup path
 
     return ScriptDirectory.from_config(_config()).get_current_head()
 
@@ -64,7 +64,7 @@ def upgrade(db: Database) -> bool:
         with db.exclusive("agentctx-migrate"):
             if current_revision(db) == HEAD_REVISION:
                 return False
-            from alembic import command
+            from alembic import command  # noqa: PLC0415 - only when an upgrade runs
 
             config = _config()
             with db.engine.begin() as connection:

@@ -12,11 +12,48 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    RowMapping,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
+from agentctx.events import Event, trusted_event
+from agentctx.storage import fastsql
 from agentctx.storage.schema import events, sessions, turns
 
 EVENT_COLUMNS = tuple(column.name for column in events.columns)
+
+# The order ``trusted_event`` takes its arguments in; the hot read selects columns in it.
+EVENT_FIELDS = (
+    "event_id",
+    "seq",
+    "ts",
+    "type",
+    "role",
+    "author",
+    "user_id",
+    "session_id",
+    "turn_id",
+    "request_id",
+    "call_id",
+    "idempotency_key",
+    "parts",
+    "payload",
+    "meta",
+    "redacted",
+    "redacted_types",
+    "token_estimate",
+    "hash",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +79,8 @@ def _live(now: datetime) -> Any:
     return or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
 
 
-def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SessionHead | None:
-    """Read (and on PostgreSQL row-lock) a live session's head; None if missing or expired."""
-    query = (
+def _lock_head_statement() -> Any:
+    return (
         select(
             sessions.c.last_seq,
             sessions.c.last_hash,
@@ -52,13 +88,26 @@ def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) ->
             sessions.c.state,
             sessions.c.expires_at,
         )
-        .where(_session_key(user_id, session_id), _live(now))
+        .where(
+            sessions.c.user_id == bindparam("user_id"),
+            sessions.c.session_id == bindparam("session_id"),
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+        )
         .with_for_update()
     )
-    row = conn.execute(query).first()
-    if row is None:
+
+
+def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SessionHead | None:
+    """Read (and on PostgreSQL row-lock) a live session's head; None if missing or expired."""
+    found = fastsql.statement(conn, "lock_head", _lock_head_statement).fetch(
+        conn, {"user_id": user_id, "session_id": session_id, "now": now}
+    )
+    if not found:
         return None
-    return SessionHead(row.last_seq, row.last_hash, row.state_version, row.state, row.expires_at)
+    row = found[0]
+    return SessionHead(
+        row["last_seq"], row["last_hash"], row["state_version"], row["state"], row["expires_at"]
+    )
 
 
 def get_session_row(
@@ -83,6 +132,24 @@ def session_exists(conn: Connection, user_id: str, session_id: str, now: datetim
     return conn.execute(query).first() is not None
 
 
+def _advance_statement(with_expiry: bool) -> Any:
+    values: dict[str, Any] = {
+        "last_seq": bindparam("new_last_seq"),
+        "last_hash": bindparam("new_last_hash"),
+        "updated_at": bindparam("new_updated_at", type_=sessions.c.updated_at.type),
+    }
+    if with_expiry:
+        values["expires_at"] = bindparam("new_expires_at", type_=sessions.c.expires_at.type)
+    return (
+        update(sessions)
+        .where(
+            sessions.c.user_id == bindparam("user_id"),
+            sessions.c.session_id == bindparam("session_id"),
+        )
+        .values(**values)
+    )
+
+
 def advance_head(
     conn: Connection,
     user_id: str,
@@ -92,20 +159,37 @@ def advance_head(
     last_hash: str,
     now: datetime,
     expires_at: datetime | None,
+    set_expiry: bool = True,
     state: dict[str, Any] | None = None,
     state_version: int | None = None,
 ) -> None:
-    """Move a session's head after an append (and optionally set its state)."""
-    values: dict[str, Any] = {
+    """Move a session's head after an append (and optionally set its state).
+
+    ``set_expiry=False`` leaves ``expires_at`` (and its index) untouched.
+    """
+    if state is None:
+        values = {
+            "user_id": user_id,
+            "session_id": session_id,
+            "new_last_seq": last_seq,
+            "new_last_hash": last_hash,
+            "new_updated_at": now,
+            "new_expires_at": expires_at,
+        }
+        fastsql.statement(
+            conn, ("advance_head", set_expiry), lambda: _advance_statement(set_expiry)
+        ).execute(conn, values).close()
+        return
+    changes: dict[str, Any] = {
         "last_seq": last_seq,
         "last_hash": last_hash,
         "updated_at": now,
-        "expires_at": expires_at,
+        "state": state,
+        "state_version": state_version,
     }
-    if state is not None:
-        values["state"] = state
-        values["state_version"] = state_version
-    conn.execute(update(sessions).where(_session_key(user_id, session_id)).values(**values))
+    if set_expiry:
+        changes["expires_at"] = expires_at
+    conn.execute(update(sessions).where(_session_key(user_id, session_id)).values(**changes))
 
 
 def existing_events(
@@ -139,9 +223,32 @@ def call_event_types(
 
 
 def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert event rows (one statement; executemany for several)."""
+    """Insert event rows (one driver call for any number)."""
     if rows:
-        conn.execute(insert(events), list(rows))
+        fastsql.statement(conn, "insert_events", lambda: insert(events)).execute_many(conn, rows)
+
+
+def _select_events_statement(
+    start: bool, end: bool, limit: bool, newest_first: bool, live: bool
+) -> Any:
+    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
+        events.c.user_id == bindparam("user_id"), events.c.session_id == bindparam("session_id")
+    )
+    if live:
+        alive = select(sessions.c.session_id).where(
+            sessions.c.user_id == bindparam("user_id"),
+            sessions.c.session_id == bindparam("session_id"),
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+        )
+        query = query.where(alive.exists())
+    if start:
+        query = query.where(events.c.seq >= bindparam("start_seq"))
+    if end:
+        query = query.where(events.c.seq <= bindparam("end_seq"))
+    query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
+    if limit:
+        query = query.limit(bindparam("limit", type_=Integer))
+    return query
 
 
 def select_events(
@@ -156,12 +263,36 @@ def select_events(
     limit: int | None = None,
     newest_first: bool = False,
     live_at: datetime | None = None,
-) -> list[RowMapping]:
+) -> list[Event]:
     """Events of one session in seq order (or newest first), filtered.
 
     ``live_at``: return nothing unless the session is live (not expired) at that time,
     checked in the same statement.
     """
+    if turn_id is None and not types:
+        # The common shapes (a seq range, the newest N) run as compiled statements.
+        shape = (
+            start_seq is not None,
+            end_seq is not None,
+            limit is not None,
+            newest_first,
+            live_at is not None,
+        )
+        found = fastsql.statement(
+            conn, ("select_events", *shape), lambda: _select_events_statement(*shape)
+        )
+        rows = found.fetch_values(
+            conn,
+            {
+                "user_id": user_id,
+                "session_id": session_id,
+                "now": live_at,
+                "start_seq": start_seq,
+                "end_seq": end_seq,
+                "limit": limit,
+            },
+        )
+        return [trusted_event(*row) for row in rows]
     query = select(events).where(_event_key(user_id, session_id))
     if live_at is not None:
         alive = select(sessions.c.session_id).where(
@@ -179,7 +310,7 @@ def select_events(
     query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
     if limit is not None:
         query = query.limit(limit)
-    return list(conn.execute(query).mappings())
+    return [Event.from_row(row) for row in conn.execute(query).mappings()]
 
 
 def iter_event_rows(
@@ -203,7 +334,7 @@ def iter_event_rows(
 
 def insert_turn(conn: Connection, row: dict[str, Any]) -> None:
     """Record a turn."""
-    conn.execute(insert(turns), [row])
+    fastsql.statement(conn, "insert_turn", lambda: insert(turns)).execute(conn, row).close()
 
 
 def end_turn(

@@ -10,6 +10,7 @@ listing it there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,8 +32,10 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeEngine
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -48,22 +51,43 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC timestamp on every backend (SQLite stores naive UTC text)."""
+    """A timezone-aware UTC timestamp on every backend.
+
+    PostgreSQL stores ``timestamptz``. SQLite has no date type: values are stored
+    as naive UTC text, ``YYYY-MM-DD HH:MM:SS.ffffff`` (the format SQLAlchemy's own
+    SQLite DATETIME uses), which sorts and compares correctly as text and parses
+    with the C ``datetime.fromisoformat``.
+    """
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(26))
+        return dialect.type_descriptor(DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to a UTC column")
         value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return value
+
+    def fast_result_processor(self, dialect: Dialect) -> Callable[[Any], datetime] | None:
+        """One-step result conversion for the hot read path (same values as below)."""
+        if dialect.name == "sqlite":
+            return lambda value: datetime.fromisoformat(value).replace(tzinfo=UTC)
+        return lambda value: value.astimezone(UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).replace(tzinfo=UTC)
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
         return value.astimezone(UTC)  # type: ignore[no-any-return]
@@ -130,9 +154,36 @@ events = Table(
         ondelete="CASCADE",
     ),
     UniqueConstraint("user_id", "session_id", "event_id"),
-    UniqueConstraint("user_id", "session_id", "idempotency_key"),
-    Index(None, "user_id", "session_id", "turn_id"),
-    Index(None, "user_id", "session_id", "call_id"),
+    # Partial indexes: most events have no idempotency key or call id, so they cost nothing
+    # there, and they can never be mistaken for an ordering index by the planner.
+    Index(
+        None,
+        "user_id",
+        "session_id",
+        "idempotency_key",
+        unique=True,
+        sqlite_where=text("idempotency_key IS NOT NULL"),
+        postgresql_where=text("idempotency_key IS NOT NULL"),
+    ),
+    Index(
+        None,
+        "user_id",
+        "session_id",
+        "turn_id",
+        sqlite_where=text("turn_id IS NOT NULL"),
+        postgresql_where=text("turn_id IS NOT NULL"),
+    ),
+    Index(
+        None,
+        "user_id",
+        "session_id",
+        "call_id",
+        sqlite_where=text("call_id IS NOT NULL"),
+        postgresql_where=text("call_id IS NOT NULL"),
+    ),
+    # On SQLite the table is its primary key b-tree: one write per event, not two, and a
+    # session's events sit together on disk.
+    sqlite_with_rowid=False,
 )
 
 turns = Table(
@@ -155,6 +206,7 @@ turns = Table(
         ["sessions.user_id", "sessions.session_id"],
         ondelete="CASCADE",
     ),
+    sqlite_with_rowid=False,
 )
 
 jobs = Table(
@@ -228,8 +280,8 @@ audit = Table(
     Column("status", String(16), nullable=False),
     Column("error_code", String(64), nullable=True),
     Column("meta", JsonColumn, nullable=False),
+    # No index on ts alone: the sweep's retention trim may scan; every append must not pay.
     Index(None, "user_id", "ts"),
-    Index(None, "ts"),
 )
 
 # Tables deleted by delete_user_data, children before parents. The audit log is kept on

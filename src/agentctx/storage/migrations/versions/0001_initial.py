@@ -83,19 +83,18 @@ def upgrade() -> None:
         sa.UniqueConstraint(
             "user_id", "session_id", "event_id", name="uq_events_user_id_session_id_event_id"
         ),
-        sa.UniqueConstraint(
-            "user_id",
-            "session_id",
-            "idempotency_key",
-            name="uq_events_user_id_session_id_idempotency_key",
-        ),
+        sqlite_with_rowid=False,
     )
-    op.create_index(
-        "ix_events_user_id_session_id_turn_id", "events", ["user_id", "session_id", "turn_id"]
-    )
-    op.create_index(
-        "ix_events_user_id_session_id_call_id", "events", ["user_id", "session_id", "call_id"]
-    )
+    for column, unique in (("idempotency_key", True), ("turn_id", False), ("call_id", False)):
+        where = sa.text(f"{column} IS NOT NULL")
+        op.create_index(
+            f"ix_events_user_id_session_id_{column}",
+            "events",
+            ["user_id", "session_id", column],
+            unique=unique,
+            sqlite_where=where,
+            postgresql_where=where,
+        )
     op.create_table(
         "turns",
         sa.Column("user_id", sa.String(ID), nullable=False),
@@ -116,6 +115,7 @@ def upgrade() -> None:
             name="fk_turns_sessions",
             ondelete="CASCADE",
         ),
+        sqlite_with_rowid=False,
     )
     op.create_table(
         "jobs",
@@ -189,7 +189,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("audit_id", name="pk_audit"),
     )
     op.create_index("ix_audit_user_id_ts", "audit", ["user_id", "ts"])
-    op.create_index("ix_audit_ts", "audit", ["ts"])
 
 
 def downgrade() -> None:

@@ -1,0 +1,61 @@
+"""The read and write shortcuts must give exactly what the general paths give."""
+
+from __future__ import annotations
+
+import inspect
+
+from sqlalchemy import select
+
+from agentctx import ContextEngine, Event, EventType
+from agentctx.events import trusted_event, utcnow
+from agentctx.storage import repository as repo
+from agentctx.storage.schema import events
+
+
+def _varied_session(engine: ContextEngine, png: bytes):  # type: ignore[no-untyped-def]
+    session = engine.create_session(user_id="u1")
+    with session.turn(author="planner") as turn:
+        turn.add_message("user", "plan a trip", metadata={"lang": "en", "n": 2})
+        call = turn.add_tool_call("search", {"q": "Lisbon", "limit": 5}, model="m-1")
+        turn.add_tool_result(call.call_id, content="3 hits", images=[png], duration_ms=12.5)
+        turn.add_event(EventType.REFLECTION, "looks fine", payload={"confidence": 0.9})
+        turn.add_tool_result(
+            turn.add_tool_call("fetch", {"url": "x"}).call_id, content="x" * 70_000, is_error=True
+        )
+    session.update_state({"step": 1})
+    return session
+
+
+def test_trusted_events_equal_validated_ones(engine: ContextEngine, png: bytes) -> None:
+    session = _varied_session(engine, png)
+    with engine.db.read() as conn:
+        rows = [dict(r) for r in conn.execute(select(events).order_by(events.c.seq)).mappings()]
+    kinds = {part["kind"] for row in rows for part in row["parts"]}
+    assert kinds == {"text", "json", "image", "blob"}
+    for row in rows:
+        fast = Event.from_row(row)
+        assert fast == Event.model_validate(row)
+        assert fast.model_dump() == Event.model_validate(row).model_dump()
+        assert fast.model_fields_set == set(Event.model_fields)
+    assert session.verify().ok
+
+
+def test_compiled_reads_equal_core_reads(engine: ContextEngine, png: bytes) -> None:
+    session = _varied_session(engine, png)
+    now = utcnow()
+    with engine.db.read() as conn:
+        core = [Event.from_row(r) for r in conn.execute(
+            select(events).where(events.c.session_id == session.id).order_by(events.c.seq)
+        ).mappings()]
+        fast = repo.select_events(conn, "u1", session.id, live_at=now)
+        newest = repo.select_events(conn, "u1", session.id, limit=3, newest_first=True, live_at=now)
+        window = repo.select_events(conn, "u1", session.id, start_seq=2, end_seq=4)
+    assert fast == core
+    assert [e.seq for e in newest] == [core[-1].seq, core[-2].seq, core[-3].seq]
+    assert window == core[1:4]
+    assert [e.ts for e in fast] == [e.ts for e in core] and all(e.ts.tzinfo for e in fast)
+
+
+def test_the_hot_read_selects_columns_in_trusted_event_order() -> None:
+    assert tuple(inspect.signature(trusted_event).parameters) == repo.EVENT_FIELDS
+    assert set(repo.EVENT_FIELDS) == {column.name for column in events.columns}
