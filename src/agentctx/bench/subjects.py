@@ -10,14 +10,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from sqlalchemy import event
+from typing import Protocol
 
 from agentctx.bench.stats import Worker, run_concurrently
 from agentctx.engine import ContextEngine
-from agentctx.events import EventDraft, EventType, TextPart
+from agentctx.events import EventDraft, EventType, TextPart, utcnow
 from agentctx.sessions.session import Session
+from agentctx.storage.repository import newest_events_query
 
 BENCH_USER = "bench-user"
 BENCH_AGENT = "bench-agent"
@@ -209,28 +208,19 @@ class AgentctxSubject:
     def read_plan(self, size: int, limit: int) -> str | None:
         """The query plan of ``events(last=limit)``: its plan nodes, outermost first.
 
-        The statement is captured from a real ``events(last=limit)`` call, so the plan is
-        the one of the query agentctx runs. On PostgreSQL the plan depends on table
-        statistics, which autovacuum gathers on its own schedule, so the report records
-        which plan the figures were measured with.
+        The statement and parameters are the ones ``events(last=limit)`` runs (from
+        ``newest_events_query``), so the plan is the one of the query agentctx runs. On
+        PostgreSQL the plan depends on table statistics, which autovacuum gathers on its
+        own schedule, so the report records which plan the figures were measured with.
         """
         session = self._histories[size]
-        captured: list[tuple[str, Any]] = []
-
-        def capture(_conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
-            if "FROM events" in statement and "ORDER BY" in statement:
-                captured.append((statement, params))
-
         db = self.engine.db
-        event.listen(db.engine, "before_cursor_execute", capture)
-        try:
-            session.events(last=limit)
-        finally:
-            event.remove(db.engine, "before_cursor_execute", capture)
-        if not captured:
-            return None
-        statement, params = captured[-1]
         with db.read() as conn:
+            statement, driver_params = newest_events_query(
+                conn, session.user_id, session.id, limit=limit, live_at=utcnow()
+            )
+            # A list would read as many parameter sets; positional parameters go as a tuple.
+            params = tuple(driver_params) if isinstance(driver_params, list) else driver_params
             if db.dialect == "sqlite":
                 rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)
                 return "; ".join(str(row[3]) for row in rows)

@@ -29,6 +29,17 @@ from agentctx import jsonvalue
 Processor = Callable[[Any], Any] | None
 
 
+def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor:
+    """SQLAlchemy's bind processor for a type, collapsed to one call where it is known."""
+    fast = getattr(type_, "fast_bind_processor", None)
+    if fast is not None:
+        return cast(Processor, fast(dialect))
+    processor = type_.dialect_impl(dialect).bind_processor(dialect)
+    if processor is not None and isinstance(type_, JSON) and dialect.name == "sqlite":
+        return jsonvalue.dumps  # SQLite stores JSON as the serializer's text
+    return processor
+
+
 def _result_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor:
     """SQLAlchemy's result processor for a type, collapsed to one call where it is known.
 
@@ -59,7 +70,7 @@ class FastStatement:
         self._binds: list[tuple[str, str | None, Processor, Any]] = []
         for name in names:
             bind = compiled.binds[name]
-            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            processor = _bind_processor(bind.type, dialect)
             if bind.required:
                 self._binds.append((name, str(bind.key), processor, None))
             else:  # a value SQLAlchemy rendered itself, such as SQLite's OFFSET 0 after LIMIT ?

@@ -251,6 +251,28 @@ def _select_events_statement(
     return query
 
 
+def newest_events_query(
+    conn: Connection, user_id: str, session_id: str, *, limit: int, live_at: datetime
+) -> tuple[str, Any]:
+    """The SQL and driver parameters ``select_events`` runs for the newest ``limit`` events.
+
+    For ``EXPLAIN``: the hot read bypasses SQLAlchemy's execution events.
+    """
+    shape = (False, False, True, True, True)
+    found = fastsql.statement(
+        conn, ("select_events", *shape), lambda: _select_events_statement(*shape)
+    )
+    values = {
+        "user_id": user_id,
+        "session_id": session_id,
+        "now": live_at,
+        "start_seq": None,
+        "end_seq": None,
+        "limit": limit,
+    }
+    return found.sql, found.params(values)
+
+
 def select_events(
     conn: Connection,
     user_id: str,

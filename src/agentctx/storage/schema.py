@@ -77,6 +77,10 @@ class UTCDateTime(TypeDecorator[datetime]):
             return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
         return value
 
+    def fast_bind_processor(self, dialect: Dialect) -> Callable[[datetime], Any]:
+        """One-step bind conversion for the hot write path (same values as below)."""
+        return lambda value: self.process_bind_param(value, dialect)
+
     def fast_result_processor(self, dialect: Dialect) -> Callable[[Any], datetime] | None:
         """One-step result conversion for the hot read path (same values as below)."""
         if dialect.name == "sqlite":
