@@ -585,52 +585,36 @@ class SessionService:
 
 
 def _check_chain(session_id: str, head: Any, rows: Iterator[Any]) -> VerifyReport:
+    """Walk the stored events in seq order; report the first that breaks the chain."""
     prev, expected_seq, checked = GENESIS_HASH, 1, 0
+
+    def report(first_bad_seq: int | None = None, reason: str | None = None) -> VerifyReport:
+        return VerifyReport(
+            session_id=session_id,
+            ok=first_bad_seq is None,
+            events_checked=checked,
+            last_seq=head["last_seq"],
+            first_bad_seq=first_bad_seq,
+            reason=reason,
+        )
+
     for row in rows:
         if row["seq"] != expected_seq:
-            return VerifyReport(
-                session_id=session_id,
-                ok=False,
-                events_checked=checked,
-                last_seq=head["last_seq"],
-                first_bad_seq=expected_seq,
-                reason=f"event {expected_seq} is missing (next stored is {row['seq']})",
-            )
+            return report(expected_seq, f"event {expected_seq} is missing (next is {row['seq']})")
         try:
             computed = chain_hash(prev, row)
         except Exception as exc:  # a row so damaged it cannot be hashed
             computed = f"unhashable: {exc}"
         if computed != row["hash"]:
-            return VerifyReport(
-                session_id=session_id,
-                ok=False,
-                events_checked=checked,
-                last_seq=head["last_seq"],
-                first_bad_seq=row["seq"],
-                reason="hash does not match the event's content and predecessor",
-            )
+            return report(row["seq"], "hash does not match the event's content and predecessor")
         prev, expected_seq, checked = row["hash"], expected_seq + 1, checked + 1
     if checked != head["last_seq"]:
-        return VerifyReport(
-            session_id=session_id,
-            ok=False,
-            events_checked=checked,
-            last_seq=head["last_seq"],
-            first_bad_seq=checked + 1,
-            reason=f"the log ends at seq {checked}, the session at {head['last_seq']}",
+        return report(
+            checked + 1, f"the log ends at seq {checked}, the session at {head['last_seq']}"
         )
     if prev != head["last_hash"]:
-        return VerifyReport(
-            session_id=session_id,
-            ok=False,
-            events_checked=checked,
-            last_seq=head["last_seq"],
-            first_bad_seq=checked,
-            reason="the last event's hash does not match the session head",
-        )
-    return VerifyReport(
-        session_id=session_id, ok=True, events_checked=checked, last_seq=head["last_seq"]
-    )
+        return report(checked, "the last event's hash does not match the session head")
+    return report()
 
 
 def _check_id(name: str, value: str) -> None:

@@ -15,30 +15,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from agentctx.events import Event
 from agentctx.jsonvalue import canonical_json
 
 GENESIS_HASH = ""
 
-HASHED_COLUMNS = (
-    "event_id",
-    "seq",
-    "ts",
-    "type",
-    "role",
-    "author",
-    "user_id",
-    "session_id",
-    "turn_id",
-    "request_id",
-    "call_id",
-    "idempotency_key",
-    "parts",
-    "payload",
-    "meta",
-    "redacted",
-    "redacted_types",
-    "token_estimate",
-)
+# Every stored field of an event but its hash. The material is hashed as a JSON object
+# with sorted keys, so the order here does not matter.
+HASHED_COLUMNS = tuple(name for name in Event.model_fields if name != "hash")
 
 
 def format_ts(ts: datetime) -> str:

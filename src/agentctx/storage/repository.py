@@ -32,28 +32,9 @@ from agentctx.storage.schema import events, sessions, turns
 
 EVENT_COLUMNS = tuple(column.name for column in events.columns)
 
-# The order ``trusted_event`` takes its arguments in; the hot read selects columns in it.
-EVENT_FIELDS = (
-    "event_id",
-    "seq",
-    "ts",
-    "type",
-    "role",
-    "author",
-    "user_id",
-    "session_id",
-    "turn_id",
-    "request_id",
-    "call_id",
-    "idempotency_key",
-    "parts",
-    "payload",
-    "meta",
-    "redacted",
-    "redacted_types",
-    "token_estimate",
-    "hash",
-)
+# The order ``trusted_event`` takes its arguments in (the Event model's field order); the
+# hot read selects columns in it.
+EVENT_FIELDS = tuple(Event.model_fields)
 
 
 @dataclass(frozen=True, slots=True)
