@@ -39,7 +39,7 @@ from agentctx.sessions.models import (
     VerifyReport,
 )
 from agentctx.sessions.prepare import Preparer
-from agentctx.sessions.writer import EventWriter, StateChange, event_from_row
+from agentctx.sessions.writer import EventWriter, StateChange
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import GENESIS_HASH, chain_hash
@@ -452,7 +452,7 @@ class SessionService:
         self.info(user_id, session_id)
         with self.db.read() as conn:
             for row in repo.iter_event_rows(conn, user_id, session_id):
-                yield event_from_row(row).model_dump(mode="json")
+                yield Event.from_row(row).model_dump(mode="json")
 
     # Blobs ------------------------------------------------------------------------------
 

@@ -66,11 +66,6 @@ class WriteResult:
     turn_ended: str | None
 
 
-def event_from_row(row: Any) -> Event:
-    """Build an Event from a stored row (a mapping with every event column)."""
-    return Event.from_row(row)
-
-
 class EventWriter:
     """Runs append and state-update transactions."""
 
@@ -259,7 +254,7 @@ class EventWriter:
         if own_turn and fresh and turn_id is not None:
             self.enqueue_turn_end(conn, user_id, session_id, turn_id)
             turn_ended = turn_id
-        events = {row["event_id"]: event_from_row(row) for row in rows}
+        events = {row["event_id"]: Event.from_row(row) for row in rows}
         events.update(stored)
         return WriteResult(
             [events[item.row["event_id"]] for item in prepared],
@@ -329,7 +324,7 @@ class EventWriter:
                     f"event {row['event_id']} (seq {row['seq']}) was stored with different content "
                     "under the same idempotency key or event id"
                 )
-            found[item.row["event_id"]] = event_from_row(row)
+            found[item.row["event_id"]] = Event.from_row(row)
         return found
 
     @staticmethod

@@ -30,8 +30,6 @@ from agentctx.events import Event, trusted_event
 from agentctx.storage import fastsql
 from agentctx.storage.schema import events, sessions, turns
 
-EVENT_COLUMNS = tuple(column.name for column in events.columns)
-
 # The order ``trusted_event`` takes its arguments in (the Event model's field order); the
 # hot read selects columns in it.
 EVENT_FIELDS = tuple(Event.model_fields)
