@@ -15,6 +15,7 @@ from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.sessions.audit import AuditLog, attach_audit_file
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
+from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
 from agentctx.sessions.writer import EventWriter
@@ -88,8 +89,8 @@ class ContextEngine:
             jobs=self.jobs,
             redactor=self.redactor,
             session_ttl=s.session_ttl,
-            audit_retention=s.audit_retention,
         )
+        self._retention = Retention(self._service, audit_retention=s.audit_retention)
         if s.jobs == "background":
             self.jobs.start_worker()
 
@@ -136,7 +137,7 @@ class ContextEngine:
 
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
-        return self._service.delete(user_id, session_id)
+        return self._retention.delete(user_id, session_id)
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
         """Check a session's hash chain; the report names the first bad seq."""
@@ -156,11 +157,11 @@ class ContextEngine:
 
     def delete_user_data(self, user_id: str) -> DeleteReport:
         """Remove everything stored for a user; the report counts what went."""
-        return self._service.delete_user_data(user_id)
+        return self._retention.delete_user_data(user_id)
 
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
-        return self._service.sweep()
+        return self._retention.sweep()
 
     # Agents and hooks -------------------------------------------------------------------
 

@@ -14,11 +14,12 @@ import threading
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlalchemy import Connection, insert
 
 from agentctx import jsonvalue
+from agentctx.errors import AgentCtxError
 from agentctx.events import utcnow
 from agentctx.storage import fastsql
 from agentctx.storage.chain import format_ts
@@ -110,6 +111,12 @@ class AuditLog:
         entry["ts"] = format_ts(record.ts)
         entry["level"] = "INFO" if record.status == "ok" else "WARN"
         self._logger.info(record.action, extra={"audit": entry})
+
+    def deny(self, record: AuditRecord, error: AgentCtxError) -> NoReturn:
+        """Record a refused or failed operation, then raise ``error``."""
+        record.status, record.error_code = "error", error.code
+        self.record(record)
+        raise error
 
     def record(self, record: AuditRecord) -> None:
         """Store and emit a record that is not part of another transaction (e.g. a denial)."""

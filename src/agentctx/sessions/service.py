@@ -11,14 +11,13 @@ import base64
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx import jsonvalue
 from agentctx.errors import (
-    AgentCtxError,
     BlobNotFound,
     InvalidInput,
     SessionExists,
@@ -31,10 +30,8 @@ from agentctx.jobs import JobQueue
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.audit import AuditLog, AuditRecord
 from agentctx.sessions.models import (
-    DeleteReport,
     Page,
     SessionInfo,
-    SweepReport,
     TurnInfo,
     VerifyReport,
 )
@@ -45,13 +42,8 @@ from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import GENESIS_HASH, chain_hash
 from agentctx.storage.database import Database
 from agentctx.storage.schema import (
-    USER_DATA_TABLES,
-    audit,
     blob_refs,
-    blobs,
-    events,
     sessions,
-    turns,
 )
 
 
@@ -69,7 +61,6 @@ class SessionService:
         jobs: JobQueue,
         redactor: Redactor,
         session_ttl: timedelta | None,
-        audit_retention: timedelta,
     ) -> None:
         self.db = db
         self.preparer = preparer
@@ -79,7 +70,6 @@ class SessionService:
         self.jobs = jobs
         self.redactor = redactor
         self.session_ttl = session_ttl
-        self.audit_retention = audit_retention
 
     # Sessions ---------------------------------------------------------------------------
 
@@ -127,7 +117,7 @@ class SessionService:
             with self.db.write() as conn:
                 if repo.session_expired(conn, user_id, session_id, now):
                     # An expired, unswept session frees its id.
-                    self._delete_sessions(conn, user_id, [session_id])
+                    repo.delete_session_rows(conn, user_id, [session_id])
                 conn.execute(sessions.insert(), [row])
                 self.audit.write(record, conn)
         except IntegrityError as exc:
@@ -154,7 +144,7 @@ class SessionService:
                 record.duration_ms = (time.perf_counter() - started) * 1000
                 self.audit.write(record, conn)
         if row is None:
-            self._deny(record, SessionNotFound(session_id))
+            self.audit.deny(record, SessionNotFound(session_id))
         self.audit.emit(record)
         return SessionInfo.model_validate({**row, "last_accessed_at": now})
 
@@ -163,7 +153,7 @@ class SessionService:
         with self.db.read() as conn:
             row = repo.get_session_row(conn, user_id, session_id, utcnow())
         if row is None:
-            self._deny(
+            self.audit.deny(
                 AuditRecord(action="session_read", user_id=user_id, session_id=session_id),
                 SessionNotFound(session_id),
             )
@@ -205,55 +195,6 @@ class SessionService:
             else None
         )
         return Page[SessionInfo](items=items, next_cursor=next_cursor)
-
-    def delete(self, user_id: str, session_id: str) -> DeleteReport:
-        """Delete a session with its events, turns, jobs and unshared blobs."""
-        record = AuditRecord(action="session_delete", user_id=user_id, session_id=session_id)
-        with self.db.write() as conn:
-            exists = conn.execute(
-                select(sessions.c.session_id).where(
-                    sessions.c.user_id == user_id, sessions.c.session_id == session_id
-                )
-            ).first()
-            report = self._delete_sessions(conn, user_id, [session_id]) if exists else None
-            if report is not None:
-                record.meta = report.model_dump(exclude={"extra"})
-                self.audit.write(record, conn)
-        if report is None:
-            self._deny(record, SessionNotFound(session_id))
-        self.audit.emit(record)
-        return report + self._collect_blobs()
-
-    def _delete_sessions(
-        self, conn: Any, user_id: str, session_ids: Sequence[str] | None
-    ) -> DeleteReport:
-        counts = {}
-        for table in USER_DATA_TABLES:
-            counts[table.name] = repo.delete_rows(conn, table, user_id, session_ids)
-        return DeleteReport(
-            sessions=counts["sessions"],
-            events=counts["events"],
-            turns=counts["turns"],
-            jobs=counts["jobs"],
-            blob_refs=counts["blob_refs"],
-        )
-
-    def _collect_blobs(self) -> DeleteReport:
-        """Delete blobs no event references any more (rows, then bytes)."""
-        orphaned = (
-            ~select(blob_refs.c.blob_id).where(blob_refs.c.blob_id == blobs.c.blob_id).exists()
-        )
-        removed = 0
-        with self.db.write() as conn:
-            # Exclusive gate: no writer is between inserting a reference and committing it.
-            self.db.blob_gate(conn, exclusive=True)
-            ids = [row[0] for row in conn.execute(select(blobs.c.blob_id).where(orphaned))]
-            if ids:
-                conn.execute(delete(blobs).where(blobs.c.blob_id.in_(ids)))
-                # Files go inside the transaction: a writer waiting on the gate re-stores
-                # any file it needs once we commit.
-                removed = sum(self.blobs.delete(blob_id) for blob_id in ids)
-        return DeleteReport(blobs=removed)
 
     # State ------------------------------------------------------------------------------
 
@@ -354,7 +295,7 @@ class SessionService:
             # Rows come back only from a live session; an empty answer needs telling apart.
             alive = bool(rows) or repo.session_exists(conn, user_id, session_id, now)
         if not alive:
-            self._deny(
+            self.audit.deny(
                 AuditRecord(action="events_read", user_id=user_id, session_id=session_id),
                 SessionNotFound(session_id),
             )
@@ -366,7 +307,7 @@ class SessionService:
         """The session's turns, oldest first."""
         with self.db.read() as conn:
             if not repo.session_exists(conn, user_id, session_id, utcnow()):
-                self._deny(
+                self.audit.deny(
                     AuditRecord(action="turns_read", user_id=user_id, session_id=session_id),
                     SessionNotFound(session_id),
                 )
@@ -408,7 +349,7 @@ class SessionService:
             else:
                 found = False
         if not found:
-            self._deny(record, SessionNotFound(session_id))
+            self.audit.deny(record, SessionNotFound(session_id))
         self.audit.emit(record)
         return turn_id
 
@@ -426,7 +367,9 @@ class SessionService:
                 record.request_id = row["request_id"]
                 self.audit.write(record, conn)
         if row is None:
-            self._deny(record, TurnError(f"turn {turn_id} is not open in session {session_id}"))
+            self.audit.deny(
+                record, TurnError(f"turn {turn_id} is not open in session {session_id}")
+            )
         self.audit.emit(record)
         self.jobs.notify()
         return TurnInfo.model_validate(dict(row))
@@ -439,7 +382,7 @@ class SessionService:
         with self.db.read() as conn:
             head = repo.get_session_row(conn, user_id, session_id, utcnow())
             if head is None:
-                self._deny(record, SessionNotFound(session_id))
+                self.audit.deny(record, SessionNotFound(session_id))
             report = _check_chain(session_id, head, repo.iter_event_rows(conn, user_id, session_id))
         record.status = "ok" if report.ok else "error"
         record.error_code = None if report.ok else "tampered"
@@ -474,114 +417,11 @@ class SessionService:
         with self.db.read() as conn:
             row = conn.execute(query.limit(1)).first()
         if row is None:
-            self._deny(
+            self.audit.deny(
                 AuditRecord(action="blob_read", user_id=user_id, meta={"id": name}),
                 BlobNotFound(name),
             )
         return self.blobs.get(row[0])
-
-    # Retention --------------------------------------------------------------------------
-
-    def sweep(
-        self, *, now: datetime | None = None, turn_timeout: timedelta = timedelta(hours=1)
-    ) -> SweepReport:
-        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
-        now = now or utcnow()
-        started = time.perf_counter()
-        with self.db.read() as conn:
-            expired = [
-                (row.user_id, row.session_id)
-                for row in conn.execute(
-                    select(sessions.c.user_id, sessions.c.session_id).where(
-                        sessions.c.expires_at <= now
-                    )
-                )
-            ]
-        report = DeleteReport()
-        for user_id, session_id in expired:
-            with self.db.write() as conn:
-                # Re-check under the write lock: a write may have renewed it meanwhile.
-                if repo.session_expired(conn, user_id, session_id, now):
-                    report = report + self._delete_sessions(conn, user_id, [session_id])
-        abandoned = self._close_abandoned_turns(now - turn_timeout)
-        report = report + self._collect_blobs()
-        with self.db.write() as conn:
-            trimmed = int(
-                conn.execute(delete(audit).where(audit.c.ts < now - self.audit_retention)).rowcount
-                or 0
-            )
-        result = SweepReport(
-            expired_sessions=report.sessions,
-            deleted=report,
-            abandoned_turns=abandoned,
-            audit_records=trimmed,
-        )
-        self.audit.record(
-            AuditRecord(
-                action="sweep",
-                duration_ms=(time.perf_counter() - started) * 1000,
-                meta={
-                    "expired_sessions": report.sessions,
-                    "events": report.events,
-                    "blobs": report.blobs,
-                    "abandoned_turns": abandoned,
-                    "audit_records": trimmed,
-                },
-            )
-        )
-        return result
-
-    def _close_abandoned_turns(self, started_before: datetime) -> int:
-        with self.db.read() as conn:
-            stale = list(
-                conn.execute(
-                    select(turns.c.user_id, turns.c.session_id, turns.c.turn_id).where(
-                        turns.c.status == "open", turns.c.started_at < started_before
-                    )
-                )
-            )
-        closed = 0
-        for user_id, session_id, turn_id in stale:
-            try:
-                self.end_turn(user_id, session_id, turn_id, "abandoned")
-                closed += 1
-            except TurnError:
-                pass  # ended by its owner meanwhile
-        return closed
-
-    def delete_user_data(self, user_id: str) -> DeleteReport:
-        """Remove every session, event, turn, job, blob reference (and unshared blob) of a user."""
-        started = time.perf_counter()
-        with self.db.write() as conn:
-            report = self._delete_sessions(conn, user_id, None)
-        report = report + self._collect_blobs()
-        self.audit.record(
-            AuditRecord(
-                action="delete_user_data",
-                user_id=user_id,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                meta=report.model_dump(exclude={"extra"}),
-            )
-        )
-        return report
-
-    def count_events(self, user_id: str, session_id: str) -> int:
-        """How many events the session holds."""
-        with self.db.read() as conn:
-            return int(
-                conn.execute(
-                    select(func.count())
-                    .select_from(events)
-                    .where(events.c.user_id == user_id, events.c.session_id == session_id)
-                ).scalar_one()
-            )
-
-    # Helpers ----------------------------------------------------------------------------
-
-    def _deny(self, record: AuditRecord, error: AgentCtxError) -> NoReturn:
-        record.status, record.error_code = "error", error.code
-        self.audit.record(record)
-        raise error
 
 
 def _check_chain(session_id: str, head: Any, rows: Iterator[Any]) -> VerifyReport:

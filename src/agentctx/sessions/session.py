@@ -219,7 +219,7 @@ class Session(EventRecorder):
 
     def delete(self) -> DeleteReport:
         """Delete the session and everything derived from it."""
-        return self._service.delete(self.user_id, self.id)
+        return self._engine.delete_session(self.id, self.user_id)
 
     @property
     def last_activity(self) -> datetime:

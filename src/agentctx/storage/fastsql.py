@@ -120,27 +120,6 @@ class FastStatement:
             rows.append(row)
         return rows
 
-    def fetch(self, conn: Connection, values: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Run a SELECT; each row as a dict of column key -> converted value."""
-        cursor = self.execute(conn, values)
-        raw = cursor.fetchall()
-        cursor.close()
-        columns = self.columns
-        converters = [
-            (name, processor)
-            for name, processor in zip(columns, self._results, strict=True)
-            if processor is not None
-        ]
-        rows = []
-        for raw_row in raw:
-            row = dict(zip(columns, raw_row, strict=True))
-            for name, processor in converters:
-                value = row[name]
-                if value is not None:
-                    row[name] = processor(value)
-            rows.append(row)
-        return rows
-
 
 # Compiled statements per dialect instance (bind processors depend on the engine's JSON
 # serializer, which lives on its dialect), built on first use.

@@ -28,7 +28,7 @@ from sqlalchemy import (
 
 from agentctx.events import Event, trusted_event
 from agentctx.storage import fastsql
-from agentctx.storage.schema import events, sessions, turns
+from agentctx.storage.schema import USER_DATA_TABLES, events, sessions, turns
 
 # The order ``trusted_event`` takes its arguments in (the Event model's field order); the
 # hot read selects columns in it.
@@ -78,15 +78,13 @@ def _lock_head_statement() -> Any:
 
 def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SessionHead | None:
     """Read (and on PostgreSQL row-lock) a live session's head; None if missing or expired."""
-    found = fastsql.statement(conn, "lock_head", _lock_head_statement).fetch(
+    found = fastsql.statement(conn, "lock_head", _lock_head_statement).fetch_values(
         conn, {"user_id": user_id, "session_id": session_id, "now": now}
     )
     if not found:
         return None
-    row = found[0]
-    return SessionHead(
-        row["last_seq"], row["last_hash"], row["state_version"], row["state"], row["expires_at"]
-    )
+    last_seq, last_hash, state_version, state, expires_at = found[0]
+    return SessionHead(last_seq, last_hash, state_version, state, expires_at)
 
 
 def get_session_row(
@@ -380,3 +378,14 @@ def delete_rows(
     if session_ids is not None:
         statement = statement.where(table.c.session_id.in_(list(session_ids)))
     return int(conn.execute(statement).rowcount or 0)
+
+
+def delete_session_rows(
+    conn: Connection, user_id: str, session_ids: Iterable[str] | None
+) -> dict[str, int]:
+    """Delete a user's sessions (all, or some) with every row that hangs off them.
+
+    Returns the rows deleted per table. Tables are emptied children first.
+    """
+    ids = list(session_ids) if session_ids is not None else None
+    return {table.name: delete_rows(conn, table, user_id, ids) for table in USER_DATA_TABLES}
