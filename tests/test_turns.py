@@ -225,5 +225,8 @@ def test_abandoned_turns_are_closed_by_sweep(engine: ContextEngine) -> None:
     assert report.abandoned_turns == 1
     info = session.turns()[0]
     assert info.status == "abandoned" and info.event_count == 1
+    with pytest.raises(TurnError):  # the process holding the turn cannot write into it
+        turn.add_message("user", "too late")
     with pytest.raises(TurnError):
         turn.end()
+    assert len(session.events()) == 1

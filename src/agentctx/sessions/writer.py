@@ -33,6 +33,7 @@ from agentctx.errors import (
     RedactionRequired,
     SessionNotFound,
     StaleSession,
+    TurnError,
 )
 from agentctx.events import Event, EventType, utcnow
 from agentctx.ids import new_id
@@ -204,6 +205,13 @@ class EventWriter:
             )
             version = head.state_version + 1
         self._check_tool_links(conn, user_id, session_id, fresh)
+        if (
+            turn_id is not None
+            and fresh
+            and not repo.turn_is_open(conn, user_id, session_id, turn_id)
+        ):
+            # Ended elsewhere (another process, or the sweep closed it as abandoned).
+            raise TurnError(f"turn {turn_id} is not open; open a new turn")
 
         if own_turn and fresh:
             turn_id = new_id()

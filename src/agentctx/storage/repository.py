@@ -331,6 +331,22 @@ def iter_event_rows(
         after = rows[-1]["seq"]
 
 
+def _turn_status_statement() -> Any:
+    return select(turns.c.status).where(
+        turns.c.user_id == bindparam("user_id"),
+        turns.c.session_id == bindparam("session_id"),
+        turns.c.turn_id == bindparam("turn_id"),
+    )
+
+
+def turn_is_open(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
+    """Whether the turn exists and has not ended."""
+    found = fastsql.statement(conn, "turn_status", _turn_status_statement).fetch_values(
+        conn, {"user_id": user_id, "session_id": session_id, "turn_id": turn_id}
+    )
+    return bool(found) and found[0][0] == "open"
+
+
 def insert_turn(conn: Connection, row: dict[str, Any]) -> None:
     """Record a turn."""
     fastsql.statement(conn, "insert_turn", lambda: insert(turns)).execute(conn, row).close()
