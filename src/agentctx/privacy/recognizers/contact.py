@@ -1,0 +1,232 @@
+"""Email addresses and phone numbers (mainland Chinese mobiles and international numbers)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import phonenumbers
+
+from agentctx.privacy.findings import EntityType, Finding
+from agentctx.privacy.recognizers.context import (
+    ContextWords,
+    clamp,
+    glued,
+    glued_before,
+    score_with_context,
+)
+
+# Generic TLDs seen in real addresses; every two-letter TLD is taken as a country code.
+_GENERIC_TLDS = frozenset(
+    [
+        "com",
+        "net",
+        "org",
+        "edu",
+        "gov",
+        "mil",
+        "int",
+        "info",
+        "biz",
+        "name",
+        "pro",
+        "mobi",
+        "asia",
+        "app",
+        "dev",
+        "cloud",
+        "online",
+        "site",
+        "tech",
+        "xyz",
+        "top",
+        "shop",
+        "store",
+        "email",
+        "company",
+        "blog",
+        "news",
+        "live",
+        "life",
+        "world",
+        "today",
+        "space",
+        "website",
+        "studio",
+        "design",
+        "digital",
+        "network",
+        "systems",
+        "solutions",
+        "agency",
+        "group",
+        "team",
+        "work",
+        "club",
+        "media",
+        "global",
+        "center",
+        "academy",
+        "school",
+        "university",
+        "help",
+        "support",
+        "services",
+        "mail",
+        "inc",
+        "ltd",
+        "llc",
+    ]
+)
+# Two-letter endings that are file extensions, not country codes.
+_NOT_TLDS = frozenset({"js", "ts", "db", "md", "rb", "sh", "py", "gz", "xz"})
+
+_LOCAL_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}$")
+_DOMAIN = re.compile(
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24})(?![A-Za-z0-9\-])"
+)
+# "scheme://user:" right before a local part: that "email" is a URL's password@host.
+_URL_USERINFO = re.compile(r"://[^\s/@]*:$")
+
+
+class EmailRecognizer:
+    """Email addresses with a plausible top-level domain."""
+
+    name = "email"
+    entity_types: tuple[str, ...] = (EntityType.EMAIL,)
+
+    def analyze(self, text: str) -> list[Finding]:
+        """Every email address in ``text``."""
+        if "@" not in text:
+            return []
+        findings: list[Finding] = []
+        for m in _DOMAIN.finditer(text):
+            at, end = m.span()
+            local_match = _LOCAL_PART.search(text, max(0, at - 64), at)
+            if local_match is None:
+                continue
+            start = local_match.start()
+            if (start > 0 and text[start - 1] in "._%+-") or glued_before(text, start):
+                continue
+            local = local_match.group()
+            if ".." in local or local.endswith("."):
+                continue
+            tld = m.group(1).lower()
+            if not ((len(tld) == 2 and tld not in _NOT_TLDS) or tld in _GENERIC_TLDS):
+                continue
+            if (
+                start > 0
+                and text[start - 1] == ":"
+                and _URL_USERINFO.search(text, max(0, start - 256), start)
+            ):
+                continue
+            findings.append(Finding(EntityType.EMAIL, start, end, 0.95, self.name))
+        return findings
+
+
+_PHONE_WORDS = ContextWords(
+    (
+        "phone",
+        "tel",
+        "telephone",
+        "mobile",
+        "cell",
+        "call",
+        "fax",
+        "contact",
+        "whatsapp",
+        "sms",
+        "电话",
+        "手机",
+        "联系",
+        "致电",
+        "热线",
+        "座机",
+        "传真",
+        "来电",
+    )
+)
+
+# Written to start with a plain character class so the regex engine can skip ahead fast:
+# "+86 ...", "0086 ..." or "1[3-9]...".
+_CN_MOBILE = re.compile(
+    r"[+01](?:(?<=\+)86[ \-]?1|(?<=0)086[ \-]?1|(?<=1))[3-9]\d(?:[ \-]?\d{4}){2}"
+)
+# Anything that could be a phone number: digits with the usual separators.
+_CANDIDATE = re.compile(r"[+(\d][\d \-().]{5,20}\d")
+_NANP_SHAPE = re.compile(r"(?:\+?1[ \-.]?)?(?:\(\d{3}\) ?|\d{3}[ \-.])\d{3}[ \-.]\d{4}")
+_CN_LANDLINE_SHAPE = re.compile(r"\(?0\d{2,3}\)?[ \-]\d{7,8}")
+_DATE_SHAPE = re.compile(r"\d{4}[\-/.]\d{1,2}[\-/.]\d{1,2}|\d{1,2}[\-/.]\d{1,2}[\-/.]\d{2,4}")
+_DOTTED = re.compile(r"\d+(?:\.\d+)+")
+
+DEFAULT_REGIONS: tuple[str, ...] = ("US", "CN", "GB", "DE", "FR", "JP", "HK", "TW", "SG", "IN")
+
+
+class PhoneRecognizer:
+    """Phone numbers.
+
+    Mainland Chinese mobiles (``1[3-9]`` + 9 digits, optional +86/0086, spaces or dashes)
+    are recognized by pattern. Other numbers are validated with ``phonenumbers``
+    (``PhoneNumberMatcher``, leniency VALID) on candidate stretches only, which keeps the
+    scan fast. A number without an international prefix must look like a phone number
+    (e.g. ``(555) 123-4567``) or follow a phone word ("tel", "电话"), so bare ten-digit
+    numbers, dates, prices and version strings are not flagged.
+    """
+
+    name = "phone"
+    entity_types: tuple[str, ...] = (EntityType.PHONE,)
+
+    def __init__(self, regions: Sequence[str] = DEFAULT_REGIONS) -> None:
+        self.regions = tuple(regions)
+
+    def analyze(self, text: str) -> list[Finding]:
+        """Every phone number in ``text``."""
+        findings: list[Finding] = []
+        taken: list[tuple[int, int]] = []
+        for m in _CN_MOBILE.finditer(text):
+            start, end = m.span()
+            if glued(text, start, end) or (start > 0 and text[start - 1] == "+"):
+                continue
+            score = score_with_context(0.75, text, start, end, positive=_PHONE_WORDS, boost=0.2)
+            findings.append(Finding(EntityType.PHONE, start, end, score, self.name))
+            taken.append((start, end))
+        # Both scans run left to right, so one pointer into ``taken`` finds overlaps.
+        i = 0
+        for m in _CANDIDATE.finditer(text):
+            start, end = m.span()
+            while i < len(taken) and taken[i][1] <= start:
+                i += 1
+            if glued(text, start, end) or (i < len(taken) and taken[i][0] < end):
+                continue
+            findings.extend(self._validate(text, start, end))
+        return findings
+
+    def _validate(self, text: str, start: int, end: int) -> list[Finding]:
+        candidate = text[start:end]
+        if _DATE_SHAPE.fullmatch(candidate) or _DOTTED.fullmatch(candidate):
+            return []
+        context = _PHONE_WORDS.before(text, start)
+        international = candidate.startswith(("+", "00"))
+        shaped = bool(
+            _NANP_SHAPE.fullmatch(candidate.strip()) or _CN_LANDLINE_SHAPE.fullmatch(candidate)
+        )
+        if not (international or context or shaped):
+            return []
+        regions = ("CN",) if candidate.startswith("00") else self.regions
+        for region in regions:
+            found = [
+                match
+                for match in phonenumbers.PhoneNumberMatcher(
+                    candidate, region, leniency=phonenumbers.Leniency.VALID
+                )
+                if phonenumbers.is_valid_number(match.number)
+            ]
+            if found:
+                base = 0.95 if context else 0.75
+                out = []
+                for match in found:
+                    s, e = start + match.start, start + match.end
+                    score = clamp(base) if context else score_with_context(base, text, s, e)
+                    out.append(Finding(EntityType.PHONE, s, e, score, self.name))
+                return out
+        return []

@@ -1,0 +1,70 @@
+"""Person names, only where the text itself marks them as names (off by default).
+
+Names cannot be told from ordinary words by shape, so this recognizer looks only
+behind explicit markers: "姓名:张三", "我叫李四", "name: John Smith",
+"my name is John Smith", "Dear Mr. Smith".
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentctx.privacy.findings import EntityType, Finding
+
+_SINGLE_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任"
+    "沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔"
+    "向汤常温康施文牛樊葛邢安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌"
+    "毕单季裴霍涂成苗谷盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦"
+    "麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩"
+    "明佘池查麻苑迟邝"
+)
+_COMPOUND_SURNAMES = (
+    "欧阳",
+    "司马",
+    "诸葛",
+    "上官",
+    "东方",
+    "皇甫",
+    "慕容",
+    "司徒",
+    "令狐",
+    "夏侯",
+    "尉迟",
+    "长孙",
+    "宇文",
+    "公孙",
+    "端木",
+)
+# Given-name characters: any Han character except those that usually start the next word.
+_GIVEN = r"(?:(?![的是在和与了也都就说要去来今年岁先女同老师])[\u4e00-\u9fff])"
+_CHINESE = re.compile(
+    r"(?:姓名|名字|我叫|本人|联系人|收件人|收货人|患者|学生姓名)[ \t]*[:\uff1a]?[ \t]*"
+    rf"((?:{'|'.join(_COMPOUND_SURNAMES)}|[{_SINGLE_SURNAMES}]){_GIVEN}{{1,2}})"
+)
+_NAME = r"[A-Z][a-z]+(?:[\-'][A-Z][a-z]+)?"
+_ENGLISH = re.compile(
+    r"(?:(?i:\bmy name is|\bname[ \t]*[:\uff1a]|\bnamed|\bsigned|\bdear)[ \t]+"
+    rf"(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+)?({_NAME}(?:[ \t]+{_NAME}){{0,2}})"
+    rf"|\b(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+({_NAME}(?:[ \t]+{_NAME})?))"
+)
+
+
+class PersonRecognizer:
+    """Chinese and English person names behind explicit name markers."""
+
+    name = "person"
+    entity_types: tuple[str, ...] = (EntityType.PERSON,)
+
+    def analyze(self, text: str) -> list[Finding]:
+        """Every marked person name in ``text``."""
+        findings: list[Finding] = []
+        for m in _CHINESE.finditer(text):
+            findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.85, self.name))
+        for m in _ENGLISH.finditer(text):
+            group = 1 if m.group(1) is not None else 2
+            score = 0.85 if group == 1 else 0.7
+            findings.append(
+                Finding(EntityType.PERSON, m.start(group), m.end(group), score, self.name)
+            )
+        return findings

@@ -1,0 +1,141 @@
+"""Secrets: API keys with known prefixes, JWTs, bearer tokens, private keys, passwords.
+
+Three kinds of evidence:
+
+* a known shape (``sk-...``, ``ghp_...``, ``AKIA...``, ``eyJ...``, a PEM private key block);
+* a password keyword in an assignment (``password=hunter2``, ``密码:123456``): the value
+  is flagged whatever it looks like;
+* a key/token keyword near a high-entropy token (length >= 16, letters and digits mixed,
+  Shannon entropy >= 3 bits per character).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from agentctx.privacy.findings import EntityType, Finding
+from agentctx.privacy.recognizers.context import glued_before, keyword_pattern
+
+_KNOWN = re.compile(
+    r"sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-)?[A-Za-z0-9_\-]{20,}"
+    r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}"
+    r"|github_pat_[A-Za-z0-9_]{22,}"
+    r"|xox[baprs]-[A-Za-z0-9\-]{10,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{35}"
+    r"|glpat-[A-Za-z0-9_\-]{20,}"
+    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"
+)
+_BEARER = re.compile(r"[Bb]earer[ \t]+([A-Za-z0-9._~+/\-]{16,}=*)")
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----"
+    r"(?:[\s\S]{0,20000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=:\s\-]*)"
+)
+_PASSWORD_KEY = re.compile(
+    keyword_pattern(("password", "passwd", "passphrase", "pwd", "密码", "口令"))
+)
+_SECRET_KEY = re.compile(
+    keyword_pattern(
+        (
+            "api_key",
+            "api-key",
+            "apikey",
+            "secret",
+            "token",
+            "key",
+            "credential",
+            "auth",
+            "密钥",
+            "令牌",
+            "秘钥",
+        )
+    )
+)
+# After a password keyword: the rest of the key name, an assignment, the value.
+_ASSIGNMENT = re.compile(
+    r"""[A-Za-z0-9_\-]*["']?[ \t]*(?:[:=\uff1a]|=>|是|为)[ \t]*"""
+    r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"',;\uff0c。\uff1b}{)\]]{1,200}))"""
+)
+# After a key/token keyword: a little filler, then a token.
+_NEAR_TOKEN = re.compile(
+    r"[^\n]{0,30}?(?<![A-Za-z0-9_\-+/.=])([A-Za-z0-9_\-+/.=]{16,512})(?![A-Za-z0-9_\-+/.=])"
+)
+# "$DB_PASSWORD", "${DB_PASSWORD}", "$(cat secret)": a reference, not the password.
+_ENV_REFERENCE = re.compile(r"\$(?:\{|\(|[A-Z_][A-Z0-9_]*\b)")
+_PLACEHOLDERS = frozenset(
+    {"", "none", "null", "nil", "true", "false", "undefined", "required", "optional", "string"}
+)
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value``'s character distribution."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+def high_entropy(token: str) -> bool:
+    """Whether ``token`` looks machine-generated: long, letters and digits mixed, varied."""
+    if len(token) < 16:
+        return False
+    has_digit = any(c.isdigit() for c in token)
+    has_letter = any(c.isalpha() for c in token)
+    return has_digit and has_letter and shannon_entropy(token) >= 3.0
+
+
+def _placeholder(value: str) -> bool:
+    v = value.strip().lower()
+    return (
+        v in _PLACEHOLDERS or set(v) <= set("*x•.-_#<>?") or v.startswith(("${", "{{", "<", "%("))
+    )
+
+
+class SecretRecognizer:
+    """API keys, tokens, private keys and passwords."""
+
+    name = "secret"
+    entity_types: tuple[str, ...] = (EntityType.SECRET,)
+
+    def analyze(self, text: str) -> list[Finding]:
+        """Every secret in ``text``."""
+        findings: list[Finding] = []
+        for m in _KNOWN.finditer(text):
+            if not glued_before(text, m.start()):
+                findings.append(self._finding(m.start(), m.end(), 0.95))
+        if "earer" in text:
+            for m in _BEARER.finditer(text):
+                findings.append(self._finding(m.start(1), m.end(1), 0.9))
+        if "-----BEGIN" in text:
+            for m in _PRIVATE_KEY.finditer(text):
+                end = m.end()
+                while end > m.start() and text[end - 1].isspace():
+                    end -= 1
+                findings.append(self._finding(m.start(), end, 0.99))
+        for m in _PASSWORD_KEY.finditer(text):
+            a = _ASSIGNMENT.match(text, m.end())
+            if a is None:
+                continue
+            group = next(g for g in (1, 2, 3) if a.group(g) is not None)
+            if not (_placeholder(a.group(group)) or _ENV_REFERENCE.match(text, a.start(group))):
+                findings.append(self._finding(a.start(group), a.end(group), 0.9))
+        for m in _SECRET_KEY.finditer(text):
+            t = _NEAR_TOKEN.match(text, m.end())
+            if t is not None and high_entropy(t.group(1)):
+                findings.append(self._finding(t.start(1), t.end(1), 0.8))
+        return _dedupe(findings)
+
+    def _finding(self, start: int, end: int, score: float) -> Finding:
+        return Finding(EntityType.SECRET, start, end, score, self.name)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    # The same span found twice (a known prefix after "api_key=") is reported once,
+    # with the higher score.
+    best: dict[tuple[int, int], Finding] = {}
+    for f in findings:
+        key = (f.start, f.end)
+        if key not in best or best[key].score < f.score:
+            best[key] = f
+    return sorted(best.values(), key=lambda f: f.start)

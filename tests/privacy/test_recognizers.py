@@ -1,0 +1,381 @@
+# Chinese test text uses full-width punctuation on purpose.
+# ruff: noqa: RUF001
+"""The built-in recognizers on English and Chinese text: what they flag and what they must not."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from agentctx.privacy.findings import EntityType, Finding, Recognizer
+from agentctx.privacy.recognizers import (
+    CreditCardRecognizer,
+    EmailRecognizer,
+    EmployeeIDRecognizer,
+    IPAddressRecognizer,
+    PersonRecognizer,
+    PhoneRecognizer,
+    ResidentIDRecognizer,
+    SecretRecognizer,
+    StudentIDRecognizer,
+    URLCredentialsRecognizer,
+    default_recognizers,
+)
+from agentctx.privacy.recognizers.context import THRESHOLD
+from agentctx.privacy.recognizers.finance import luhn_valid
+from agentctx.privacy.recognizers.identity import resident_id_valid
+from agentctx.privacy.recognizers.secrets import high_entropy, shannon_entropy
+
+VALID_ID = "11010519491231002X"  # the check character of 11010519491231002 is X
+
+
+def flagged(recognizer: Recognizer, text: str) -> list[str]:
+    """The substrings ``recognizer`` flags at or above the threshold."""
+    out = []
+    for f in recognizer.analyze(text):
+        assert isinstance(f, Finding)
+        assert 0.0 <= f.score <= 1.0
+        assert f.recognizer == recognizer.name
+        assert f.entity_type in recognizer.entity_types
+        if f.score >= THRESHOLD:
+            out.append(text[f.start : f.end])
+    return out
+
+
+def all_flagged(text: str) -> list[tuple[str, str]]:
+    """(entity type, substring) for every recognizer, names included."""
+    return [
+        (f.entity_type, text[f.start : f.end])
+        for r in default_recognizers(names=True)
+        for f in r.analyze(text)
+        if f.score >= THRESHOLD
+    ]
+
+
+def test_default_recognizers_satisfy_the_protocol() -> None:
+    plain = default_recognizers()
+    assert all(isinstance(r, Recognizer) for r in plain)
+    assert EntityType.PERSON not in {t for r in plain for t in r.entity_types}
+    assert any(isinstance(r, PersonRecognizer) for r in default_recognizers(names=True))
+    assert len({r.name for r in plain}) == len(plain)
+
+
+# --- email ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Mail john.doe+tag@example.com today", ["john.doe+tag@example.com"]),
+        ("邮箱：zhang.san@qq.com，谢谢", ["zhang.san@qq.com"]),
+        ("write to a_b@mail.example.co.uk.", ["a_b@mail.example.co.uk"]),
+        ("image@2x.png and lodash@4.17.21 and user@localhost", []),
+        ("postgresql://admin:pa55@db.example.com/app", []),
+    ],
+)
+def test_email(text: str, expected: list[str]) -> None:
+    assert flagged(EmailRecognizer(), text) == expected
+
+
+# --- phone ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("电话：+86 138-1234-5678，请回电", ["+86 138-1234-5678"]),
+        ("手机13812345678", ["13812345678"]),
+        ("call 0086 139 1234 5678 now", ["0086 139 1234 5678"]),
+        ("Call me at (415) 555-2671.", ["(415) 555-2671"]),
+        ("London office +44 20 7946 0958", ["+44 20 7946 0958"]),
+        ("tel: 415 555 2671", ["415 555 2671"]),
+        ("座机 010-62751234", ["010-62751234"]),
+    ],
+)
+def test_phone_positive(text: str, expected: list[str]) -> None:
+    assert flagged(PhoneRecognizer(), text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "订单号 2021001234567 已发货",
+        "meeting on 2024-01-15, report 20240115",
+        "price ¥1,299.00 or $1,299.99",
+        "upgrade to 1.2.3.4 or v2.10.1",
+        "reference 4155552671 in the log",  # ten digits, no context, no phone shape
+        "2021001234",
+        "value 138123456789 is too long",  # twelve digits starting like a mobile
+        "x13812345678y",
+    ],
+)
+def test_phone_negative(text: str) -> None:
+    assert flagged(PhoneRecognizer(), text) == []
+
+
+def test_phone_context_lowers_and_raises() -> None:
+    phone = PhoneRecognizer()
+    (plain,) = phone.analyze("13812345678")
+    (called,) = phone.analyze("联系电话 13812345678")
+    (ordered,) = phone.analyze("订单 13812345678")
+    assert called.score > plain.score > ordered.score
+    assert ordered.score < THRESHOLD
+
+
+# --- resident ID ---------------------------------------------------------------------
+
+
+def test_resident_id_validation() -> None:
+    assert resident_id_valid(VALID_ID)
+    assert resident_id_valid(VALID_ID.lower())
+    assert not resident_id_valid("110105194912310021")  # wrong check digit
+    assert not resident_id_valid("910105194912310028")  # region must start 1-8
+    # Same body with an impossible date (Feb 30) and the matching check digit.
+    body = "11010519490230002"
+    weights = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+    check = "10X98765432"[sum(int(c) * w for c, w in zip(body, weights, strict=True)) % 11]
+    assert not resident_id_valid(body + check)
+    # A birth date in the future is not plausible.
+    assert not resident_id_valid(VALID_ID, today=dt.date(1940, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"身份证号：{VALID_ID}，请核对", [VALID_ID]),
+        (f"ID card {VALID_ID.lower()}.", [VALID_ID.lower()]),
+        (f"订单{VALID_ID}", [VALID_ID]),  # still valid: check digit and date
+        ("身份证号：110105194912310021", []),  # wrong check digit
+        (f"{VALID_ID}0", []),  # part of a longer number
+    ],
+)
+def test_resident_id(text: str, expected: list[str]) -> None:
+    assert flagged(ResidentIDRecognizer(), text) == expected
+
+
+# --- student / employee IDs ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("学号：2021001234", ["2021001234"]),
+        ("我的学号是 2021001234。", ["2021001234"]),
+        ("学生证号:S20210012", ["S20210012"]),
+        ("Student ID: 2021001234", ["2021001234"]),
+        ("student number 20210012 enrolled", ["20210012"]),
+        ("2021001234", []),
+        ("the id is 2021001234", []),
+        ("学号：无，电话：13812345678", []),  # the clause ended before the number
+        ("学号：ABCDEFG1", []),  # fewer than four digits
+        ("学号：2021", []),  # too short
+    ],
+)
+def test_student_id(text: str, expected: list[str]) -> None:
+    assert flagged(StudentIDRecognizer(), text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("工号：E1234567", ["E1234567"]),
+        ("员工编号 880012", ["880012"]),
+        ("Employee ID: EMP-1234 no, employee_id=EMP12345", ["EMP12345"]),
+        ("STAFF ID 00123456", ["00123456"]),
+        ("E1234567", []),
+    ],
+)
+def test_employee_id(text: str, expected: list[str]) -> None:
+    assert flagged(EmployeeIDRecognizer(), text) == expected
+
+
+# --- credit cards --------------------------------------------------------------------
+
+
+def test_luhn() -> None:
+    assert luhn_valid("4111111111111111")
+    assert not luhn_valid("4111111111111112")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("card 4111 1111 1111 1111 exp 12/29", ["4111 1111 1111 1111"]),
+        ("卡号：6222021234567894", ["6222021234567894"]),
+        ("amex 3782-822463-10005", ["3782-822463-10005"]),
+        ("mastercard 5555555555554444", ["5555555555554444"]),
+        ("2-series 2223003122003222", ["2223003122003222"]),
+        ("4111111111111111", ["4111111111111111"]),  # no context: lower but flagged
+        ("card 4111 1111 1111 1112", []),  # fails Luhn
+        ("订单号 2021001234567", []),
+        ("card 1234567890123452", []),  # Luhn-valid, unknown prefix
+        ("4111-1111-1111-1111-2222", []),  # part of a longer dashed number
+    ],
+)
+def test_credit_card(text: str, expected: list[str]) -> None:
+    assert flagged(CreditCardRecognizer(), text) == expected
+
+
+def test_credit_card_scores() -> None:
+    cards = CreditCardRecognizer()
+    (bare,) = cards.analyze("4111111111111111")
+    (named,) = cards.analyze("credit card 4111111111111111")
+    (ordered,) = cards.analyze("订单 4111111111111111")
+    assert named.score > bare.score > THRESHOLD > ordered.score
+
+
+# --- IP addresses --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("server 192.168.1.10, retry", ["192.168.1.10"]),
+        ("IP地址：10.0.0.254。", ["10.0.0.254"]),
+        ("resolver 8.8.8.8", ["8.8.8.8"]),  # single-digit octets with an IP word
+        ("addr 2001:db8::8a2e:370:7334 up", ["2001:db8::8a2e:370:7334"]),
+        ("link fe80::1%eth0 and ::ffff:192.0.2.1", ["fe80::1%eth0", "::ffff:192.0.2.1"]),
+        ("version 1.2.3.4", []),
+        ("版本 10.20.30.40", []),
+        ("v1.2.3.4 and 1.2.3.4.5", []),
+        ("released 1.2.3.4", []),
+        ("999.1.1.1 and 01.2.3.4", []),
+        ("at 12:30:45 in std::vector and abc::def", []),
+        ("MAC 00:1A:2B:3C:4D:5E", []),
+    ],
+)
+def test_ip_address(text: str, expected: list[str]) -> None:
+    assert flagged(IPAddressRecognizer(), text) == expected
+
+
+# --- URL credentials -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("DATABASE_URL=postgresql://admin:s3cr3t@db.example.com/app", ["admin:s3cr3t"]),
+        ("连接 redis://default:p@ss@cache:6379/0", ["default:p@ss"]),
+        ("https://example.com:8080/path and git@github.com:org/repo", []),
+        ("ssh://git@example.com/repo", []),
+    ],
+)
+def test_url_credentials(text: str, expected: list[str]) -> None:
+    assert flagged(URLCredentialsRecognizer(), text) == expected
+
+
+# --- secrets -------------------------------------------------------------------------
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dGhpc2lzYXNpZ25hdHVyZQ"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "OPENAI_API_KEY sk-proj-abcdefghijklmnopqrstuvwx1234",
+            ["sk-proj-abcdefghijklmnopqrstuvwx1234"],
+        ),
+        ("use ghp_" + "a1B2" * 9 + " please", ["ghp_" + "a1B2" * 9]),
+        ("AWS AKIAIOSFODNN7EXAMPLE.", ["AKIAIOSFODNN7EXAMPLE"]),
+        ("slack xoxb-1234567890-abcdefghij", ["xoxb-1234567890-abcdefghij"]),
+        ("gitlab glpat-abcdefghij0123456789", ["glpat-abcdefghij0123456789"]),
+        ("google AIza" + "Sy" + "A1b2C3d4" * 4 + "xyz", ["AIza" + "Sy" + "A1b2C3d4" * 4 + "x"]),
+        (f"Authorization: Bearer {JWT}", [JWT]),
+        ("Authorization: Bearer abcDEF123456ghiJKL789", ["abcDEF123456ghiJKL789"]),
+        (f"key file:\n{PEM}\n", [PEM]),
+        ("password=hunter2xyz! next", ["hunter2xyz!"]),
+        ('{"db_password": "abc"}', ["abc"]),
+        ("密码：123456，请保管", ["123456"]),
+        ("口令是 letmein", ["letmein"]),
+        ('"api_key": "a8F3kd93JfnW02LmQ7xZ"', ["a8F3kd93JfnW02LmQ7xZ"]),
+        ("密钥 Zq9vK2mN8xR4tY7pL3wB", ["Zq9vK2mN8xR4tY7pL3wB"]),
+    ],
+)
+def test_secret_positive(text: str, expected: list[str]) -> None:
+    assert flagged(SecretRecognizer(), text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the key insight is that caching helps",
+        "token count: 12345",
+        "api_key: aaaaaaaaaaaaaaaaaaaaaaaa",  # long but not random
+        "primary key abcdefghijklmnopqrstuv",  # letters only
+        "password: ******",
+        "password=${DB_PASSWORD}",
+        "password: null",
+        "a sk-short token",
+        "mask-abcdefghijklmnopqrstuvwxyz012",  # "sk-" inside a word
+    ],
+)
+def test_secret_negative(text: str) -> None:
+    assert flagged(SecretRecognizer(), text) == []
+
+
+def test_entropy() -> None:
+    assert shannon_entropy("aaaa") == 0.0
+    assert shannon_entropy("abcd") == pytest.approx(2.0)
+    assert high_entropy("a8F3kd93JfnW02LmQ7xZ")
+    assert not high_entropy("a8F3kd93")  # too short
+    assert not high_entropy("abab1abab1abab1abab1")  # repetitive
+
+
+# --- names ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("姓名：张三，性别：男", ["张三"]),
+        ("你好，我叫李四。", ["李四"]),
+        ("收件人 欧阳娜娜", ["欧阳娜娜"]),
+        ("name: John Smith", ["John Smith"]),
+        ("Hi, my name is Mary Jane Watson.", ["Mary Jane Watson"]),
+        ("Dear Mr. Smith,", ["Smith"]),
+        ("张三和李四去了公园", []),  # no marker
+        ("John Smith wrote the report", []),
+        ("name: agentctx", []),
+    ],
+)
+def test_person(text: str, expected: list[str]) -> None:
+    assert flagged(PersonRecognizer(), text) == expected
+
+
+# --- everything together -------------------------------------------------------------
+
+
+def test_mixed_document_offsets() -> None:
+    text = (
+        f"用户张三（学号：2021001234，身份证 {VALID_ID}）的邮箱是 zs@example.com，"
+        "手机 138-1234-5678。Card 4111 1111 1111 1111 on server 10.1.2.3; "
+        "password=hunter2. 订单号 2021001234567，2024-01-15，¥1,299.00，v2.10.1。"
+    )
+    found = all_flagged(text)
+    assert sorted(found) == sorted(
+        [
+            (EntityType.STUDENT_ID, "2021001234"),
+            (EntityType.CN_RESIDENT_ID, VALID_ID),
+            (EntityType.EMAIL, "zs@example.com"),
+            (EntityType.PHONE, "138-1234-5678"),
+            (EntityType.CREDIT_CARD, "4111 1111 1111 1111"),
+            (EntityType.IP_ADDRESS, "10.1.2.3"),
+            (EntityType.SECRET, "hunter2."),
+        ]
+    )
+
+
+def test_plain_prose_has_no_findings() -> None:
+    text = (
+        "The agent booked 2 tickets for 2024-01-15 at 10:30, total $1,299.99 "
+        "(order 2021001234567). "
+        "系统版本 v2.10.1，价格 ¥1,299.00，编号 2021001234，日期 20240115。"
+    ) * 20
+    assert all_flagged(text) == []
