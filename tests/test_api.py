@@ -180,3 +180,18 @@ def test_agents_are_records_with_configuration(engine: ContextEngine) -> None:
         AgentConfig(agent_id="x", unknown_key=1)  # type: ignore[call-arg]
     with pytest.raises(InvalidInput):
         engine.create_session(user_id="u1", agent_id="bad agent id")
+
+
+def test_importing_agentctx_does_not_load_pii_detection() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentctx; "
+        "print(sorted(m for m in ('phonenumbers', 'cryptography') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    from agentctx.privacy import PIIRedactor  # loads on first use
+
+    assert PIIRedactor.__name__ == "PIIRedactor"

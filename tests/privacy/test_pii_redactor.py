@@ -1,0 +1,250 @@
+"""PIIRedactor: text and JSON redaction, configuration, the log filter, Presidio, speed."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from agentctx import ContextEngine
+from agentctx.errors import MissingExtra
+from agentctx.privacy.analyzer import RegexRecognizer
+from agentctx.privacy.config import CustomPattern, RedactionConfig
+from agentctx.privacy.logging import PIIRedactingFilter, install_log_redaction
+from agentctx.privacy.operators import decrypt_tokens
+from agentctx.privacy.pii import PIIRedactor, redactor_from_config
+from agentctx.privacy.redactor import PassThroughRedactor, Redactor
+
+# Leading lookbehinds are avoided on purpose: a pattern that starts with a literal lets the
+# regex engine skip ahead with a fast search, which is most of the throughput.
+EMAIL = RegexRecognizer("email", "EMAIL", r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+", score=0.9)
+PHONE = RegexRecognizer("phone", "PHONE", r"1[3-9]\d{9}(?!\d)", score=0.8)
+RESIDENT_ID = RegexRecognizer("cn-id", "CN_RESIDENT_ID", r"[1-9]\d{16}[\dXx](?![\dXx])", score=0.85)
+RECOGNIZERS = [EMAIL, PHONE, RESIDENT_ID]
+KEY = "tenant-key-0123456789abcdef"
+
+
+def test_is_a_redactor() -> None:
+    assert isinstance(PIIRedactor(RECOGNIZERS), Redactor)
+
+
+def test_redact_text_replaces_and_reports_types() -> None:
+    redactor = PIIRedactor(RECOGNIZERS)
+    result = redactor.redact_text("我是张三, 手机 13812345678, 邮箱 zs@example.com, 13900001111")
+    assert result.value == "我是张三, 手机 [PHONE], 邮箱 [EMAIL], [PHONE]"
+    assert result.entity_types == frozenset({"PHONE", "EMAIL"})
+
+
+def test_nothing_found_returns_the_same_object() -> None:
+    redactor = PIIRedactor(RECOGNIZERS)
+    text = "".join(["a perfectly ordinary sentence, ", "nothing to hide"])
+    result = redactor.redact_text(text)
+    assert result.value is text and result.entity_types == frozenset()
+    value: dict[str, Any] = {"a": ["x", {"b": "y"}], "n": 3}
+    clean = redactor.redact_json(value)
+    assert clean.value is value and clean.entity_types == frozenset()
+
+
+def test_redact_json_keeps_keys_and_structure() -> None:
+    redactor = PIIRedactor(RECOGNIZERS)
+    untouched_branch = {"note": "fine", "ok": True}
+    value: dict[str, Any] = {
+        "user": {"email": "ann@example.com", "age": 31, "tags": ["vip", "call 13812345678"]},
+        "ann@example.com": "key stays",
+        "ids": ("11010519491231002X", None, 2.5),
+        "quiet": untouched_branch,
+        "flag": False,
+    }
+    snapshot = repr(value)
+    result = redactor.redact_json(value)
+    assert result.value == {
+        "user": {"email": "[EMAIL]", "age": 31, "tags": ["vip", "call [PHONE]"]},
+        "ann@example.com": "key stays",
+        "ids": ("[CN_RESIDENT_ID]", None, 2.5),
+        "quiet": untouched_branch,
+        "flag": False,
+    }
+    assert result.entity_types == frozenset({"EMAIL", "PHONE", "CN_RESIDENT_ID"})
+    assert list(result.value) == list(value)  # key order kept
+    assert result.value["quiet"] is untouched_branch  # unchanged branches are not copied
+    assert repr(value) == snapshot  # the input is not modified
+    assert redactor.redact_json("a@b.co").value == "[EMAIL]"
+    assert redactor.redact_json(7).value == 7
+
+
+def test_allow_list_per_engine_and_per_agent() -> None:
+    redactor = PIIRedactor(RECOGNIZERS, allow=["support@agent.example"])
+    text = "Contact Support@Agent.example or ann@example.com, hotline 4008001234 / 13812345678"
+    assert redactor.redact_text(text).value == (
+        "Contact Support@Agent.example or [EMAIL], hotline 4008001234 / [PHONE]"
+    )
+    agent = redactor.with_allow_list(["13812345678"])
+    assert agent.redact_text(text).value == (
+        "Contact Support@Agent.example or [EMAIL], hotline 4008001234 / 13812345678"
+    )
+    assert agent.operators is redactor.operators
+    assert redactor.redact_text(text).value.endswith("[PHONE]")
+
+
+def test_from_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = RedactionConfig(
+        labels="zh",
+        operators={"CN_RESIDENT_ID": "encrypt", "PHONE": "mask"},
+        encryption_key=SecretStr(KEY),
+        allow_list=("help@agent.example",),
+        patterns=(
+            CustomPattern(
+                name="student",
+                entity_type="STUDENT_ID",
+                pattern=r"(?<!\d)\d{8}(?!\d)",
+                score=0.3,
+                context=("学号",),
+            ),
+        ),
+        min_score=0.5,
+    )
+    redactor = PIIRedactor.from_config(config, recognizers=RECOGNIZERS)
+    text = "订单 20239999, 学号 20231234, id 11010519491231002X, 13812345678, help@agent.example"
+    result = redactor.redact_text(text)
+    out = result.value
+    assert out.startswith("订单 20239999, 学号 [学号_已脱敏], id [ENC:CN_RESIDENT_ID:")
+    assert out.endswith(", *******5678, help@agent.example")
+    assert "11010519491231002X" not in out
+    assert decrypt_tokens(out, KEY).startswith("订单 20239999, 学号 [学号_已脱敏], id 110105")
+    assert result.entity_types == frozenset({"STUDENT_ID", "CN_RESIDENT_ID", "PHONE"})
+
+
+def test_disabled_config_gives_pass_through() -> None:
+    assert isinstance(redactor_from_config(RedactionConfig(enabled=False)), PassThroughRedactor)
+    with pytest.raises(ValueError):
+        RedactionConfig(operator="shred")  # type: ignore[arg-type]
+
+
+def test_presidio_missing_extra_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentctx.privacy.presidio import PresidioRecognizer
+
+    # A None entry makes the import fail exactly as if the package were not installed.
+    monkeypatch.setitem(sys.modules, "presidio_analyzer", None)
+    with pytest.raises(MissingExtra) as info:
+        PresidioRecognizer()
+    assert str(info.value) == (
+        "presidio-analyzer is required for this feature: pip install 'agentctx[presidio]'"
+    )
+    assert isinstance(info.value, ImportError) and info.value.extra == "presidio"
+    with pytest.raises(MissingExtra):
+        PIIRedactor.from_config(RedactionConfig(presidio=True), recognizers=RECOGNIZERS)
+
+
+def _file_logger(name: str, path: Path) -> tuple[logging.Logger, logging.FileHandler]:
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    return logger, handler
+
+
+def test_log_filter_keeps_pii_out_of_a_log_file(tmp_path: Path) -> None:
+    path = tmp_path / "app.log"
+    logger, handler = _file_logger("agentctx.test.pii", path)
+    try:
+        handler.addFilter(PIIRedactingFilter(PIIRedactor(RECOGNIZERS)))
+        logger.info("user ann@example.com signed in")
+        logger.info("sms to %s for %s", "13812345678", {"email": "bob@example.com"})
+        logger.info("progress 100%% for %d items", 3)
+        try:
+            raise ValueError("bad id 11010519491231002X")
+        except ValueError:
+            logger.exception("lookup failed for %s", "carol@example.com")
+        child = logging.getLogger("agentctx.test.pii.child")
+        child.warning("child logs dave@example.com")  # reaches the handler by propagation
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    written = path.read_text(encoding="utf-8")
+    for planted in (
+        "ann@example.com",
+        "13812345678",
+        "bob@example.com",
+        "11010519491231002X",
+        "carol@example.com",
+        "dave@example.com",
+    ):
+        assert planted not in written
+    assert "INFO user [EMAIL] signed in" in written
+    assert "INFO sms to [PHONE] for {'email': '[EMAIL]'}" in written
+    assert "INFO progress 100% for 3 items" in written
+    assert "ValueError: bad id [CN_RESIDENT_ID]" in written
+    assert "Traceback" in written
+    assert "WARNING child logs [EMAIL]" in written
+
+
+def test_install_log_redaction_covers_the_logger_and_its_handlers(tmp_path: Path) -> None:
+    path = tmp_path / "installed.log"
+    logger, handler = _file_logger("agentctx.test.installed", path)
+    try:
+        redactor = PIIRedactor(RECOGNIZERS)
+        installed = install_log_redaction(redactor, logger)
+        assert install_log_redaction(redactor, "agentctx.test.installed") is installed
+        assert handler.filters == [installed] and logger.filters == [installed]
+        logger.error("payment by %s failed", "ann@example.com")
+    finally:
+        logger.removeHandler(handler)
+        logger.removeFilter(installed)
+        handler.close()
+    assert path.read_text(encoding="utf-8") == "ERROR payment by [EMAIL] failed\n"
+
+
+def test_engine_stores_only_redacted_text(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    redactor = PIIRedactor(RECOGNIZERS, allow=["help@agent.example"])
+    with ContextEngine(home=home, redactor=redactor) as engine:
+        session = engine.create_session(user_id="u1", agent_id="helper")
+        session.add_message(
+            "user",
+            "I am ann@example.com, call 13812345678; help@agent.example said hi",
+            metadata={"contact": "bob@example.com"},
+        )
+        (event,) = session.events(last=10)
+        assert event.redacted_types == ("EMAIL", "PHONE")
+        assert "[EMAIL], call [PHONE]; help@agent.example" in repr(event.parts)
+    raw = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    for planted in (b"ann@example.com", b"13812345678", b"bob@example.com"):
+        assert planted not in raw
+    assert b"help@agent.example" in raw
+    with sqlite3.connect(home / "agentctx.db") as db:
+        assert db.execute("select count(*) from events").fetchone() == (1,)
+
+
+def _chat_text(size: int) -> str:
+    lines = [
+        "Hi, I would like to change my flight to Tuesday morning if possible.",
+        "Sure! Let me check the available options for you, one moment please.",
+        "我想把航班改到周二上午, 如果可以的话请帮我看一下有没有位置。",
+        "The cheapest option departs at 08:40 and costs 1,250 CNY including tax.",
+        "You can reach me at traveler.one@example.com or 13812345678 after 6pm.",
+        "Thanks, that works. Please also add a vegetarian meal to the booking.",
+    ]
+    block = "\n".join(lines) + "\n"
+    return (block * (size // len(block) + 1))[:size]
+
+
+def test_throughput_on_chat_text() -> None:
+    redactor = PIIRedactor(RECOGNIZERS)
+    text = _chat_text(4_000_000)
+    redactor.redact_text(text[:10_000])
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        result = redactor.redact_text(text)
+        best = min(best, time.perf_counter() - started)
+    megabytes = len(text.encode()) / 1e6
+    assert "13812345678" not in result.value
+    assert megabytes / best >= 10, f"{megabytes / best:.1f} MB/s"
