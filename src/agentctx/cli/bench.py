@@ -92,3 +92,45 @@ def store(  # noqa: PLR0917 - one parameter per command-line option
     if markdown is not None:
         markdown.write_text(store_markdown(report), encoding="utf-8")
         console.print(f"tables written to {markdown}", markup=False, highlight=False)
+
+
+@bench_app.command("redact")
+def redact(
+    seed: int = typer.Option(0, "--seed", help="Corpus seed (the same seed, the same corpus)."),
+    entities: int | None = typer.Option(
+        None, "--entities", min=1, help="Planted entities (default 10,000; 1,000 with --quick)."
+    ),
+    quick: bool = typer.Option(False, "--quick", help="Small corpus, one timing pass."),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """PII redaction: precision and recall per entity type, hard negatives, throughput."""
+    # Imported here: the corpus needs Faker (the bench extra), other commands do not.
+    from agentctx.bench.redact import RedactConfig, run_redact_benchmark  # noqa: PLC0415
+    from agentctx.bench.redact_report import (  # noqa: PLC0415
+        print_redact_report,
+        redact_markdown,
+    )
+
+    console = Console()
+    overrides: dict[str, object] = {"seed": seed}
+    if entities is not None:
+        overrides["entities"] = entities
+    config = RedactConfig.quick(**overrides) if quick else RedactConfig.model_validate(overrides)
+    try:
+        report = run_redact_benchmark(
+            config,
+            progress=lambda message: console.print(f"… {message}", style="dim", markup=False),
+        )
+    except MissingExtra as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    print_redact_report(report, console)
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        console.print(f"results written to {out}", markup=False, highlight=False)
+    if markdown is not None:
+        markdown.write_text(redact_markdown(report), encoding="utf-8")
+        console.print(f"tables written to {markdown}", markup=False, highlight=False)

@@ -1,0 +1,146 @@
+"""Rendering of ``agentctx bench redact`` results: Rich tables and Markdown."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agentctx.bench.redact import (
+    PRECISION_TARGET,
+    RECALL_TARGET,
+    STRUCTURED_TYPES,
+    RedactReport,
+    TypeScore,
+)
+from agentctx.bench.report import TableSpec
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.2f}%"
+
+
+def _verdict(passed: bool | None, figure: str, bound: str) -> str:
+    if passed is None:
+        return "n/a"
+    return f"{'PASS' if passed else 'FAIL'} ({figure} >= {bound})"
+
+
+def _row(r: TypeScore, structured: bool) -> list[str]:
+    verdict = ""
+    if structured and r.planted:
+        ok = (r.recall or 0) >= RECALL_TARGET and (r.precision or 0) >= PRECISION_TARGET
+        verdict = "PASS" if ok else "FAIL"
+    return [
+        r.entity_type,
+        f"{r.planted:,}",
+        f"{r.findings:,}",
+        _pct(r.precision),
+        _pct(r.recall),
+        _pct(r.f1),
+        verdict,
+    ]
+
+
+def redact_tables(report: RedactReport) -> list[TableSpec]:
+    """The tables of a run: per-type quality per system, hard negatives, targets."""
+    columns = ["type", "planted", "findings", "precision", "recall", "F1", "target"]
+    tables = []
+    for score in report.scores:
+        spec = TableSpec(f"Detection quality: {score.system} ({score.scope})", columns)
+        spec.rows += [_row(r, r.entity_type in STRUCTURED_TYPES) for r in score.per_type]
+        spec.rows.append(_row(score.structured, True))
+        spec.rows += [_row(r, False) for r in [*score.by_language, score.overall]]
+        spec.notes.append(
+            f"{score.texts:,} texts, {score.utf8_bytes:,} UTF-8 bytes; "
+            f"{score.type_confusions} findings overlapped an entity of another type."
+        )
+        if score.unscored_findings:
+            spec.notes.append(
+                "not scored (types the corpus does not plant): "
+                + ", ".join(f"{k} {v:,}" for k, v in sorted(score.unscored_findings.items()))
+            )
+        tables.append(spec)
+        negatives = TableSpec(
+            f"Hard negatives: {score.system} ({score.scope})", ["kind", "count", "flagged"]
+        )
+        negatives.rows += [[n.kind, f"{n.count:,}", f"{n.flagged:,}"] for n in score.negatives]
+        negatives.rows.append(
+            [
+                "all",
+                f"{sum(n.count for n in score.negatives):,}",
+                f"{sum(n.flagged for n in score.negatives):,}",
+            ]
+        )
+        tables.append(negatives)
+    subject = report.scores[0]
+    speed = TableSpec("Throughput (redact_text, one thread)", ["system", "MB/s", "seconds"])
+    speed.rows.append(
+        [
+            subject.system,
+            "-" if subject.throughput_mb_s is None else f"{subject.throughput_mb_s:.2f}",
+            "-" if subject.redact_seconds is None else f"{subject.redact_seconds:.3f}",
+        ]
+    )
+    speed.notes.append(
+        f"{report.utf8_bytes:,} bytes over {report.texts:,} texts, "
+        f"best of {report.config.rounds} passes."
+    )
+    targets = TableSpec("Targets", ["target", "system", "verdict"])
+    for t in report.targets:
+        if t.unit == "%":
+            shown, bound = _pct(t.figure), _pct(t.bound)
+        else:
+            shown = "-" if t.figure is None else f"{t.figure:.2f} MB/s"
+            bound = f"{t.bound:g} MB/s"
+        targets.rows.append([t.name, subject.system, _verdict(t.passed, shown, bound)])
+    return [*tables, speed, targets]
+
+
+def summary_lines(report: RedactReport) -> list[str]:
+    """The corpus, machine and notes, one fact per line."""
+    m = report.machine
+    return [
+        f"corpus: seed {report.config.seed}, {report.texts:,} texts, {report.entities:,} planted "
+        f"entities, {report.negatives:,} hard negatives, {report.utf8_bytes:,} UTF-8 bytes",
+        f"CPU: {m.cpu_model}, {m.nproc} cores; Python {m.python}; agentctx {m.agentctx}"
+        + (f" (git {m.revision})" if m.revision else ""),
+        f"load average at start: {m.load_average_start}, at end: {m.load_average_end}",
+        *report.notes,
+    ]
+
+
+def _style(cell: str) -> str:
+    if cell.startswith("PASS"):
+        return "green"
+    return "red" if cell.startswith("FAIL") else ""
+
+
+def print_redact_report(report: RedactReport, console: Console) -> None:
+    """Print the summary and one Rich table per measurement."""
+    for line in summary_lines(report):
+        console.print(line, markup=False, highlight=False)
+    for spec in redact_tables(report):
+        table = Table(title=spec.title, title_justify="left")
+        for column in spec.columns:
+            table.add_column(column, overflow="fold")
+        for row in spec.rows:
+            table.add_row(*(Text(cell, style=_style(cell)) for cell in row))
+        console.print(table)
+        for note in spec.notes:
+            console.print(f"  {note}", markup=False, highlight=False)
+
+
+def redact_markdown(report: RedactReport) -> str:
+    """The tables as Markdown (for docs/benchmarks.md)."""
+    out = [f"- {line}" for line in summary_lines(report)] + [""]
+    for spec in redact_tables(report):
+        out.append(f"#### {spec.title}\n")
+        out.append("| " + " | ".join(spec.columns) + " |")
+        out.append("|" + "|".join("---" for _ in spec.columns) + "|")
+        out.extend("| " + " | ".join(row) + " |" for row in spec.rows)
+        out.append("")
+        out.extend(f"- {note}" for note in spec.notes)
+        if spec.notes:
+            out.append("")
+    return "\n".join(out)
