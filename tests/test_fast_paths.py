@@ -44,9 +44,12 @@ def test_compiled_reads_equal_core_reads(engine: ContextEngine, png: bytes) -> N
     session = _varied_session(engine, png)
     now = utcnow()
     with engine.db.read() as conn:
-        core = [Event.from_row(r) for r in conn.execute(
-            select(events).where(events.c.session_id == session.id).order_by(events.c.seq)
-        ).mappings()]
+        core = [
+            Event.from_row(r)
+            for r in conn.execute(
+                select(events).where(events.c.session_id == session.id).order_by(events.c.seq)
+            ).mappings()
+        ]
         fast = repo.select_events(conn, "u1", session.id, live_at=now)
         newest = repo.select_events(conn, "u1", session.id, limit=3, newest_first=True, live_at=now)
         window = repo.select_events(conn, "u1", session.id, start_seq=2, end_seq=4)
