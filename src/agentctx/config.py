@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentctx.errors import ConfigError
+from agentctx.privacy.config import RedactionConfig
 
 DEFAULT_HOME = Path("~/.agentctx")
 
@@ -56,6 +57,11 @@ class Settings(BaseSettings):
         description="How queued work (turn-end hooks) runs: right after the turn in the "
         "caller's thread, "
         "in a background thread, or only when run_pending() is called.",
+    )
+    redaction: RedactionConfig = Field(
+        default_factory=lambda: RedactionConfig(enabled=False),
+        description="PII redaction before anything is stored (off by default; "
+        "YAML `redaction: {enabled: true}` or AGENTCTX_REDACTION='{\"enabled\": true}').",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

@@ -12,7 +12,7 @@ from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.config import Settings, load_settings
 from agentctx.jobs import Job, JobQueue
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
-from agentctx.sessions.audit import AuditLog, attach_audit_file
+from agentctx.sessions.audit import AUDIT_LOGGER, AuditLog, attach_audit_file
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.retention import Retention
@@ -24,6 +24,20 @@ from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
 
 TURN_END_PREFIX = "turn_end:"
+
+
+def _configured_redactor(settings: Settings) -> Redactor:
+    """The redactor the settings ask for; PII detection is imported only when enabled."""
+    if not settings.redaction.enabled:
+        return PassThroughRedactor()
+    from agentctx.privacy.logging import install_log_redaction  # noqa: PLC0415
+    from agentctx.privacy.pii import PIIRedactor  # noqa: PLC0415
+
+    redactor = PIIRedactor.from_config(settings.redaction)
+    # agentctx's own log records (audit lines included) pass the same redaction.
+    install_log_redaction(redactor, "agentctx")
+    install_log_redaction(redactor, AUDIT_LOGGER)
+    return redactor
 
 
 class ContextEngine:
@@ -59,7 +73,7 @@ class ContextEngine:
         audit_path = s.audit_path()
         if audit_path is not None:
             attach_audit_file(audit_path)
-        self.redactor: Redactor = redactor or PassThroughRedactor()
+        self.redactor: Redactor = redactor or _configured_redactor(s)
         self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
         self.audit = AuditLog(self.db)
         self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
