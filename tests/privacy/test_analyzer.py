@@ -24,6 +24,7 @@ from agentctx.privacy.analyzer import (
 )
 from agentctx.privacy.config import CustomPattern
 from agentctx.privacy.findings import Finding, Recognizer
+from agentctx.privacy.recognizers import default_recognizers
 
 EMAIL = RegexRecognizer("email", "EMAIL", r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", score=0.9)
 PHONE = RegexRecognizer("phone", "PHONE", r"(?<!\d)1[3-9]\d{9}(?!\d)", score=0.8)
@@ -85,6 +86,55 @@ def test_resolved_findings_never_overlap_and_only_lose_to_longer_or_equal(
         assert any(
             c.length > f.length or (c.length == f.length and c.score >= f.score) for c in blockers
         )
+
+
+# Pieces that make several recognizers fire on the same characters: credentials in URLs
+# that are also secrets ("sk-..."), "password=" inside a URL, e-mail-like "password@host".
+_PIECES = (
+    "postgresql://admin:s3cr3t@db.example.com/app",
+    "redis://default:sk-abcdefghijklmnopqrstuvwxyz123456@cache:6379/0",
+    "mysql://root:password=hunter2x@db1.internal/0",
+    "https://u:token_A1b2C3d4E5f6G7h8@h.io/x",
+    "password=Tr0ub4dor&3",
+    'api_key="0123456789abcdef0123456789abcdef"',
+    "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "ops@example.com",
+    "13812345678",
+    "+1 415 555 0132",
+    "6228 4524 9069 0090 060",
+    "192.168.1.10",
+    "2001:db8::8a2e:370:7334",
+)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_PIECES), st.sampled_from(["", " ", ", ", "@", ":", "/"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_default_recognizers_never_yield_overlapping_findings(
+    parts: list[tuple[str, str]],
+) -> None:
+    text = "".join(piece + glue for piece, glue in parts)
+    analyzer = Analyzer(default_recognizers(names=True))
+    findings = analyzer.analyze(text)
+    for left, right in itertools.pairwise(findings):
+        assert left.end <= right.start, (text, left, right)
+    # Every candidate above the threshold is either kept or loses to a kept finding.
+    for recognizer in analyzer.recognizers:
+        for f in recognizer.analyze(text):
+            if f.score < analyzer.min_score or f in findings:
+                continue
+            assert any(c.start < f.end and f.start < c.end for c in findings), (text, f)
+
+
+def test_a_secret_inside_url_credentials_is_one_finding() -> None:
+    text = "redis://default:sk-abcdefghijklmnopqrstuvwxyz123456@cache:6379/0"
+    assert spans(text, Analyzer(default_recognizers()).analyze(text)) == [
+        ("URL_CREDENTIALS", "default:sk-abcdefghijklmnopqrstuvwxyz123456")
+    ]
 
 
 def test_min_score_drops_weak_findings() -> None:

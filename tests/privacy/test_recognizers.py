@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
+import re
 
 import pytest
 
@@ -22,7 +24,14 @@ from agentctx.privacy.recognizers import (
     URLCredentialsRecognizer,
     default_recognizers,
 )
-from agentctx.privacy.recognizers.context import THRESHOLD
+from agentctx.privacy.recognizers.context import (
+    THRESHOLD,
+    KeywordGate,
+    casefolded,
+    glued,
+    glued_before,
+    keyword_pattern,
+)
 from agentctx.privacy.recognizers.finance import luhn_valid
 from agentctx.privacy.recognizers.identity import resident_id_valid
 from agentctx.privacy.recognizers.secrets import high_entropy, shannon_entropy
@@ -91,6 +100,13 @@ def test_email(text: str, expected: list[str]) -> None:
         ("London office +44 20 7946 0958", ["+44 20 7946 0958"]),
         ("tel: 415 555 2671", ["415 555 2671"]),
         ("座机 010-62751234", ["010-62751234"]),
+        # North American numbers by structure, whatever the separator; area codes not
+        # (yet) assigned are still someone's number.
+        ("call me on 415.555.0132, thanks", ["415.555.0132"]),
+        ("call me on +1 415 555 0132", ["+1 415 555 0132"]),
+        ('"phone": "+1-729-946-3028"', ["+1-729-946-3028"]),
+        ("call me on (451) 971-8154.", ["(451) 971-8154"]),
+        ("reach me at 1-415-555-0132", ["1-415-555-0132"]),
     ],
 )
 def test_phone_positive(text: str, expected: list[str]) -> None:
@@ -108,10 +124,30 @@ def test_phone_positive(text: str, expected: list[str]) -> None:
         "2021001234",
         "value 138123456789 is too long",  # twelve digits starting like a mobile
         "x13812345678y",
+        "running version 1.234.567.8901",  # a NANP shape next to a version word
     ],
 )
 def test_phone_negative(text: str) -> None:
     assert flagged(PhoneRecognizer(), text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A phone word introduces the next number only: not one after a clause break...
+        ("电话 15703257598，共 7067846483 条", ["15703257598"]),
+        ("我在波市，电话 17647471582，时间戳 1671540366。", ["17647471582"]),
+        ("phone 13812345678, then 4929 8852 3078 9786 rows", ["13812345678"]),
+        # ... nor one after another number or another label.
+        ("电话 17647471582 时间戳 1671540366", ["17647471582"]),
+        ("电话 147 3830 8734，学号 2221083782", ["147 3830 8734"]),
+        ("电话 199-4125-4213 学号：2023934648", ["199-4125-4213"]),
+        # The word still reaches a number a few characters on in its own clause.
+        ("联系电话：0755 8888 1234", ["0755 8888 1234"]),
+    ],
+)
+def test_phone_context_stays_in_its_clause(text: str, expected: list[str]) -> None:
+    assert flagged(PhoneRecognizer(), text) == expected
 
 
 def test_phone_context_lowers_and_raises() -> None:
@@ -211,6 +247,15 @@ def test_luhn() -> None:
         ("订单号 2021001234567", []),
         ("card 1234567890123452", []),  # Luhn-valid, unknown prefix
         ("4111-1111-1111-1111-2222", []),  # part of a longer dashed number
+        # 19-digit UnionPay numbers: four groups of four and one of three.
+        ("卡号 6228 4524 9069 0090 060，尽快", ["6228 4524 9069 0090 060"]),
+        ('"pan": "6212-4524-0526-9593-595"', ["6212-4524-0526-9593-595"]),
+        ("charge 6228010211675416491, ok", ["6228010211675416491"]),
+        # A card followed by a short number: the card alone.
+        ("card 4111 1111 1111 1111 12 times", ["4111 1111 1111 1111"]),
+        # A price in the previous clause says nothing about the card.
+        ("it costs $32,564.41, charge 3434-568606-54326", ["3434-568606-54326"]),
+        ("price $12 4111111111111111", []),  # ... but one in the same clause does
     ],
 )
 def test_credit_card(text: str, expected: list[str]) -> None:
@@ -243,6 +288,14 @@ def test_credit_card_scores() -> None:
         ("999.1.1.1 and 01.2.3.4", []),
         ("at 12:30:45 in std::vector and abc::def", []),
         ("MAC 00:1A:2B:3C:4D:5E", []),
+        # Version or price words in a neighbouring clause do not count against an address.
+        ("requests from 48.231.118.12, running version 2.1", ["48.231.118.12"]),
+        ("版本 3.10.193-rc2，来自 82.240.107.242 的请求", ["82.240.107.242"]),
+        ("价格 $80,266.45，来自 175.197.219.80 的请求", ["175.197.219.80"]),
+        ("来自 40.23.39.184 的请求，版本 v2.36", ["40.23.39.184"]),
+        # In the same clause they still do.
+        ("running 10.20.30.40 version", []),
+        ("price $5 for 203.0.113.7", []),
     ],
 )
 def test_ip_address(text: str, expected: list[str]) -> None:
@@ -379,3 +432,111 @@ def test_plain_prose_has_no_findings() -> None:
         "系统版本 v2.10.1，价格 ¥1,299.00，编号 2021001234，日期 20240115。"
     ) * 20
     assert all_flagged(text) == []
+
+
+# ------------------------------------------------------------ fast paths pinned
+
+
+def _reference_keyword_pattern(words: tuple[str, ...], space: str = r"[\s_\-]*") -> str:
+    # The earlier, ungrouped form of keyword_pattern: one look-back per word.
+    firsts: set[str] = set()
+    alternatives: list[str] = []
+    for word in sorted(set(words), key=len, reverse=True):
+        first, rest = word[0], re.escape(word[1:]).replace(r"\ ", space)
+        firsts.update({first.lower(), first.upper()})
+        edge = r"(?<![A-Za-z].)" if first.isascii() and first.isalpha() else ""
+        alternatives.append(rf"(?<={re.escape(first)}){edge}{rest}")
+    charset = "".join(re.escape(c) for c in sorted(firsts))
+    return rf"[{charset}](?i:{'|'.join(alternatives)})"
+
+
+KEYWORD_SETS = [
+    ("api_key", "api-key", "apikey", "secret", "token", "key", "credential", "auth", "密钥"),
+    ("password", "passwd", "passphrase", "pwd", "密码", "口令"),
+    ("工号", "员工号", "员工编号", "职工号", "employee id", "employee no", "staff id", "staff no"),
+    ("学号", "学生证号", "student id", "student number", "student no", "student #"),
+]
+
+
+@pytest.mark.parametrize("words", KEYWORD_SETS)
+def test_grouped_keyword_pattern_finds_what_the_ungrouped_one_did(words: tuple[str, ...]) -> None:
+    rng = random.Random(7)
+    pieces = [*words, *(w.upper() for w in words), *(w.title() for w in words)]
+    pieces += ["a", "K", "s", "x", " ", "_", "-", "\n", "1", "员", ":", "e", "no", "discard"]
+    # Letters that match ASCII ones case-insensitively but fold differently (or longer).
+    pieces += ["\u0131", "\u017f", "\u212a", "\u0130", "\u00df"]
+    pieces += [
+        w.replace("i", "\u0131").replace("s", "\u017f").replace("k", "\u212a") for w in words
+    ]
+    fast = re.compile(keyword_pattern(words))
+    slow = re.compile(_reference_keyword_pattern(words))
+    gate = KeywordGate(words)
+    for _ in range(600):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        expected = [m.span() for m in slow.finditer(text)]
+        assert [m.span() for m in fast.finditer(text)] == expected
+        # The gate's search by fragments finds the same matches as a full scan.
+        assert [m.span() for m in gate.finditer(fast, text)] == expected
+
+
+def test_keyword_gate_never_misses_a_keyword() -> None:
+    words = EmployeeIDRecognizer._words
+    gate = KeywordGate(words)
+    # "员工号" contains "工号" and "employee no" starts with "employee": both are implied.
+    assert gate.fragments == ("employee", "staff", "员工编号", "工号")
+    pattern = re.compile(keyword_pattern(words))
+    for text in [
+        "EMPLOYEE_ID: A123456",
+        "Staff-No 12345678",
+        "员工编号：20201234",
+        "职工号 1234567",
+    ]:
+        assert pattern.search(text) is not None
+        assert gate.present(casefolded(text))
+    assert not gate.present(casefolded("the team met on Tuesday; order 20201234"))
+    assert EmployeeIDRecognizer().analyze("the team met on Tuesday; 工作 20201234") == []
+
+
+def test_casefolded_is_cached_per_text() -> None:
+    first = "Employee ID A1234567"
+    assert casefolded(first) == "employee id a1234567"
+    assert casefolded(first) is casefolded(first)
+    assert casefolded("STRASSE ß") == "strasse ss"  # another text: folded afresh
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("live key sk_live_" + "a1B2c3D4" * 3, ["sk_live_" + "a1B2c3D4" * 3]),
+        ("restricted rk_test_" + "Zz09" * 5, ["rk_test_" + "Zz09" * 5]),
+        ("session ASIA" + "ABCDEFGH12345678", ["ASIA" + "ABCDEFGH12345678"]),
+        ("pat github_pat_" + "A1b2" * 6, ["github_pat_" + "A1b2" * 6]),
+        ("API-KEY: Zq9vK2mN8xR4tY7pL3wB", ["Zq9vK2mN8xR4tY7pL3wB"]),
+        ("PASSWD: s3cr3t!", ["s3cr3t!"]),
+    ],
+)
+def test_secret_triggers_cover_every_shape(text: str, expected: list[str]) -> None:
+    assert flagged(SecretRecognizer(), text) == expected
+
+
+def test_secret_finds_nothing_without_triggers() -> None:
+    # No known prefix, no keyword: high-entropy strings alone are not secrets.
+    assert SecretRecognizer().analyze("commit a8F3kd93JfnW02LmQ7xZ merged by 张三") == []
+
+
+def test_resident_id_checksum_on_other_unicode_digits() -> None:
+    # "\d" also matches full-width digits; those take the slow path and agree with it.
+    wide = VALID_ID[0] + "".join(chr(ord(c) + 0xFEE0) for c in VALID_ID[1:17]) + VALID_ID[17]
+    assert resident_id_valid(wide) == resident_id_valid(VALID_ID)
+    broken = VALID_ID[:16] + ("1" if VALID_ID[16] != "1" else "2") + VALID_ID[17]
+    assert not resident_id_valid(broken)
+
+
+def test_glued_means_an_ascii_letter_or_digit_alongside() -> None:
+    text = "a1 x\uff11y \u4e2d12\u4e2d"  # U+FF11 is a full-width one
+    assert glued(text, 1, 2)  # "1" right after "a"
+    assert glued(text, 4, 5)  # the full-width one, between "x" and "y"
+    assert not glued(text, 3, 4)  # "x": a space before, a full-width digit after
+    assert not glued(text, 8, 10)  # "12" between Han characters
+    assert not glued(text, 0, len(text))
+    assert glued_before(text, 1) and not glued_before(text, 0) and not glued_before(text, 3)

@@ -9,12 +9,26 @@ import phonenumbers
 
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import (
+    WINDOW,
     ContextWords,
     clamp,
     glued,
     glued_before,
     score_with_context,
 )
+
+# What ends a clause: a context word before it says nothing about a number after it
+# (in "电话 13812345678, 共 7067846483 条" the second number is no phone number).
+_CLAUSE_TAIL = re.compile(r"[^\n,;\uff0c\uff1b\u3002]*\Z")
+
+
+def clause_start(text: str, pos: int, window: int = WINDOW) -> int:
+    """Where the context window before ``pos`` begins: at most ``window`` characters back,
+    and never before the last clause break (a comma or semicolon, ASCII or
+    full-width, an ideographic full stop or a newline)."""
+    match = _CLAUSE_TAIL.search(text, max(0, pos - window), pos)
+    return match.start() if match is not None else pos
+
 
 # Generic TLDs seen in real addresses; every two-letter TLD is taken as a country code.
 _GENERIC_TLDS = frozenset(
@@ -146,6 +160,60 @@ _PHONE_WORDS = ContextWords(
         "来电",
     )
 )
+_PHONE_WORD_LIST = _PHONE_WORDS.words
+# Labels of other numbers: "电话 147 3830 8734 学号 2021001234" - the phone word belongs to
+# the first number, the label to the second.
+_OTHER_LABELS = (
+    "学号",
+    "工号",
+    "身份证",
+    "卡号",
+    "编号",
+    "订单",
+    "单号",
+    "时间戳",
+    "样例",
+    "student",
+    "employee",
+    "order",
+    "invoice",
+    "card",
+    "timestamp",
+)
+
+
+def _label_alternative(word: str) -> str:
+    escaped = re.escape(word)
+    return rf"(?<![A-Za-z]){escaped}" if word[:1].isascii() else escaped
+
+
+# The labels before a candidate; the last one decides whether a phone word introduces it.
+_LABELS = re.compile(
+    "(?P<phone>"
+    + "|".join(_label_alternative(w) for w in sorted(_PHONE_WORD_LIST, key=len, reverse=True))
+    + ")|"
+    + "|".join(_label_alternative(w) for w in sorted(_OTHER_LABELS, key=len, reverse=True)),
+    re.IGNORECASE,
+)
+# The stretch a phone word may reach over: no digits (another number would take the
+# word) and no clause break.
+_PHONE_TAIL = re.compile(r"[^\d\n,;\uff0c\uff1b\u3002]*\Z")
+
+
+def phone_context(text: str, start: int, window: int = WINDOW) -> bool:
+    """Whether a phone word introduces the number at ``start``.
+
+    The word must be in the same clause, with no other number and no other label
+    ("学号", "order") between it and ``start``.
+    """
+    tail = _PHONE_TAIL.search(text, max(0, start - window), start)
+    if tail is None or tail.start() == start:
+        return False
+    last = None
+    for label in _LABELS.finditer(text, tail.start(), start):
+        last = label
+    return last is not None and last.lastgroup == "phone"
+
 
 # Written to start with a plain character class so the regex engine can skip ahead fast:
 # "+86 ...", "0086 ..." or "1[3-9]...".
@@ -155,6 +223,15 @@ _CN_MOBILE = re.compile(
 # Anything that could be a phone number: digits with the usual separators.
 _CANDIDATE = re.compile(r"[+(\d][\d \-().]{5,20}\d")
 _NANP_SHAPE = re.compile(r"(?:\+?1[ \-.]?)?(?:\(\d{3}\) ?|\d{3}[ \-.])\d{3}[ \-.]\d{4}")
+# A North American number by its structure alone: area code and exchange start with 2-9,
+# the area code's middle digit is not 9; one separator throughout ("415.555.0132",
+# "+1 415 555 0132", "+1-415-555-0132", "(415) 555-0132"). ``phonenumbers`` would reject
+# area codes not yet assigned, which people still write and which still identify someone.
+_NANP = re.compile(
+    r"(?:\+?1(?P<cc>[ \-.]?))?"
+    r"(?:\((?P<paren>[2-9][0-8]\d)\)[ \-]?|(?P<area>[2-9][0-8]\d)(?P<sep>[ \-.]))"
+    r"[2-9]\d\d(?(sep)(?P=sep)|[ \-])\d{4}"
+)
 _CN_LANDLINE_SHAPE = re.compile(r"\(?0\d{2,3}\)?[ \-]\d{7,8}")
 _DATE_SHAPE = re.compile(r"\d{4}[\-/.]\d{1,2}[\-/.]\d{1,2}|\d{1,2}[\-/.]\d{1,2}[\-/.]\d{2,4}")
 _DOTTED = re.compile(r"\d+(?:\.\d+)+")
@@ -203,16 +280,37 @@ class PhoneRecognizer:
 
     def _validate(self, text: str, start: int, end: int) -> list[Finding]:
         candidate = text[start:end]
+        nanp = _NANP.fullmatch(candidate)
+        if nanp is not None:
+            area = nanp.group("paren") or nanp.group("area")
+            # A one-digit country code needs "+" or a separator ("1-415-..."), and N11
+            # area codes are service numbers (411, 911).
+            if area[1:] != "11" and (
+                nanp.group("cc") is None or candidate[0] == "+" or nanp.group("cc")
+            ):
+                if phone_context(text, start):
+                    score = 0.95
+                else:
+                    score = score_with_context(0.75, text, start, end)
+                return [Finding(EntityType.PHONE, start, end, score, self.name)]
         if _DATE_SHAPE.fullmatch(candidate) or _DOTTED.fullmatch(candidate):
             return []
-        context = _PHONE_WORDS.before(text, start)
         international = candidate.startswith(("+", "00"))
         shaped = bool(
             _NANP_SHAPE.fullmatch(candidate.strip()) or _CN_LANDLINE_SHAPE.fullmatch(candidate)
         )
-        if not (international or context or shaped):
-            return []
-        regions = ("CN",) if candidate.startswith("00") else self.regions
+        # Most candidates are rejected: look for a phone word only when it decides.
+        context: bool | None = None
+        if not (international or shaped):
+            context = phone_context(text, start)
+            if not context:
+                return []
+        if candidate.startswith("+"):
+            regions: tuple[str, ...] = self.regions[:1]  # the country code decides the region
+        elif candidate.startswith("00"):
+            regions = ("CN",)
+        else:
+            regions = tuple(self.regions)
         for region in regions:
             found = [
                 match
@@ -222,6 +320,8 @@ class PhoneRecognizer:
                 if phonenumbers.is_valid_number(match.number)
             ]
             if found:
+                if context is None:
+                    context = phone_context(text, start)
                 base = 0.95 if context else 0.75
                 out = []
                 for match in found:

@@ -9,7 +9,8 @@ substring is copied.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 
 WINDOW = 20
 """How many characters before (or after) a candidate count as "nearby"."""
@@ -108,37 +109,134 @@ def score_with_context(
     return clamp(base)
 
 
+_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
 def is_word_char(ch: str) -> bool:
     """ASCII letters and digits: what a token may not be glued to."""
-    return ch.isascii() and ch.isalnum()
+    return ch in _WORD_CHARS
 
 
+# ``glued`` runs on every candidate of every recognizer: set lookups, no helper calls.
 def glued(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` continues an ASCII word or number on either side."""
-    return (start > 0 and is_word_char(text[start - 1])) or (
-        end < len(text) and is_word_char(text[end])
+    return (start > 0 and text[start - 1] in _WORD_CHARS) or (
+        end < len(text) and text[end] in _WORD_CHARS
     )
 
 
 def glued_before(text: str, start: int) -> bool:
     """Whether the character before ``start`` is an ASCII letter or digit."""
-    return start > 0 and is_word_char(text[start - 1])
+    return start > 0 and text[start - 1] in _WORD_CHARS
 
 
 def keyword_pattern(words: Iterable[str], space: str = r"[\s_\-]*") -> str:
     """A fast regex (source) matching any of ``words``, case-insensitively.
 
     The pattern starts with a plain character class of the words' first characters, so
-    the regex engine can skip ahead with its fast prefix scan; the rest of each word is
-    matched case-insensitively behind a look-back at the first character. ASCII words
-    must start at a word edge. A space inside a word matches ``space``.
+    the regex engine can skip ahead with its fast prefix scan. Words are grouped by
+    their first character: one look-back at that character (and, for ASCII words, one
+    word-edge check) selects the group, then only that group's rests are tried,
+    case-insensitively and longest first. A space inside a word matches ``space``.
     """
     firsts: set[str] = set()
-    alternatives: list[str] = []
+    groups: dict[str, list[str]] = {}
     for word in sorted(set(words), key=len, reverse=True):
         first, rest = word[0], re.escape(word[1:]).replace(r"\ ", space)
         firsts.update({first.lower(), first.upper()})
+        groups.setdefault(first.lower(), []).append(rest)
+    alternatives: list[str] = []
+    # Two groups never match at the same place (their first characters differ), so
+    # their order does not change what is found.
+    for first, rests in groups.items():
         edge = r"(?<![A-Za-z].)" if first.isascii() and first.isalpha() else ""
-        alternatives.append(rf"(?<={re.escape(first)}){edge}{rest}")
+        alternatives.append(rf"(?<={re.escape(first)}){edge}(?:{'|'.join(rests)})")
     charset = "".join(re.escape(c) for c in sorted(firsts))
     return rf"[{charset}](?i:{'|'.join(alternatives)})"
+
+
+class KeywordGate:
+    """A cheap test of whether any of ``words`` can occur in a text, and where.
+
+    Run over the whole text before a keyword regex: most texts contain none of the
+    words, and plain substring tests on the case-folded text are far faster than the
+    regex. It may say yes when the regex finds nothing, never the reverse: each word is
+    reduced to its part before the first space (a space matches separators), compared
+    case-insensitively.
+    """
+
+    __slots__ = ("_offsets", "fragments")
+
+    def __init__(self, words: Iterable[str]) -> None:
+        heads = {w.split(" ")[0].casefold() for w in words if w.strip()}
+        # A fragment that contains another one adds nothing: drop it.
+        self.fragments: tuple[str, ...] = tuple(
+            sorted(h for h in heads if not any(g != h and g in h for g in heads))
+        )
+        # Where each fragment sits inside the words that contain it: a fragment found
+        # at ``i`` means a word may start at ``i - offset``.
+        self._offsets: tuple[tuple[str, tuple[int, ...]], ...] = tuple(
+            (f, tuple(sorted({o for h in heads for o in _occurrences(h, f)})))
+            for f in self.fragments
+        )
+
+    def present(self, folded: str) -> bool:
+        """Whether one of the words may occur in ``folded`` (a text from :func:`casefolded`)."""
+        # ``map`` over a bound method stays in C: cheaper than a generator expression.
+        return any(map(folded.__contains__, self.fragments)) or "\u0131" in folded
+
+    def finditer(self, pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+        """``pattern.finditer(text)`` for a pattern that starts with one of the words.
+
+        Tries ``pattern`` only where a fragment occurs (found with ``str.find``), in
+        order and without overlaps, so it yields what ``finditer`` would.
+        """
+        folded = casefolded(text)
+        if not self.present(folded):
+            return
+        # Positions carry over only if folding kept every character one character; the
+        # dotless i (U+0131) matches "i" case-insensitively but folds to itself.
+        if len(folded) != len(text) or "\u0131" in folded:
+            yield from pattern.finditer(text)
+            return
+        starts: set[int] = set()
+        for fragment, offsets in self._offsets:
+            i = folded.find(fragment)
+            while i >= 0:
+                starts.update(i - o for o in offsets if i >= o)
+                i = folded.find(fragment, i + 1)
+        end = 0
+        for start in sorted(starts):
+            if start < end:
+                continue
+            m = pattern.match(text, start)
+            if m is not None and m.end() > start:
+                end = m.end()
+                yield m
+
+
+def _occurrences(word: str, fragment: str) -> list[int]:
+    found = []
+    i = word.find(fragment)
+    while i >= 0:
+        found.append(i)
+        i = word.find(fragment, i + 1)
+    return found
+
+
+_folded = threading.local()
+
+
+def casefolded(text: str) -> str:
+    """``text.casefold()``, computed once per text and thread.
+
+    Several recognizers gate on keywords in the same text one after the other; the
+    last text seen by this thread and its folded form are kept to avoid folding it
+    again.
+    """
+    if getattr(_folded, "text", None) is text:
+        folded: str = _folded.folded
+        return folded
+    folded = text.casefold()
+    _folded.text, _folded.folded = text, folded
+    return folded

@@ -5,10 +5,17 @@ from __future__ import annotations
 import re
 
 from agentctx.privacy.findings import EntityType, Finding
-from agentctx.privacy.recognizers.context import ContextWords, glued, score_with_context
+from agentctx.privacy.recognizers.contact import clause_start
+from agentctx.privacy.recognizers.context import NEGATIVE, ContextWords, clamp, glued
 
-# 13-19 digits run together, or in groups of four (Amex: 4-6-5) split by one kind of separator.
-_CARD = re.compile(r"\d\d{3}(?:\d{9,15}|([ \-])\d{4}\1\d{4}\1\d{1,7}|([ \-])\d{6}\2\d{4,5})(?!-\d)")
+# 13-19 digits run together, or in groups of four (Amex: 4-6-5) split by one kind of
+# separator. Grouped numbers longer than 16 digits (19-digit UnionPay, "6228 4524 9069
+# 0090 060") have a fifth group of one to three digits.
+_CARD = re.compile(
+    r"\d\d{3}(?:\d{9,15}"
+    r"|([ \-])\d{4}\1\d{4}\1(?:\d{4}\1\d{1,3}(?!\d)|\d{1,7})"
+    r"|([ \-])\d{6}\2\d{4,5})(?!-\d)"
+)
 _CARD_WORDS = ContextWords(
     (
         "card",
@@ -72,8 +79,33 @@ class CreditCardRecognizer:
             if glued(text, start, end):
                 continue
             digits = m.group().replace(" ", "").replace("-", "")
-            if not (13 <= len(digits) <= 19 and known_iin(digits) and luhn_valid(digits)):
-                continue
-            score = score_with_context(0.65, text, start, end, positive=_CARD_WORDS)
-            findings.append(Finding(EntityType.CREDIT_CARD, start, end, score, self.name))
+            if not _valid(digits):
+                # "4111 1111 1111 1111 12": a card followed by a short number.
+                sep = m.group(1)
+                if sep is None or len(digits) <= 16:
+                    continue
+                cut = text.rindex(sep, start, end)
+                digits = digits[: len(digits) - (end - cut - 1)]
+                end = cut
+                if len(digits) != 16 or not _valid(digits):
+                    continue
+            findings.append(
+                Finding(
+                    EntityType.CREDIT_CARD, start, end, self._score(text, start, end), self.name
+                )
+            )
         return findings
+
+    @staticmethod
+    def _score(text: str, start: int, end: int) -> float:
+        if _CARD_WORDS.near(text, start, end):
+            return clamp(0.65 + 0.3)
+        # A price or an order number lowers the score only in the card's own clause:
+        # "it costs $49.99, charge 4111 ..." is still a card.
+        if NEGATIVE.before(text, start, start - clause_start(text, start)):
+            return clamp(0.65 - 0.35)
+        return 0.65
+
+
+def _valid(digits: str) -> bool:
+    return 13 <= len(digits) <= 19 and known_iin(digits) and luhn_valid(digits)

@@ -6,7 +6,15 @@ import ipaddress
 import re
 
 from agentctx.privacy.findings import EntityType, Finding
-from agentctx.privacy.recognizers.context import ContextWords, glued, score_with_context
+from agentctx.privacy.recognizers.contact import clause_start
+from agentctx.privacy.recognizers.context import (
+    NEGATIVE,
+    WINDOW,
+    ContextWords,
+    clamp,
+    glued,
+    score_with_context,
+)
 
 _IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}")
 # IPv6 candidates are found from a seed (two colons at most four hex digits apart),
@@ -33,13 +41,25 @@ _IP_WORDS = ContextWords(
     )
 )
 _VERSION_WORDS = ContextWords(("version", "ver.", "release", "build", "版本", "升级", "patch"))
+# The first clause break after a position ("来自 1.2.3.4 的请求, 版本 2.0": the version
+# word belongs to the next clause).
+_CLAUSE_BREAK = re.compile(r"[\n,;\uff0c\uff1b\u3002]")
+
+
+def _version_nearby(text: str, start: int, end: int, clause: int) -> bool:
+    """Whether a version word is near ``text[start:end]`` in its own clause (from ``clause``)."""
+    if _VERSION_WORDS.before(text, start, start - clause):
+        return True
+    stop = _CLAUSE_BREAK.search(text, end, end + WINDOW)
+    return _VERSION_WORDS.after(text, end, (stop.start() if stop else end + WINDOW) - end)
 
 
 class IPAddressRecognizer:
     """IPv4 and IPv6 addresses, validated with :mod:`ipaddress`.
 
     An IPv4 address must not be part of a longer dotted number ("1.2.3.4.5") or glued to
-    letters ("v1.2.3.4"), and version words nearby ("version", "版本") rule it out.
+    letters ("v1.2.3.4"), and version words nearby in the same clause ("version", "版本")
+    rule it out.
     An address whose octets are all single digits ("1.2.3.4", the usual shape of a
     version) scores below the threshold unless an IP word ("ip", "server", "地址") is near.
     """
@@ -71,10 +91,18 @@ class IPAddressRecognizer:
                 address = ipaddress.IPv4Address(m.group())
             except ValueError:
                 continue
-            if _VERSION_WORDS.near(text, start, end):
+            clause = clause_start(text, start)
+            if _version_nearby(text, start, end, clause):
                 continue
             base = 0.4 if max(address.packed) < 10 else 0.8
-            score = score_with_context(base, text, start, end, positive=_IP_WORDS, boost=0.45)
+            if _IP_WORDS.near(text, start, end):
+                score = clamp(base + 0.45)
+            elif NEGATIVE.before(text, start, start - clause):
+                # Only a price or order word in the address's own clause counts against it
+                # ("价格 $80.00, 来自 203.0.113.7 的请求" is a request's address).
+                score = clamp(base - 0.35)
+            else:
+                score = base
             out.append(Finding(EntityType.IP_ADDRESS, start, end, score, self.name))
         return out
 
