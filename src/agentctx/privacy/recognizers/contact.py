@@ -17,19 +17,6 @@ from agentctx.privacy.recognizers.context import (
     score_with_context,
 )
 
-# What ends a clause: a context word before it says nothing about a number after it
-# (in "电话 13812345678, 共 7067846483 条" the second number is no phone number).
-_CLAUSE_TAIL = re.compile(r"[^\n,;\uff0c\uff1b\u3002]*\Z")
-
-
-def clause_start(text: str, pos: int, window: int = WINDOW) -> int:
-    """Where the context window before ``pos`` begins: at most ``window`` characters back,
-    and never before the last clause break (a comma or semicolon, ASCII or
-    full-width, an ideographic full stop or a newline)."""
-    match = _CLAUSE_TAIL.search(text, max(0, pos - window), pos)
-    return match.start() if match is not None else pos
-
-
 # Generic TLDs seen in real addresses; every two-letter TLD is taken as a country code.
 _GENERIC_TLDS = frozenset(
     [

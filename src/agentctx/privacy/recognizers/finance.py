@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 from agentctx.privacy.findings import EntityType, Finding
-from agentctx.privacy.recognizers.contact import clause_start
-from agentctx.privacy.recognizers.context import NEGATIVE, ContextWords, clamp, glued
+from agentctx.privacy.recognizers.context import NEGATIVE, ContextWords, clamp, clause_start, glued
 
 # 13-19 digits run together, or in groups of four (Amex: 4-6-5) split by one kind of
 # separator. Grouped numbers longer than 16 digits (19-digit UnionPay, "6228 4524 9069

@@ -6,12 +6,12 @@ import ipaddress
 import re
 
 from agentctx.privacy.findings import EntityType, Finding
-from agentctx.privacy.recognizers.contact import clause_start
 from agentctx.privacy.recognizers.context import (
     NEGATIVE,
     WINDOW,
     ContextWords,
     clamp,
+    clause_start,
     glued,
     score_with_context,
 )
