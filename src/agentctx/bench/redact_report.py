@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from agentctx.bench.redact import (
     PRECISION_TARGET,
@@ -13,7 +11,7 @@ from agentctx.bench.redact import (
     RedactReport,
     TypeScore,
 )
-from agentctx.bench.report import TableSpec
+from agentctx.bench.report import TableSpec, print_tables, tables_markdown
 
 
 def _pct(value: float | None) -> str:
@@ -110,37 +108,14 @@ def summary_lines(report: RedactReport) -> list[str]:
     ]
 
 
-def _style(cell: str) -> str:
-    if cell.startswith("PASS"):
-        return "green"
-    return "red" if cell.startswith("FAIL") else ""
-
-
 def print_redact_report(report: RedactReport, console: Console) -> None:
     """Print the summary and one Rich table per measurement."""
-    for line in summary_lines(report):
-        console.print(line, markup=False, highlight=False)
-    for spec in redact_tables(report):
-        table = Table(title=spec.title, title_justify="left")
-        for column in spec.columns:
-            table.add_column(column, overflow="fold")
-        for row in spec.rows:
-            table.add_row(*(Text(cell, style=_style(cell)) for cell in row))
-        console.print(table)
-        for note in spec.notes:
-            console.print(f"  {note}", markup=False, highlight=False)
+    print_tables(summary_lines(report), redact_tables(report), console)
 
 
 def redact_markdown(report: RedactReport) -> str:
     """The tables as Markdown (for docs/benchmarks.md)."""
-    out = [f"- {line}" for line in summary_lines(report)] + [""]
-    for spec in redact_tables(report):
-        out.append(f"#### {spec.title}\n")
-        out.append("| " + " | ".join(spec.columns) + " |")
-        out.append("|" + "|".join("---" for _ in spec.columns) + "|")
-        out.extend("| " + " | ".join(row) + " |" for row in spec.rows)
-        out.append("")
-        out.extend(f"- {note}" for note in spec.notes)
-        if spec.notes:
-            out.append("")
-    return "\n".join(out)
+    return "\n".join(
+        [f"- {line}" for line in summary_lines(report)]
+        + ["", *tables_markdown(redact_tables(report))]
+    )

@@ -6,6 +6,7 @@ Ratios are always agentctx / peer; each column says which direction is better.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -214,11 +215,11 @@ def machine_lines(report: StoreReport) -> list[str]:
     return lines
 
 
-def print_store_report(report: StoreReport, console: Console) -> None:
-    """Print the machine facts and one Rich table per metric."""
-    for line in machine_lines(report):
+def print_tables(lines: Sequence[str], specs: Sequence[TableSpec], console: Console) -> None:
+    """Print summary lines, then each table with its notes (PASS green, FAIL red)."""
+    for line in lines:
         console.print(line, markup=False, highlight=False)
-    for spec in store_tables(report):
+    for spec in specs:
         table = Table(title=spec.title, title_justify="left")
         for column in spec.columns:
             table.add_column(column, overflow="fold")
@@ -229,10 +230,10 @@ def print_store_report(report: StoreReport, console: Console) -> None:
             console.print(f"  {note}", markup=False, highlight=False)
 
 
-def store_markdown(report: StoreReport) -> str:
-    """The tables as Markdown (for docs/benchmarks.md)."""
+def tables_markdown(specs: Sequence[TableSpec]) -> list[str]:
+    """Each table as a Markdown section: heading, table, notes."""
     out = []
-    for spec in store_tables(report):
+    for spec in specs:
         out.append(f"#### {spec.title}\n")
         out.append("| " + " | ".join(spec.columns) + " |")
         out.append("|" + "|".join("---" for _ in spec.columns) + "|")
@@ -241,4 +242,14 @@ def store_markdown(report: StoreReport) -> str:
         out.extend(f"- {note}" for note in spec.notes)
         if spec.notes:
             out.append("")
-    return "\n".join(out)
+    return out
+
+
+def print_store_report(report: StoreReport, console: Console) -> None:
+    """Print the machine facts and one Rich table per metric."""
+    print_tables(machine_lines(report), store_tables(report), console)
+
+
+def store_markdown(report: StoreReport) -> str:
+    """The tables as Markdown (for docs/benchmarks.md)."""
+    return "\n".join(tables_markdown(store_tables(report)))
