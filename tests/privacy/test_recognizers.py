@@ -540,3 +540,15 @@ def test_glued_means_an_ascii_letter_or_digit_alongside() -> None:
     assert not glued(text, 8, 10)  # "12" between Han characters
     assert not glued(text, 0, len(text))
     assert glued_before(text, 1) and not glued_before(text, 0) and not glued_before(text, 3)
+
+
+def test_keyword_gate_does_not_miss_a_dotted_capital_i() -> None:
+    """U+0130 matches "i" case-insensitively but folds to two characters."""
+    from agentctx.privacy.recognizers.secrets import SecretRecognizer
+
+    plain = SecretRecognizer().analyze("credential: x9Fk2LmQ8rT4vW7zA1bC")
+    dotted = SecretRecognizer().analyze("credent\u0130al: x9Fk2LmQ8rT4vW7zA1bC")
+    assert len(plain) == 1
+    assert [(f.start, f.end, f.entity_type) for f in dotted] == [
+        (f.start, f.end, f.entity_type) for f in plain
+    ]

@@ -11,6 +11,8 @@ from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import (
     WINDOW,
     ContextWords,
+    KeywordGate,
+    casefolded,
     clamp,
     glued,
     glued_before,
@@ -148,6 +150,10 @@ _PHONE_WORDS = ContextWords(
     )
 )
 _PHONE_WORD_LIST = _PHONE_WORDS.words
+# ``phone_context`` is true only if a phone word occurs somewhere in the text: one
+# substring test per text spares its regex searches for every candidate in a text
+# without one.
+_PHONE_GATE = KeywordGate(_PHONE_WORD_LIST)
 # Labels of other numbers: "电话 147 3830 8734 学号 2021001234" - the phone word belongs to
 # the first number, the label to the second.
 _OTHER_LABELS = (
@@ -256,16 +262,21 @@ class PhoneRecognizer:
             taken.append((start, end))
         # Both scans run left to right, so one pointer into ``taken`` finds overlaps.
         i = 0
+        words: bool | None = None  # whether the text has a phone word; computed once, if needed
         for m in _CANDIDATE.finditer(text):
             start, end = m.span()
             while i < len(taken) and taken[i][1] <= start:
                 i += 1
             if glued(text, start, end) or (i < len(taken) and taken[i][0] < end):
                 continue
-            findings.extend(self._validate(text, start, end))
+            if words is None:
+                words = _PHONE_GATE.present(casefolded(text))
+            findings.extend(self._validate(text, start, end, words))
         return findings
 
-    def _validate(self, text: str, start: int, end: int) -> list[Finding]:
+    def _validate(self, text: str, start: int, end: int, words: bool) -> list[Finding]:
+        # ``words`` is false when the text has no phone word: ``phone_context`` would be
+        # false for every candidate, so it is not asked.
         candidate = text[start:end]
         nanp = _NANP.fullmatch(candidate)
         if nanp is not None:
@@ -275,7 +286,7 @@ class PhoneRecognizer:
             if area[1:] != "11" and (
                 nanp.group("cc") is None or candidate[0] == "+" or nanp.group("cc")
             ):
-                if phone_context(text, start):
+                if words and phone_context(text, start):
                     score = 0.95
                 else:
                     score = score_with_context(0.75, text, start, end)
@@ -289,7 +300,7 @@ class PhoneRecognizer:
         # Most candidates are rejected: look for a phone word only when it decides.
         context: bool | None = None
         if not (international or shaped):
-            context = phone_context(text, start)
+            context = words and phone_context(text, start)
             if not context:
                 return []
         if candidate.startswith("+"):
@@ -308,7 +319,7 @@ class PhoneRecognizer:
             ]
             if found:
                 if context is None:
-                    context = phone_context(text, start)
+                    context = words and phone_context(text, start)
                 base = 0.95 if context else 0.75
                 out = []
                 for match in found:

@@ -183,7 +183,14 @@ class KeywordGate:
     def present(self, folded: str) -> bool:
         """Whether one of the words may occur in ``folded`` (a text from :func:`casefolded`)."""
         # ``map`` over a bound method stays in C: cheaper than a generator expression.
-        return any(map(folded.__contains__, self.fragments)) or "\u0131" in folded
+        # Two letters match "i" case-insensitively yet fold to something else: the dotless
+        # i (U+0131) and the dotted capital I (U+0130, folds to "i" + U+0307). Either one
+        # means "maybe": the caller falls back to a full scan.
+        return (
+            any(map(folded.__contains__, self.fragments))
+            or "\u0131" in folded
+            or "\u0307" in folded
+        )
 
     def finditer(self, pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
         """``pattern.finditer(text)`` for a pattern that starts with one of the words.
