@@ -126,16 +126,14 @@ class JobQueue:
                 pass  # another writer enqueued the same job first
 
     def _claim(self, limit: int, session: tuple[str, str] | None) -> list[Job]:
+        if not self._handlers:
+            return []  # jobs of kinds nobody handles wait for a handler
         now = utcnow()
         runnable = or_(
             and_(jobs.c.status == "pending", jobs.c.run_after <= now),
             and_(jobs.c.status == "running", jobs.c.lease_until < now),
         )
-        query = select(jobs).where(runnable)
-        if self._handlers:
-            query = query.where(jobs.c.kind.in_(list(self._handlers)))
-        else:
-            return []
+        query = select(jobs).where(runnable, jobs.c.kind.in_(list(self._handlers)))
         if session is not None:
             query = query.where(jobs.c.user_id == session[0], jobs.c.session_id == session[1])
         query = query.order_by(jobs.c.job_id).limit(limit).with_for_update(skip_locked=True)

@@ -83,26 +83,18 @@ def load_average() -> list[float]:
         return []
 
 
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+    ).stdout.strip()
+
+
 def source_revision() -> str | None:
     """The git commit agentctx was imported from, when it runs from a checkout."""
     package = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=package,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
-            cwd=package,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        head = _git(package, "rev-parse", "--short", "HEAD")
+        dirty = _git(package, "status", "--porcelain", "--untracked-files=no", "--", ".")
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{head}+dirty" if dirty else head
