@@ -105,6 +105,16 @@ def test_list_sessions_paginates(engine: ContextEngine) -> None:
         if cursor is None:
             break
     assert seen == created
+    # The operators' view pages through every user's sessions, each exactly once.
+    everyone: list[tuple[str, str]] = []
+    cursor = None
+    while True:
+        page = engine.list_all_sessions(limit=2, cursor=cursor)
+        everyone.extend((item.user_id, item.session_id) for item in page.items)
+        if (cursor := page.next_cursor) is None:
+            break
+    assert len(everyone) == len(set(everyone)) == 8
+    assert [sid for user, sid in everyone if user == "u1"] == created
     assert len(engine.list_sessions("u1", agent_id="a").items) == 3
     with pytest.raises(InvalidInput):
         engine.list_sessions("u1", cursor="garbage!")

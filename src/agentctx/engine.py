@@ -149,6 +149,13 @@ class ContextEngine:
         """A page of the user's live sessions, oldest first."""
         return self._service.list_sessions(user_id, agent_id=agent_id, limit=limit, cursor=cursor)
 
+    def list_all_sessions(
+        self, *, agent_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> Page[SessionInfo]:
+        """A page of every user's live sessions, oldest first: for operators and admin
+        tools only; user-facing code lists with ``list_sessions(user_id)``."""
+        return self._service.list_sessions(None, agent_id=agent_id, limit=limit, cursor=cursor)
+
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
         return self._retention.delete(user_id, session_id)

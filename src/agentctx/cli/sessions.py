@@ -7,11 +7,9 @@ across users: ``sessions list`` without ``--user`` and ``sessions verify --all``
 
 from __future__ import annotations
 
-import base64
 import os
 import tempfile
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, select
 
 from agentctx import jsonvalue
 from agentctx.cli._common import (
@@ -34,11 +32,11 @@ from agentctx.cli._common import (
     short_ts,
 )
 from agentctx.engine import ContextEngine
-from agentctx.errors import InvalidInput, SessionNotFound
-from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcnow
+from agentctx.errors import SessionNotFound
+from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart
 from agentctx.sessions.models import SessionInfo, TurnInfo, VerifyReport
 from agentctx.sessions.session import Session
-from agentctx.storage.schema import blob_refs, blobs, sessions
+from agentctx.storage.schema import blob_refs, blobs
 
 sessions_app = typer.Typer(help="List, inspect, verify and export sessions.", no_args_is_help=True)
 
@@ -233,9 +231,9 @@ def list_sessions(
     with open_engine(ctx) as engine:
         if user is not None:
             page = engine.list_sessions(user, agent_id=agent, limit=limit, cursor=cursor)
-            items, next_cursor = page.items, page.next_cursor
         else:
-            items, next_cursor = _all_users_page(engine, agent, limit, cursor)
+            page = engine.list_all_sessions(agent_id=agent, limit=limit, cursor=cursor)
+        items, next_cursor = page.items, page.next_cursor
     console = out()
     table = FitTable("Sessions", SESSION_COLUMNS, console.width)
     for info in items:
@@ -254,67 +252,6 @@ def list_sessions(
     console.print(table.table)
     if next_cursor is not None:
         console.print(f"more: --cursor {next_cursor}", markup=False, soft_wrap=True)
-
-
-def _all_users_page(
-    engine: ContextEngine, agent: str | None, limit: int, cursor: str | None
-) -> tuple[list[SessionInfo], str | None]:
-    """A page of every user's live sessions (read-only), keyset-paginated."""
-    now = utcnow()
-    query = select(sessions).where(
-        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
-    )
-    if agent is not None:
-        query = query.where(sessions.c.agent_id == agent)
-    if cursor is not None:
-        created, after_user, after_session = _decode_cursor(cursor)
-        query = query.where(
-            or_(
-                sessions.c.created_at > created,
-                and_(
-                    sessions.c.created_at == created,
-                    or_(
-                        sessions.c.user_id > after_user,
-                        and_(
-                            sessions.c.user_id == after_user,
-                            sessions.c.session_id > after_session,
-                        ),
-                    ),
-                ),
-            )
-        )
-    query = query.order_by(sessions.c.created_at, sessions.c.user_id, sessions.c.session_id).limit(
-        limit + 1
-    )
-    with engine.db.read() as conn:
-        rows = list(conn.execute(query).mappings())
-    items = [SessionInfo.model_validate(dict(row)) for row in rows[:limit]]
-    next_cursor = None
-    if len(rows) > limit:
-        last = items[-1]
-        next_cursor = _encode_cursor(last.created_at, last.user_id, last.session_id)
-    return items, next_cursor
-
-
-def _encode_cursor(created_at: datetime, user_id: str, session_id: str) -> str:
-    raw = jsonvalue.dumps(["all", created_at.isoformat(), user_id, session_id])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        tag, created, user_id, session_id = jsonvalue.loads(base64.urlsafe_b64decode(padded))
-        if tag != "all":
-            raise ValueError(tag)
-        when = datetime.fromisoformat(created)
-        if when.tzinfo is None:
-            raise ValueError(created)
-        return when, str(user_id), str(session_id)
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput(
-            "invalid cursor (it must come from `sessions list` without --user)"
-        ) from exc
 
 
 @sessions_app.command("show")
@@ -373,29 +310,17 @@ def verify(
 
 
 def _live_sessions(engine: ContextEngine, user: str | None) -> Iterator[tuple[str, str]]:
-    """(user_id, session_id) of every live session, in batches (keyset, never OFFSET)."""
-    after: tuple[str, str] | None = None
+    """(user_id, session_id) of every live session (of one user, or all), page by page."""
+    cursor: str | None = None
     while True:
-        now = utcnow()
-        query = select(sessions.c.user_id, sessions.c.session_id).where(
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
-        )
         if user is not None:
-            query = query.where(sessions.c.user_id == user)
-        if after is not None:
-            query = query.where(
-                or_(
-                    sessions.c.user_id > after[0],
-                    and_(sessions.c.user_id == after[0], sessions.c.session_id > after[1]),
-                )
-            )
-        query = query.order_by(sessions.c.user_id, sessions.c.session_id).limit(_VERIFY_BATCH)
-        with engine.db.read() as conn:
-            batch = [(row.user_id, row.session_id) for row in conn.execute(query)]
-        yield from batch
-        if len(batch) < _VERIFY_BATCH:
+            page = engine.list_sessions(user, limit=_VERIFY_BATCH, cursor=cursor)
+        else:
+            page = engine.list_all_sessions(limit=_VERIFY_BATCH, cursor=cursor)
+        yield from ((info.user_id, info.session_id) for info in page.items)
+        if page.next_cursor is None:
             return
-        after = batch[-1]
+        cursor = page.next_cursor
 
 
 @sessions_app.command("sweep")

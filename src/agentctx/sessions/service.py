@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx import jsonvalue
@@ -161,39 +161,38 @@ class SessionService:
 
     def list_sessions(
         self,
-        user_id: str,
+        user_id: str | None,
         *,
         agent_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page[SessionInfo]:
-        """A user's live sessions, oldest first, ``limit`` per page."""
+        """Live sessions, oldest first, ``limit`` per page.
+
+        ``user_id=None`` lists every user's sessions: an operator's view, which the
+        engine exposes separately from the user-scoped listing.
+        """
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
         now = utcnow()
         query = select(sessions).where(
-            sessions.c.user_id == user_id,
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now),
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
         )
+        if user_id is not None:
+            query = query.where(sessions.c.user_id == user_id)
         if agent_id is not None:
             query = query.where(sessions.c.agent_id == agent_id)
+        order = (sessions.c.created_at, sessions.c.user_id, sessions.c.session_id)
         if cursor is not None:
-            created, after_id = _decode_cursor(cursor)
-            query = query.where(
-                or_(
-                    sessions.c.created_at > created,
-                    and_(sessions.c.created_at == created, sessions.c.session_id > after_id),
-                )
-            )
-        query = query.order_by(sessions.c.created_at, sessions.c.session_id).limit(limit + 1)
+            query = query.where(tuple_(*order) > tuple_(*_decode_cursor(cursor)))
+        query = query.order_by(*order).limit(limit + 1)
         with self.db.read() as conn:
             rows = list(conn.execute(query).mappings())
         items = [SessionInfo.model_validate(dict(row)) for row in rows[:limit]]
-        next_cursor = (
-            _encode_cursor(items[-1].created_at, items[-1].session_id)
-            if len(rows) > limit
-            else None
-        )
+        next_cursor = None
+        if len(rows) > limit:
+            last = items[-1]
+            next_cursor = _encode_cursor(last.created_at, last.user_id, last.session_id)
         return Page[SessionInfo](items=items, next_cursor=next_cursor)
 
     # State ------------------------------------------------------------------------------
@@ -465,15 +464,18 @@ def _check_id(name: str, value: str) -> None:
         )
 
 
-def _encode_cursor(created_at: datetime, session_id: str) -> str:
-    raw = jsonvalue.dumps([created_at.isoformat(), session_id])
+def _encode_cursor(created_at: datetime, user_id: str, session_id: str) -> str:
+    raw = jsonvalue.dumps([created_at.isoformat(), user_id, session_id])
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+def _decode_cursor(cursor: str) -> tuple[datetime, str, str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        created, session_id = jsonvalue.loads(base64.urlsafe_b64decode(padded))
-        return datetime.fromisoformat(created), str(session_id)
+        created, user_id, session_id = jsonvalue.loads(base64.urlsafe_b64decode(padded))
+        when = datetime.fromisoformat(created)
+        if when.tzinfo is None:
+            raise ValueError(created)
+        return when, str(user_id), str(session_id)
     except (ValueError, TypeError) as exc:
         raise InvalidInput("invalid cursor") from exc
