@@ -40,6 +40,10 @@ class AgentConfig(BaseModel):
     strategy: Literal["full", "compressed", "adaptive", "semantic"] = "adaptive"
     budget_split: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_BUDGET_SPLIT))
     system_prompt: str | None = None
+    pii_allow_list: tuple[str, ...] = Field(
+        default=(),
+        description="Values this agent's sessions never redact, e.g. its own support address.",
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")

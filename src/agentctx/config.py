@@ -59,9 +59,10 @@ class Settings(BaseSettings):
         "in a background thread, or only when run_pending() is called.",
     )
     redaction: RedactionConfig = Field(
-        default_factory=lambda: RedactionConfig(enabled=False),
-        description="PII redaction before anything is stored (off by default; "
-        "YAML `redaction: {enabled: true}` or AGENTCTX_REDACTION='{\"enabled\": true}').",
+        default_factory=RedactionConfig,
+        description="PII redaction before anything is stored (on by default; switch it "
+        "off with YAML `redaction: {enabled: false}` or "
+        "AGENTCTX_REDACTION='{\"enabled\": false}').",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

@@ -15,6 +15,7 @@ from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.sessions.audit import AUDIT_LOGGER, AuditLog, attach_audit_file
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
+from agentctx.sessions.redaction import ScopedRedactors, session_allow_list
 from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
@@ -74,6 +75,7 @@ class ContextEngine:
         if audit_path is not None:
             attach_audit_file(audit_path)
         self.redactor: Redactor = redactor or _configured_redactor(s)
+        self._redactors = ScopedRedactors(self.redactor)
         self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
         self.audit = AuditLog(self.db)
         self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
@@ -121,8 +123,15 @@ class ContextEngine:
         config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Session:
-        """Create a session of ``user_id`` with ``agent_id`` (registered with defaults if new)."""
-        self.agents.ensure(agent_id)
+        """Create a session of ``user_id`` with ``agent_id`` (registered with defaults if new).
+
+        ``config={"pii_allow_list": [...]}`` names values this session never redacts, on
+        top of the agent's ``pii_allow_list`` and the engine-wide one.
+        """
+        agent = self.agents.ensure(agent_id)
+        redactor = self._redactors.allowing(
+            (*agent.pii_allow_list, *session_allow_list(config or {}))
+        )
         info = self._service.create(
             user_id,
             agent_id,
@@ -131,8 +140,15 @@ class ContextEngine:
             ttl=ttl,
             config=config,
             meta=metadata,
+            redactor=redactor,
         )
-        return Session(self, info)
+        return Session(self, info, redactor)
+
+    def session_redactor(self, agent_id: str, config: dict[str, Any]) -> Redactor:
+        """The redactor a session of ``agent_id`` with ``config`` writes through."""
+        agent = self.agents.get(agent_id)
+        agent_values = agent.pii_allow_list if agent is not None else ()
+        return self._redactors.allowing((*agent_values, *session_allow_list(config)))
 
     def get_session(self, session_id: str, user_id: str) -> Session:
         """Load a session. Another user's session raises ``SessionNotFound``, like a missing one."""

@@ -8,10 +8,12 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
-from agentctx import ContextEngine, EventType
+from agentctx import AgentConfig, ConfigError, ContextEngine, EventType, InvalidInput
 from agentctx.privacy import PIIRedactor
+from agentctx.privacy.redactor import Redacted
 from agentctx.storage.schema import ALL_TABLES
 
 PLANTED = {
@@ -121,7 +123,67 @@ def test_agentctx_log_records_are_redacted(tmp_path: Path) -> None:
             logger.removeFilter(log_filter)
 
 
-def test_redaction_is_off_by_default(tmp_path: Path) -> None:
-    with ContextEngine(home=tmp_path) as engine:
+def test_redaction_is_on_by_default_and_can_be_switched_off(tmp_path: Path) -> None:
+    with ContextEngine(home=tmp_path / "on") as engine:
+        session = engine.create_session(user_id="u1")
+        event = session.add_message("user", f"mail me at {PLANTED['EMAIL']}")
+        assert event.text == "mail me at [EMAIL]"
+        assert event.redacted_types == ("EMAIL",)
+    with ContextEngine(home=tmp_path / "off", redaction={"enabled": False}) as engine:
         session = engine.create_session(user_id="u1")
         assert session.add_message("user", PLANTED["EMAIL"]).text == PLANTED["EMAIL"]
+
+
+SUPPORT = "help@shop.example.com"
+HOTLINE = "13900001111"
+
+
+def test_agent_and_session_allow_lists_keep_their_values(tmp_path: Path) -> None:
+    with ContextEngine(home=tmp_path) as engine:
+        engine.register_agent(AgentConfig(agent_id="support", pii_allow_list=(SUPPORT,)))
+        text = f"write to {SUPPORT} or call {HOTLINE}; mine is {PLANTED['EMAIL']}"
+
+        plain = engine.create_session(user_id="u1", agent_id="support")
+        assert plain.add_message("user", text).text == (
+            f"write to {SUPPORT} or call [PHONE]; mine is [EMAIL]"
+        )
+        scoped = engine.create_session(
+            user_id="u1",
+            agent_id="support",
+            config={"pii_allow_list": [HOTLINE]},
+            state={"hotline": HOTLINE, "customer": PLANTED["EMAIL"]},
+        )
+        assert scoped.state == {"hotline": HOTLINE, "customer": "[EMAIL]"}
+        with scoped.turn() as turn:
+            event = turn.add_message("assistant", text)
+        assert event.text == f"write to {SUPPORT} or call {HOTLINE}; mine is [EMAIL]"
+        # A handle loaded later resolves the same allow-lists from the stored rows.
+        again = engine.get_session(scoped.id, user_id="u1")
+        assert again.update_state({"note": f"{HOTLINE} / {PLANTED['PHONE']}"})["note"] == (
+            f"{HOTLINE} / [PHONE]"
+        )
+        # Another agent's sessions do not inherit the support agent's list.
+        other = engine.create_session(user_id="u1", agent_id="sales")
+        assert other.add_message("user", SUPPORT).text == "[EMAIL]"
+
+
+def test_a_malformed_session_allow_list_is_refused(tmp_path: Path) -> None:
+    with ContextEngine(home=tmp_path) as engine:
+        for bad in ("help@x.com", [1, 2], [""]):
+            with pytest.raises(InvalidInput, match="pii_allow_list"):
+                engine.create_session(user_id="u1", config={"pii_allow_list": bad})
+        assert engine.list_sessions("u1").items == []
+
+
+def test_allow_lists_need_a_redactor_that_supports_them(tmp_path: Path) -> None:
+    class Upper:
+        def redact_text(self, text: str) -> Redacted:
+            return Redacted(text.upper())
+
+        def redact_json(self, value: object) -> Redacted:
+            return Redacted(value)
+
+    with ContextEngine(home=tmp_path, redactor=Upper()) as engine:
+        assert engine.create_session(user_id="u1").add_message("user", "hi").text == "HI"
+        with pytest.raises(ConfigError, match="allow-lists"):
+            engine.create_session(user_id="u1", config={"pii_allow_list": [SUPPORT]})

@@ -125,6 +125,8 @@ def test_phone_positive(text: str, expected: list[str]) -> None:
         "value 138123456789 is too long",  # twelve digits starting like a mobile
         "x13812345678y",
         "running version 1.234.567.8901",  # a NANP shape next to a version word
+        "dial 911-555-1234 for the demo",  # N11 area codes are service numbers
+        "(411) 555-0100",
     ],
 )
 def test_phone_negative(text: str) -> None:
@@ -349,6 +351,13 @@ PEM = (
         ("口令是 letmein", ["letmein"]),
         ('"api_key": "a8F3kd93JfnW02LmQ7xZ"', ["a8F3kd93JfnW02LmQ7xZ"]),
         ("密钥 Zq9vK2mN8xR4tY7pL3wB", ["Zq9vK2mN8xR4tY7pL3wB"]),
+        # A value assigned to a key name counts even when short or not very random.
+        ("API-KEY=value123 here", ["value123"]),
+        ("export OPENAI_API_KEY=abcd1234", ["abcd1234"]),
+        ("x-api-key: hunter22secret", ["hunter22secret"]),
+        ("client_secret='s3cr3tvalue'", ["s3cr3tvalue"]),
+        ('auth_token="x9f8e7d6c5"', ["x9f8e7d6c5"]),
+        ("密钥：Zq9v2K", ["Zq9v2K"]),
     ],
 )
 def test_secret_positive(text: str, expected: list[str]) -> None:
@@ -367,6 +376,11 @@ def test_secret_positive(text: str, expected: list[str]) -> None:
         "password: null",
         "a sk-short token",
         "mask-abcdefghijklmnopqrstuvwxyz012",  # "sk-" inside a word
+        "secret_name=my-db-creds",  # a name that only starts like a key name
+        "token: expired",  # a token name needs letters and digits
+        "next_page_token=abc",  # too short
+        "secret: true",
+        "OPENAI_API_KEY=$OPENAI_KEY",  # a reference to the key, not the key
     ],
 )
 def test_secret_negative(text: str) -> None:

@@ -9,6 +9,7 @@ nothing, but still marks what it saw, so the gate is exercised on every write.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,11 +35,24 @@ class Redactor(Protocol):
         ...
 
 
+@runtime_checkable
+class AllowListRedactor(Redactor, Protocol):
+    """A redactor that can leave given values alone (per-agent and per-session allow-lists)."""
+
+    def with_allow_list(self, values: Iterable[str]) -> Redactor:
+        """The same redactor, also leaving ``values`` as they are."""
+        ...
+
+
 class PassThroughRedactor:
-    """A redactor that finds nothing: the default until a real one is configured."""
+    """A redactor that finds nothing: what runs when redaction is switched off."""
 
     def redact_text(self, text: str) -> Redacted:
         return Redacted(text)
 
     def redact_json(self, value: Any) -> Redacted:
         return Redacted(value)
+
+    def with_allow_list(self, values: Iterable[str]) -> Redactor:
+        """Itself: nothing is redacted, so nothing needs allowing."""
+        return self

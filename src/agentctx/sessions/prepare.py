@@ -99,10 +99,19 @@ class Preparer:
         self.preview_chars = preview_chars
 
     def prepare(
-        self, user_id: str, session_id: str, draft: EventDraft, request_id: str | None
+        self,
+        user_id: str,
+        session_id: str,
+        draft: EventDraft,
+        request_id: str | None,
+        redactor: Redactor | None = None,
     ) -> PreparedEvent:
-        """One draft → a prepared event (raises InvalidEvent on bad input)."""
+        """One draft → a prepared event (raises InvalidEvent on bad input).
+
+        ``redactor`` replaces the engine's (the session's, with its allow-lists).
+        """
         _validate(draft)
+        redactor = redactor or self.redactor
         found: set[str] = set()
         prepared = PreparedEvent(row={}, chosen_id=draft.event_id is not None)
         parts: list[dict[str, Any]] = []
@@ -110,7 +119,7 @@ class Preparer:
         for part in draft.parts:
             index = len(parts)
             if isinstance(part, TextPart):
-                clean = self.redactor.redact_text(part.text)
+                clean = redactor.redact_text(part.text)
                 found |= clean.entity_types
                 text = str(clean.value)
                 if (
@@ -127,7 +136,7 @@ class Preparer:
                     parts.append({"kind": "text", "text": text})
                     tokens += estimate_text_tokens(text)
             elif isinstance(part, JsonPart):
-                clean = self.redactor.redact_json(part.data)
+                clean = redactor.redact_json(part.data)
                 found |= clean.entity_types
                 encoded = jsonvalue.canonical_json(clean.value)
                 if len(encoded) > self.max_inline_bytes:
@@ -143,7 +152,7 @@ class Preparer:
                 parts.append(image.model_dump())
                 tokens += estimate_image_tokens(image.width, image.height)
 
-        payload = self.redactor.redact_json(draft.payload)
+        payload = redactor.redact_json(draft.payload)
         found |= payload.entity_types
         payload_value: dict[str, Any] = payload.value
         encoded_payload = jsonvalue.canonical_json(payload_value) if payload_value else b"{}"
@@ -160,7 +169,7 @@ class Preparer:
             tokens += estimate_text_tokens(encoded_payload.decode()) if payload_value else 0
 
         # By hand, not model_dump(mode="json"): the same dict at a tenth of the cost.
-        extra = self.redactor.redact_json(draft.meta.extra)
+        extra = redactor.redact_json(draft.meta.extra)
         found |= extra.entity_types
         meta = {
             "model": draft.meta.model,

@@ -83,8 +83,13 @@ class SessionService:
         ttl: timedelta | None = None,
         config: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
+        redactor: Redactor | None = None,
     ) -> SessionInfo:
-        """Create a session; ``ttl`` overrides the default time to live."""
+        """Create a session; ``ttl`` overrides the default time to live.
+
+        ``redactor`` (the session's own, with its allow-lists) cleans state, config and meta.
+        """
+        redactor = redactor or self.redactor
         _check_id("user_id", user_id)
         _check_id("agent_id", agent_id)
         session_id = session_id or new_id()
@@ -92,7 +97,7 @@ class SessionService:
         values = {}
         for name, value in (("state", state), ("config", config), ("meta", meta)):
             jsonvalue.check_json(value or {}, where=name)
-            values[name] = self.redactor.redact_json(value or {}).value
+            values[name] = redactor.redact_json(value or {}).value
         now = utcnow()
         lifetime = ttl if ttl is not None else self.session_ttl
         row = {
@@ -207,17 +212,19 @@ class SessionService:
         replace: bool,
         turn_id: str | None,
         author: str | None = None,
+        redactor: Redactor | None = None,
     ) -> tuple[dict[str, Any], int, Event]:
         """Compare-and-set the session state; records a ``state_delta`` event in the log."""
         jsonvalue.check_json(changes, where="state")
-        clean = self.redactor.redact_json(changes).value
+        redactor = redactor or self.redactor
+        clean = redactor.redact_json(changes).value
         draft = EventDraft(
             type=EventType.STATE_DELTA,
             author=author,
             parts=(JsonPart(data=clean),),
             payload={"replace": replace},
         )
-        prepared = self.preparer.prepare(user_id, session_id, draft, None)
+        prepared = self.preparer.prepare(user_id, session_id, draft, None, redactor)
         result = self.writer.write(
             user_id,
             session_id,
@@ -243,12 +250,17 @@ class SessionService:
         request_id: str | None,
         expected_last_seq: int | None = None,
         legacy: bool = False,
+        redactor: Redactor | None = None,
     ) -> list[Event]:
-        """Prepare and append drafts; outside a turn they form a turn of their own."""
+        """Prepare and append drafts; outside a turn they form a turn of their own.
+
+        ``redactor`` replaces the engine's (the session's, with its allow-lists).
+        """
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
         prepared = [
-            self.preparer.prepare(user_id, session_id, draft, request_id) for draft in drafts
+            self.preparer.prepare(user_id, session_id, draft, request_id, redactor)
+            for draft in drafts
         ]
         result = self.writer.write(
             user_id,

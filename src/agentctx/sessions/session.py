@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from agentctx.errors import InvalidInput, TurnError
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.ids import new_id
+from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
 from agentctx.sessions.recording import EventRecorder
 from agentctx.sessions.turns import Turn, current_turn
@@ -28,10 +29,23 @@ class Session(EventRecorder):
     :meth:`refresh` re-reads it. Writes go straight to the log.
     """
 
-    def __init__(self, engine: ContextEngine, info: SessionInfo) -> None:
+    def __init__(
+        self, engine: ContextEngine, info: SessionInfo, redactor: Redactor | None = None
+    ) -> None:
         self._engine = engine
         self._service = engine._service
         self._info = info
+        self._redactor_cache = redactor
+
+    @property
+    def redactor(self) -> Redactor:
+        """What this session's writes pass through: the engine's redactor plus the agent's
+        and the session's allow-lists (resolved once per handle)."""
+        if self._redactor_cache is None:
+            self._redactor_cache = self._engine.session_redactor(
+                self._info.agent_id, self._info.config
+            )
+        return self._redactor_cache
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
@@ -107,6 +121,7 @@ class Session(EventRecorder):
             turn_id=None,
             request_id=None,
             expected_last_seq=expected_last_seq,
+            redactor=self.redactor,
         )
         self._engine._after_turn(self.user_id, self.id)
         return events
@@ -121,6 +136,7 @@ class Session(EventRecorder):
             turn_id=turn.turn_id,
             request_id=turn.request_id,
             expected_last_seq=expected_last_seq,
+            redactor=self.redactor,
         )
 
     def _end_turn(self, turn: Turn, status: str) -> None:
@@ -143,7 +159,13 @@ class Session(EventRecorder):
     def import_legacy(self, *drafts: EventDraft) -> list[Event]:
         """Append events recorded before turns existed (no turn id; never compacted)."""
         return self._service.append(
-            self.user_id, self.id, drafts, turn_id=None, request_id=None, legacy=True
+            self.user_id,
+            self.id,
+            drafts,
+            turn_id=None,
+            request_id=None,
+            legacy=True,
+            redactor=self.redactor,
         )
 
     def update_state(
@@ -168,6 +190,7 @@ class Session(EventRecorder):
             expected_version=expected,
             replace=replace,
             turn_id=turn.turn_id if turn is not None else None,
+            redactor=self.redactor,
         )
         self._info = self._info.model_copy(
             update={

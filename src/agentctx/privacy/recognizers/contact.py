@@ -281,11 +281,12 @@ class PhoneRecognizer:
         nanp = _NANP.fullmatch(candidate)
         if nanp is not None:
             area = nanp.group("paren") or nanp.group("area")
-            # A one-digit country code needs "+" or a separator ("1-415-..."), and N11
-            # area codes are service numbers (411, 911).
-            if area[1:] != "11" and (
-                nanp.group("cc") is None or candidate[0] == "+" or nanp.group("cc")
-            ):
+            # N11 area codes are service numbers (411, 911): no one's number, and no
+            # other country's number either. A one-digit country code needs "+" or a
+            # separator ("1-415-...").
+            if area[1:] == "11":
+                return []
+            if nanp.group("cc") is None or candidate[0] == "+" or nanp.group("cc"):
                 if words and phone_context(text, start):
                     score = 0.95
                 else:

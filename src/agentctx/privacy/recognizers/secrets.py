@@ -6,7 +6,10 @@ Three kinds of evidence:
 * a password keyword in an assignment (``password=hunter2``, ``密码:123456``): the value
   is flagged whatever it looks like;
 * a key/token keyword near a high-entropy token (length >= 16, letters and digits mixed,
-  Shannon entropy >= 3 bits per character).
+  Shannon entropy >= 3 bits per character);
+* a value assigned to a key name (``API_KEY=...``, ``client_secret: ...``,
+  ``auth_token=...``): shorter values count here, as long as they are not placeholders
+  and vary (entropy >= 2.5 bits per character); token names also need letters and digits.
 """
 
 from __future__ import annotations
@@ -66,6 +69,33 @@ _ASSIGNMENT = re.compile(
     r"""[A-Za-z0-9_\-]*["']?[ \t]*(?:[:=\uff1a]|=>|是|为)[ \t]*"""
     r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s"',;\uff0c。\uff1b}{)\]]{1,200}))"""
 )
+# Key names whose assigned value is a secret: strong ones whatever the value looks like
+# (within reason), weak ones ("token", "auth") only for values mixing letters and digits.
+_STRONG_KEY_NAMES = (
+    "api_key",
+    "api-key",
+    "apikey",
+    "api key",
+    "access_key",
+    "access-key",
+    "secret_key",
+    "secret-key",
+    "private_key",
+    "client_secret",
+    "secret",
+    "密钥",
+    "秘钥",
+)
+_WEAK_KEY_NAMES = ("token", "access_token", "auth_token", "refresh_token", "令牌")
+_KEY_NAME = re.compile(
+    rf"(?:(?P<strong>{keyword_pattern(_STRONG_KEY_NAMES)})|{keyword_pattern(_WEAK_KEY_NAMES)})"
+)
+_KEY_NAME_GATE = KeywordGate(_STRONG_KEY_NAMES + _WEAK_KEY_NAMES)
+# Right after a key name (nothing more of the name): an assignment, the value.
+_KEY_ASSIGNMENT = re.compile(
+    r"""(?![A-Za-z0-9_\-])["']?[ \t]*(?:[:=\uff1a]|=>|是|为)[ \t]*"""
+    r"""(?:"([^"\n]{6,200})"|'([^'\n]{6,200})'|([^\s"',;\uff0c。\uff1b}{)\]]{6,200}))"""
+)
 # After a key/token keyword: a little filler, then a token.
 _NEAR_TOKEN = re.compile(
     r"[^\n]{0,30}?(?<![A-Za-z0-9_\-+/.=])([A-Za-z0-9_\-+/.=]{16,512})(?![A-Za-z0-9_\-+/.=])"
@@ -99,6 +129,12 @@ def _placeholder(value: str) -> bool:
     )
 
 
+def _assigned_secret(value: str, *, strong: bool) -> bool:
+    if _placeholder(value) or shannon_entropy(value) < 2.5:
+        return False
+    return strong or (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
+
+
 class SecretRecognizer:
     """API keys, tokens, private keys and passwords."""
 
@@ -130,6 +166,16 @@ class SecretRecognizer:
             group = next(g for g in (1, 2, 3) if a.group(g) is not None)
             if not (_placeholder(a.group(group)) or _ENV_REFERENCE.match(text, a.start(group))):
                 findings.append(self._finding(a.start(group), a.end(group), 0.9))
+        for m in _KEY_NAME_GATE.finditer(_KEY_NAME, text):
+            a = _KEY_ASSIGNMENT.match(text, m.end())
+            if a is None:
+                continue
+            group = next(g for g in (1, 2, 3) if a.group(g) is not None)
+            value = a.group(group)
+            if _assigned_secret(value, strong=m.group("strong") is not None) and not (
+                _ENV_REFERENCE.match(text, a.start(group))
+            ):
+                findings.append(self._finding(a.start(group), a.end(group), 0.85))
         for m in _SECRET_GATE.finditer(_SECRET_KEY, text):
             t = _NEAR_TOKEN.match(text, m.end())
             if t is not None and high_entropy(t.group(1)):

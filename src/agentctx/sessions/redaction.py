@@ -1,0 +1,68 @@
+"""The redactor one session writes through: the engine's, plus its allow-lists.
+
+An agent's own support address or hotline is not personal data of the user. Values
+listed in the agent's ``pii_allow_list`` (``AgentConfig``) and in the session's
+configuration (``config={"pii_allow_list": [...]}`` at creation) pass redaction
+unchanged, on top of the engine-wide ``redaction.allow_list``. Everything else about
+redaction (recognizers, operators, keys) stays engine-wide.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentctx.errors import ConfigError, InvalidInput
+from agentctx.privacy.redactor import AllowListRedactor, Redactor
+
+SESSION_ALLOW_LIST_KEY = "pii_allow_list"
+"""The key of a session's ``config`` that holds its allow-list."""
+
+_CACHE_SIZE = 256
+
+
+def session_allow_list(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The allow-list in a session's configuration; ``InvalidInput`` if it is malformed."""
+    values = config.get(SESSION_ALLOW_LIST_KEY, ())
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise InvalidInput(f"config[{SESSION_ALLOW_LIST_KEY!r}] must be a list of strings")
+    if not all(isinstance(v, str) and v for v in values):
+        raise InvalidInput(f"config[{SESSION_ALLOW_LIST_KEY!r}] must hold non-empty strings")
+    return tuple(values)
+
+
+class ScopedRedactors:
+    """Hands out the engine's redactor extended by allow-lists; equal lists share one redactor.
+
+    Extending is cheap (recognizers and operators are shared), and the last
+    ``_CACHE_SIZE`` distinct allow-lists are kept. Thread-safe.
+    """
+
+    def __init__(self, base: Redactor) -> None:
+        self.base = base
+        self._cache: OrderedDict[frozenset[str], Redactor] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def allowing(self, values: Iterable[str]) -> Redactor:
+        """The base redactor, also leaving ``values`` alone."""
+        key = frozenset(values)
+        if not key:
+            return self.base
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
+        if not isinstance(self.base, AllowListRedactor):
+            raise ConfigError(
+                f"{type(self.base).__name__} has no with_allow_list(): it cannot apply "
+                "per-agent or per-session allow-lists"
+            )
+        redactor = self.base.with_allow_list(sorted(key))
+        with self._lock:
+            self._cache[key] = redactor
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return redactor
