@@ -1,8 +1,8 @@
 """Retention and data control: deleting sessions and users, the sweep, blob collection.
 
-Deleting removes a session's events, turns, jobs and blob references in one
-transaction, then the blobs no other event references. The audit log is kept:
-it holds ids and outcomes, never content, and is what proves a deletion.
+Deleting removes a session's events, turns, jobs, blob references and retrieval
+index rows in one transaction, then the blobs no other event references. The audit
+log is kept: it holds ids and outcomes, never content, and is what proves a deletion.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from sqlalchemy import delete, select
 
 from agentctx.errors import SessionNotFound, TurnError
 from agentctx.events import utcnow
+from agentctx.retrieval.tables import purge_deleted
 from agentctx.sessions.audit import AuditRecord
 from agentctx.sessions.models import DeleteReport, SweepReport
 from agentctx.sessions.service import SessionService
@@ -23,14 +24,20 @@ from agentctx.storage import repository as repo
 from agentctx.storage.schema import audit, blob_refs, blobs, sessions, turns
 
 
-def _delete_report(conn: Any, user_id: str, session_ids: Sequence[str] | None) -> DeleteReport:
+def _delete_report(
+    conn: Any, user_id: str, session_ids: Sequence[str] | None, *, purge: bool = True
+) -> DeleteReport:
     counts = repo.delete_session_rows(conn, user_id, session_ids)
+    indexed = counts["search_sessions"]  # the rest of their index rows go by cascade
+    if indexed and purge:
+        purge_deleted(conn)  # and their terms leave the full-text index's pages now
     return DeleteReport(
         sessions=counts["sessions"],
         events=counts["events"],
         turns=counts["turns"],
         jobs=counts["jobs"],
         blob_refs=counts["blob_refs"],
+        extra={"search_sessions": indexed} if indexed else {},
     )
 
 
@@ -99,7 +106,10 @@ class Retention:
             with self.db.write() as conn:
                 # Re-check under the write lock: a write may have renewed it meanwhile.
                 if repo.session_expired(conn, user_id, session_id, now):
-                    report = report + _delete_report(conn, user_id, [session_id])
+                    report = report + _delete_report(conn, user_id, [session_id], purge=False)
+        if report.extra.get("search_sessions"):
+            with self.db.write() as conn:
+                purge_deleted(conn)  # once for all expired sessions
         abandoned = self._close_abandoned_turns(now - turn_timeout)
         report = report + self.collect_blobs()
         with self.db.write() as conn:

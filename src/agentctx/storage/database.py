@@ -98,6 +98,12 @@ class Database:
             self._configure_sqlite(synchronous, busy_timeout_ms)
 
     def _configure_sqlite(self, synchronous: str, busy_timeout_ms: int) -> None:
+        # sqlite-vec (the retrieval index's vectors), when installed: registered before the
+        # first connection opens, loaded into each. Imported here: retrieval imports storage.
+        from agentctx.retrieval import sqlitevec  # noqa: PLC0415
+
+        sqlitevec.prepare()
+
         @event.listens_for(self.engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             # Let SQLAlchemy's "begin" event below issue BEGIN, so we choose its mode.
@@ -108,6 +114,7 @@ class Database:
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.close()
+            sqlitevec.load(dbapi_connection)
 
         @event.listens_for(self.engine, "begin")
         def _on_begin(connection: Connection) -> None:

@@ -262,13 +262,14 @@ def select_events(
     limit: int | None = None,
     newest_first: bool = False,
     live_at: datetime | None = None,
+    seqs: Sequence[int] | None = None,
 ) -> list[Event]:
     """Events of one session in seq order (or newest first), filtered.
 
-    ``live_at``: return nothing unless the session is live (not expired) at that time,
-    checked in the same statement.
+    ``seqs``: only these seqs (e.g. retrieved events). ``live_at``: return nothing unless
+    the session is live (not expired) at that time, checked in the same statement.
     """
-    if turn_id is None and not types:
+    if turn_id is None and not types and seqs is None:
         # The common shapes (a seq range, the newest N) run as compiled statements.
         shape = (
             start_seq is not None,
@@ -306,6 +307,8 @@ def select_events(
         query = query.where(events.c.turn_id == turn_id)
     if types:
         query = query.where(events.c.type.in_(list(types)))
+    if seqs is not None:
+        query = query.where(events.c.seq.in_(sorted(set(seqs))))
     query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
     if limit is not None:
         query = query.limit(limit)

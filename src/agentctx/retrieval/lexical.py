@@ -1,0 +1,243 @@
+"""Lexical search: BM25 over the index terms of one session.
+
+Every term is stored prefixed with the session's number (``<sid>x<term>``), in
+FTS5 on SQLite and in a GIN-indexed ``tsvector`` on PostgreSQL. A query's terms
+carry the same prefix, so a lookup reads only that session's postings, however
+many other sessions share the index: the prefix partitions the inverted index.
+
+Ranking is BM25. SQLite uses FTS5's ``bm25()``. PostgreSQL has no BM25, so the
+score is computed in SQL from per-session document frequencies (``search_terms``)
+with term presence in place of term frequency: ``Σ idf(t) · (k1 + 1) /
+(1 + k1 · (1 - b + b · len / avglen))``.
+
+The cost of a lookup grows with the number of postings it reads, so query terms
+are taken rarest first within a postings budget; the commonest terms of a large
+session (which BM25 weighs least) are left out. When even the rarest term is over
+budget, only the most recent documents that fit it are searched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from agentctx.retrieval.tables import LEXICAL_TABLE
+from agentctx.storage.schema import search_docs, search_terms
+
+K1 = 1.2
+B = 0.75
+
+
+def prefixed(sid: int, term: str) -> str:
+    """A term as stored for session ``sid``."""
+    return f"{sid}x{term}"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One event's terms, ready to index."""
+
+    seq: int
+    terms: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    """A document matching a query, with its BM25 score (higher is better)."""
+
+    seq: int
+    doc_id: int
+    score: float
+
+
+def insert_documents(conn: Connection, sid: int, documents: Sequence[Document]) -> tuple[int, int]:
+    """Index ``documents`` (seq order, all new); returns (documents, distinct terms summed)."""
+    documents = [d for d in documents if d.terms]
+    if not documents:
+        return 0, 0
+    conn.execute(search_docs.insert(), [{"sid": sid, "seq": d.seq} for d in documents])
+    ids = dict(
+        conn.execute(
+            select(search_docs.c.seq, search_docs.c.doc_id).where(
+                search_docs.c.sid == sid,
+                search_docs.c.seq.between(documents[0].seq, documents[-1].seq),
+            )
+        ).all()
+    )
+    frequencies: dict[str, int] = {}
+    distinct_total = 0
+    postgres = conn.dialect.name == "postgresql"
+    rows: list[Any] = []
+    for document in documents:
+        distinct = list(dict.fromkeys(document.terms))
+        distinct_total += len(distinct)
+        for term in distinct:
+            frequencies[term] = frequencies.get(term, 0) + 1
+        if postgres:
+            rows.append({"d": ids[document.seq], "t": [prefixed(sid, t) for t in distinct]})
+        else:
+            rows.append((ids[document.seq], " ".join(prefixed(sid, t) for t in document.terms)))
+    if postgres:
+        conn.execute(
+            text(
+                f"INSERT INTO {LEXICAL_TABLE} (doc_id, terms) "
+                "VALUES (:d, array_to_tsvector(CAST(:t AS text[])))"
+            ),
+            rows,
+        )
+        conn.execute(
+            text(
+                "INSERT INTO search_terms (sid, term, df) "
+                "SELECT :sid, t, d "
+                "FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS bigint[])) AS u(t, d) "
+                "ON CONFLICT (sid, term) DO UPDATE SET df = search_terms.df + EXCLUDED.df"
+            ),
+            {"sid": sid, "terms": list(frequencies), "dfs": list(frequencies.values())},
+        )
+    else:
+        conn.exec_driver_sql(f"INSERT INTO {LEXICAL_TABLE} (rowid, terms) VALUES (?, ?)", rows)
+        upsert = sqlite_insert(search_terms)
+        conn.execute(
+            upsert.on_conflict_do_update(
+                index_elements=[search_terms.c.sid, search_terms.c.term],
+                set_={"df": search_terms.c.df + upsert.excluded.df},
+            ),
+            [{"sid": sid, "term": t, "df": n} for t, n in frequencies.items()],
+        )
+    return len(documents), distinct_total
+
+
+def document_frequencies(conn: Connection, sid: int, terms: Sequence[str]) -> dict[str, int]:
+    """How many of the session's documents hold each term (absent terms: not returned)."""
+    if not terms:
+        return {}
+    query = select(search_terms.c.term, search_terms.c.df).where(
+        search_terms.c.sid == sid, search_terms.c.term.in_(bindparam("terms", expanding=True))
+    )
+    return {term: int(df) for term, df in conn.execute(query, {"terms": list(terms)})}
+
+
+def choose_terms(frequencies: dict[str, int], max_postings: int) -> tuple[list[str], bool]:
+    """The query terms worth looking up, rarest first, within ``max_postings``.
+
+    Returns (terms, recent_only): ``recent_only`` when even the rarest term has more
+    postings than the budget, so only the newest documents can be scored.
+    """
+    ranked = sorted((df, term) for term, df in frequencies.items() if df > 0)
+    if not ranked:
+        return [], False
+    chosen: list[str] = []
+    total = 0
+    for df, term in ranked:
+        if chosen and total + df > max_postings:
+            break
+        chosen.append(term)
+        total += df
+    return chosen, total > max_postings
+
+
+def _fts_query(sid: int, terms: Sequence[str]) -> str:
+    return " OR ".join('"' + prefixed(sid, t).replace('"', '""') + '"' for t in terms)
+
+
+def _tsquery(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _sqlite_query(sid: int, terms: Sequence[str], bounds: str, params: dict[str, Any]) -> str:
+    params["q"] = _fts_query(sid, terms)
+    return (
+        f"SELECT f.rowid AS doc_id, -bm25({LEXICAL_TABLE}) AS score FROM {LEXICAL_TABLE} AS f "
+        f"WHERE {LEXICAL_TABLE} MATCH :q{bounds} "
+        "ORDER BY score DESC, f.rowid DESC LIMIT :limit"
+    )
+
+
+def _postgres_query(
+    sid: int,
+    terms: Sequence[str],
+    frequencies: dict[str, int],
+    *,
+    doc_count: int,
+    term_count: int,
+    bounds: str,
+    params: dict[str, Any],
+) -> str:
+    n = max(doc_count, 1)
+    weights = []
+    for i, term in enumerate(terms):
+        df = frequencies.get(term, 0)
+        params[f"t{i}"] = _tsquery(prefixed(sid, term))
+        params[f"w{i}"] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        weights.append(
+            f"(CASE WHEN f.terms @@ CAST(:t{i} AS tsquery) THEN CAST(:w{i} AS float8) ELSE 0 END)"
+        )
+    params["q"] = " | ".join(_tsquery(prefixed(sid, t)) for t in terms)
+    params["avg"] = max(term_count / n, 1.0)
+    return (
+        f"SELECT f.doc_id AS doc_id, ({' + '.join(weights)}) * {K1 + 1} / "
+        f"(1 + {K1} * (1 - {B} + {B} * length(f.terms) / CAST(:avg AS float8))) AS score "
+        f"FROM {LEXICAL_TABLE} AS f WHERE f.terms @@ CAST(:q AS tsquery)"
+        f"{bounds} ORDER BY score DESC, f.doc_id DESC LIMIT :limit"
+    )
+
+
+def search(
+    conn: Connection,
+    sid: int,
+    terms: Sequence[str],
+    frequencies: dict[str, int],
+    *,
+    doc_count: int,
+    term_count: int,
+    limit: int,
+    min_doc_id: int | None,
+    before_seq: int | None,
+) -> list[LexicalHit]:
+    """The best ``limit`` documents of session ``sid`` for ``terms``, best first.
+
+    Only documents from ``min_doc_id`` on and with seq below ``before_seq`` are
+    searched: documents of a session are numbered in seq order, so both are bounds on
+    the document id, which the full-text lookup applies as it reads. Scoring reads the
+    full-text table alone, since every matching row costs; seqs are joined to the
+    winners only.
+    """
+    if not terms:
+        return []
+    params: dict[str, Any] = {"limit": limit, "lo": min_doc_id, "sid": sid, "before": before_seq}
+    column = "f.rowid" if conn.dialect.name == "sqlite" else "f.doc_id"
+    bounds = ""
+    if min_doc_id is not None:
+        bounds += f" AND {column} >= :lo"
+    if before_seq is not None:
+        # Below the first document at or after before_seq (found on the (sid, seq) index).
+        bounds += (
+            f" AND {column} < COALESCE((SELECT b.doc_id FROM search_docs AS b "
+            "WHERE b.sid = :sid AND b.seq >= :before ORDER BY b.seq LIMIT 1), "
+            "9223372036854775807)"
+        )
+    if conn.dialect.name == "sqlite":
+        sql = _sqlite_query(sid, terms, bounds, params)
+    else:
+        sql = _postgres_query(
+            sid,
+            terms,
+            frequencies,
+            doc_count=doc_count,
+            term_count=term_count,
+            bounds=bounds,
+            params=params,
+        )
+    rows = conn.execute(
+        text(
+            f"SELECT d.seq, s.doc_id, s.score FROM ({sql}) AS s "
+            "JOIN search_docs AS d ON d.doc_id = s.doc_id ORDER BY s.score DESC, s.doc_id DESC"
+        ),
+        params,
+    ).all()
+    return [LexicalHit(int(seq), int(doc), float(score)) for seq, doc, score in rows]

@@ -1,0 +1,284 @@
+"""Keeping a session's index current: lexical documents first, then their vectors.
+
+A sync step reads and analyzes (and embeds) outside any transaction, then writes
+under the session's index row lock (the writer lock on SQLite, ``FOR UPDATE`` on
+PostgreSQL), keeping only what is still newer than the recorded progress. Two
+processes syncing one session therefore never duplicate or skip an event; at worst
+both embed the same batch once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, literal, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from agentctx.errors import ConfigError
+from agentctx.events import utcnow
+from agentctx.llm.embeddings import Embedder
+from agentctx.retrieval import dense as dense_index
+from agentctx.retrieval import lexical as lexical_index
+from agentctx.retrieval.terms import document_terms
+from agentctx.retrieval.text import MAX_EMBED_CHARS, stored_event_text
+from agentctx.storage.database import Database
+from agentctx.storage.schema import (
+    UTCDateTime,
+    events,
+    search_dense,
+    search_docs,
+    search_embedders,
+    search_sessions,
+    sessions,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What one sync added: events indexed lexically, and vectors stored."""
+
+    indexed: int = 0
+    embedded: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """Where a session's log ends and how far its index has got."""
+
+    last_seq: int
+    sid: int | None  # None: never indexed
+    indexed_seq: int
+    doc_count: int
+    term_count: int
+    embedded_seq: int
+    vector_count: int
+
+
+def _insert(conn: Connection, table: Any) -> Any:
+    return (pg_insert if conn.dialect.name == "postgresql" else sqlite_insert)(table)
+
+
+def read_state(
+    conn: Connection, user_id: str, session_id: str, embedder_id: int | None
+) -> IndexState | None:
+    """The session's index state in one query; None when the session does not exist."""
+    ss, sd = search_sessions, search_dense
+    joined = sessions.outerjoin(
+        ss, and_(ss.c.user_id == sessions.c.user_id, ss.c.session_id == sessions.c.session_id)
+    ).outerjoin(sd, and_(sd.c.sid == ss.c.sid, sd.c.embedder_id == (embedder_id or -1)))
+    row = conn.execute(
+        select(
+            sessions.c.last_seq,
+            ss.c.sid,
+            ss.c.indexed_seq,
+            ss.c.doc_count,
+            ss.c.term_count,
+            sd.c.embedded_seq,
+            sd.c.vector_count,
+        )
+        .select_from(joined)
+        .where(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
+    ).first()
+    if row is None:
+        return None
+    return IndexState(
+        last_seq=int(row[0]),
+        sid=None if row[1] is None else int(row[1]),
+        indexed_seq=int(row[2] or 0),
+        doc_count=int(row[3] or 0),
+        term_count=int(row[4] or 0),
+        embedded_seq=int(row[5] or 0),
+        vector_count=int(row[6] or 0),
+    )
+
+
+def register_embedder(conn: Connection, name: str, dimensions: int) -> int:
+    """The id vectors of ``name`` are stored under (registered on first use)."""
+    conn.execute(
+        _insert(conn, search_embedders)
+        .values(name=name, dimensions=dimensions, created_at=utcnow())
+        .on_conflict_do_nothing()
+    )
+    embedder_id, stored = conn.execute(
+        select(search_embedders.c.embedder_id, search_embedders.c.dimensions).where(
+            search_embedders.c.name == name
+        )
+    ).one()
+    if stored != dimensions:
+        raise ConfigError(
+            f"embedder {name!r} gives {dimensions} dimensions but its stored vectors have "
+            f"{stored}; give the model a new name"
+        )
+    return int(embedder_id)
+
+
+def _lock_session(conn: Connection, user_id: str, session_id: str) -> Any:
+    """The session's index row, locked (created first if missing); None if no session."""
+    ss = search_sessions
+    query = (
+        select(ss.c.sid, ss.c.indexed_seq)
+        .where(ss.c.user_id == user_id, ss.c.session_id == session_id)
+        .with_for_update()
+    )
+    row = conn.execute(query).first()
+    if row is not None:
+        return row
+    source = select(
+        sessions.c.user_id,
+        sessions.c.session_id,
+        literal(0),
+        literal(0),
+        literal(0),
+        literal(utcnow(), UTCDateTime()),
+    ).where(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
+    columns = ["user_id", "session_id", "indexed_seq", "doc_count", "term_count", "updated_at"]
+    conn.execute(_insert(conn, ss).from_select(columns, source).on_conflict_do_nothing())
+    return conn.execute(query).first()
+
+
+def _lock_dense(conn: Connection, sid: int, embedder_id: int) -> int | None:
+    """The session's dense progress for an embedder, locked; None if the session went."""
+    sd = search_dense
+    query = (
+        select(sd.c.embedded_seq)
+        .where(sd.c.sid == sid, sd.c.embedder_id == embedder_id)
+        .with_for_update()
+    )
+    found = conn.execute(query).scalar()
+    if found is not None:
+        return int(found)
+    source = select(
+        search_sessions.c.sid,
+        literal(embedder_id),
+        literal(0),
+        literal(0),
+        literal(utcnow(), UTCDateTime()),
+    ).where(search_sessions.c.sid == sid)
+    columns = ["sid", "embedder_id", "embedded_seq", "vector_count", "updated_at"]
+    conn.execute(_insert(conn, sd).from_select(columns, source).on_conflict_do_nothing())
+    found = conn.execute(query).scalar()
+    return None if found is None else int(found)
+
+
+def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, batch: int) -> int:
+    """Index the session's events after seq ``after``; returns how many were new."""
+    added = 0
+    while True:
+        with db.read() as conn:
+            rows = conn.execute(
+                select(events.c.seq, events.c.parts, events.c.payload, events.c.meta)
+                .where(
+                    events.c.user_id == user_id,
+                    events.c.session_id == session_id,
+                    events.c.seq > after,
+                )
+                .order_by(events.c.seq)
+                .limit(batch)
+            ).all()
+        if not rows:
+            return added
+        documents = [
+            lexical_index.Document(int(seq), document_terms(stored_event_text(part, load, meta)))
+            for seq, part, load, meta in rows
+        ]
+        last = int(rows[-1][0])
+        with db.write() as conn:
+            head = _lock_session(conn, user_id, session_id)
+            if head is None:  # deleted meanwhile
+                return added
+            sid, done = int(head[0]), int(head[1])
+            if last > done:
+                fresh = [d for d in documents if d.seq > done]
+                docs, terms = lexical_index.insert_documents(conn, sid, fresh)
+                ss = search_sessions
+                conn.execute(
+                    update(ss)
+                    .where(ss.c.sid == sid)
+                    .values(
+                        indexed_seq=last,
+                        doc_count=ss.c.doc_count + docs,
+                        term_count=ss.c.term_count + terms,
+                        updated_at=utcnow(),
+                    )
+                )
+                added += len(fresh)
+            after = max(last, done)
+        if len(rows) < batch:
+            return added
+
+
+def sync_dense(
+    db: Database,
+    embedder: Embedder,
+    user_id: str,
+    session_id: str,
+    *,
+    embedder_id: int,
+    batch: int,
+    limit: int | None,
+) -> int:
+    """Embed the session's indexed documents that have no vector yet (at most ``limit``)."""
+    added = 0
+    while limit is None or added < limit:
+        take = batch if limit is None else min(batch, limit - added)
+        with db.read() as conn:
+            state = read_state(conn, user_id, session_id, embedder_id)
+            if state is None or state.sid is None or state.embedded_seq >= state.indexed_seq:
+                return added
+            sid = state.sid
+            rows = conn.execute(
+                select(
+                    search_docs.c.doc_id,
+                    search_docs.c.seq,
+                    events.c.parts,
+                    events.c.payload,
+                    events.c.meta,
+                )
+                .join(
+                    events,
+                    and_(
+                        events.c.user_id == user_id,
+                        events.c.session_id == session_id,
+                        events.c.seq == search_docs.c.seq,
+                    ),
+                )
+                .where(
+                    search_docs.c.sid == sid,
+                    search_docs.c.seq > state.embedded_seq,
+                    search_docs.c.seq <= state.indexed_seq,
+                )
+                .order_by(search_docs.c.seq)
+                .limit(take)
+            ).all()
+        texts = [stored_event_text(p, pl, m)[:MAX_EMBED_CHARS] for _, _, p, pl, m in rows]
+        vectors = embedder.embed(texts) if texts else []
+        # Read in the same snapshot as indexed_seq: a short batch covers every document.
+        covered = int(rows[-1][1]) if len(rows) == take else state.indexed_seq
+        with db.write() as conn:
+            done = _lock_dense(conn, sid, embedder_id)
+            if done is None:  # deleted meanwhile
+                return added
+            if covered > done:
+                # A zero vector (nothing the model could read) is near nothing: not stored.
+                fresh = [
+                    (int(row[0]), int(row[1]), vector)
+                    for row, vector in zip(rows, vectors, strict=True)
+                    if int(row[1]) > done and any(vector)
+                ]
+                dense_index.insert_vectors(conn, embedder_id, sid, fresh)
+                sd = search_dense
+                conn.execute(
+                    update(sd)
+                    .where(sd.c.sid == sid, sd.c.embedder_id == embedder_id)
+                    .values(
+                        embedded_seq=covered,
+                        vector_count=sd.c.vector_count + len(fresh),
+                        updated_at=utcnow(),
+                    )
+                )
+                added += len(fresh)
+        if len(rows) < take:
+            return added
+    return added

@@ -1,0 +1,126 @@
+"""The local embedder: the packaged all-MiniLM-L6-v2 on the CPU, with no network."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from agentctx import ConfigError, ContextEngine
+from agentctx.llm import LocalEmbedder
+from agentctx.llm.local import _extract, packaged_model_path
+from agentctx.retrieval import SearchIndex
+
+pytestmark = pytest.mark.slow  # loads torch and the model (once per test process)
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def embedder(models_dir: Path) -> LocalEmbedder:
+    return LocalEmbedder(models_dir=models_dir)
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_neighbours_are_semantic(embedder: LocalEmbedder) -> None:
+    puppy, dog, tax, blank = embedder.embed(["puppy", "dog", "tax return", "  "])
+    assert embedder.dimensions == len(puppy) == 384
+    assert math.isclose(cosine(puppy, puppy), 1.0, rel_tol=1e-5)
+    assert cosine(puppy, dog) > 0.6
+    assert cosine(puppy, tax) < 0.3
+    assert blank == [0.0] * 384
+    flight, plane, soup = embedder.embed(
+        ["I booked a flight to Berlin", "my plane ticket to Germany", "a recipe for tomato soup"]
+    )
+    assert cosine(flight, plane) > cosine(flight, soup) + 0.3
+
+
+def test_the_index_finds_meaning_without_shared_words(
+    engine: ContextEngine, embedder: LocalEmbedder
+) -> None:
+    index = SearchIndex(engine.db, embedder)
+    session = engine.create_session(user_id="u1")
+    for text in (
+        "My puppy chewed the sofa again",
+        "I still need to file the quarterly tax return",
+        "The train to Lyon leaves at noon",
+    ):
+        session.add_message("user", text)
+    hits = index.search("u1", session.id, "young dog", limit=3)
+    assert hits[0].seq == 1 and hits[0].lexical_rank is None and hits[0].dense_rank == 1
+    assert index.search("u1", session.id, "rail journey", limit=1)[0].seq == 3
+
+
+def test_the_packaged_model_is_unpacked_once_atomically(tmp_path: Path) -> None:
+    target_dir = tmp_path / "models"
+    paths: list[Path] = []
+    errors: list[BaseException] = []
+
+    def unpack() -> None:
+        try:
+            paths.append(packaged_model_path(target_dir))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=unpack) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(set(paths)) == 1
+    model = paths[0]
+    assert (model / "model.safetensors").stat().st_size > 80_000_000
+    assert (model / "1_Pooling" / "config.json").is_file()
+    assert [p.name for p in target_dir.iterdir()] == [model.name]  # no staging left behind
+
+
+def test_an_archive_escaping_its_folder_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("../outside.txt", "no")
+    with pytest.raises(ConfigError):
+        _extract(archive, tmp_path / "models" / "m")
+    assert not (tmp_path / "models" / "outside.txt").exists()
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_embedding_never_touches_the_network(models_dir: Path, embedder: LocalEmbedder) -> None:
+    embedder.model_path  # noqa: B018 - unpacked by the fixture's embedder; reused below
+    script = textwrap.dedent(
+        """
+        import os, socket, sys
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            os.environ.pop(name, None)
+        attempts = []
+        def deny(*args, **kwargs):
+            attempts.append(args)
+            raise OSError("network access attempted")
+        socket.socket.connect = deny
+        socket.create_connection = deny
+        socket.getaddrinfo = deny
+        from agentctx.llm import LocalEmbedder
+        vector = LocalEmbedder(models_dir=sys.argv[1]).embed(["hello there"])[0]
+        print(len(vector), len(attempts))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(models_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["384", "0"]

@@ -1,0 +1,138 @@
+"""Deleting a session, a user's data, or expired sessions leaves nothing in the index."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import Connection, text, update
+
+from agentctx import ContextEngine, Session
+from agentctx.llm import HashingEmbedder
+from agentctx.retrieval import SearchIndex
+from agentctx.storage.schema import sessions
+
+SECRET_WORD = "zorblatfunkel"  # a term that exists in one session only
+
+INDEX_TABLES = (
+    "search_sessions",
+    "search_docs",
+    "search_terms",
+    "search_dense",
+    "search_codes",
+    "search_fts",
+    "search_vec_1",
+)
+
+
+def indexed_session(engine: ContextEngine, index: SearchIndex, user_id: str, word: str) -> Session:
+    session = engine.create_session(user_id=user_id)
+    with session.turn() as turn:
+        turn.add_message("user", f"my codename is {word} and I like trains")
+        call = turn.add_tool_call("lookup", {"query": f"{word} trains"})
+        turn.add_tool_result(call.call_id, content=f"{word}: 3 trains found")
+    index.sync(user_id, session.id)
+    return session
+
+
+def counts(conn: Connection) -> dict[str, int]:
+    return {
+        t: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar() or 0) for t in INDEX_TABLES
+    }
+
+
+def derived_bytes(conn: Connection) -> bytes:
+    """Every stored byte of the full-text and vector tables, shadow tables included."""
+    if conn.dialect.name == "sqlite":
+        names = [
+            row[0]
+            for row in conn.execute(
+                text(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND (name LIKE 'search_fts%' OR name LIKE 'search_vec%' "
+                    "OR name IN ('search_terms', 'search_codes'))"
+                )
+            )
+        ]
+    else:
+        names = ["search_fts", "search_vec_1", "search_terms", "search_codes"]
+    chunks = []
+    for name in names:
+        for row in conn.execute(text(f'SELECT * FROM "{name}"')):
+            for value in row:
+                chunks.append(value if isinstance(value, bytes) else str(value).encode())
+    return b"".join(chunks)
+
+
+def session_rows(conn: Connection, user_id: str, session_id: str) -> int:
+    sid = conn.execute(
+        text("SELECT sid FROM search_sessions WHERE user_id = :u AND session_id = :s"),
+        {"u": user_id, "s": session_id},
+    ).scalar()
+    return 0 if sid is None else 1
+
+
+def test_deleting_a_session_deletes_its_index_rows_everywhere(engine: ContextEngine) -> None:
+    index = SearchIndex(engine.db, HashingEmbedder())
+    doomed = indexed_session(engine, index, "u1", SECRET_WORD)
+    kept = indexed_session(engine, index, "u1", "plainword")
+    with engine.db.read() as conn:
+        before = counts(conn)
+        assert SECRET_WORD.encode() in derived_bytes(conn)
+    assert all(before[t] > 0 for t in INDEX_TABLES)
+
+    report = engine.delete_session(doomed.id, user_id="u1")
+    assert report.extra == {"search_sessions": 1}
+
+    with engine.db.read() as conn:
+        after = counts(conn)
+        assert after["search_sessions"] == 1
+        for table in ("search_docs", "search_fts", "search_vec_1", "search_codes"):
+            assert after[table] == before[table] // 2, table
+        assert after["search_dense"] == 1
+        assert SECRET_WORD.encode() not in derived_bytes(conn)
+    assert index.search("u1", doomed.id, SECRET_WORD) == []
+    assert [h.seq for h in index.search("u1", kept.id, "plainword trains")]
+
+
+def test_deleting_user_data_empties_the_index_of_that_user(engine: ContextEngine) -> None:
+    index = SearchIndex(engine.db, HashingEmbedder())
+    indexed_session(engine, index, "u1", SECRET_WORD)
+    indexed_session(engine, index, "u1", SECRET_WORD + "x")
+    other = indexed_session(engine, index, "u2", "plainword")
+    with engine.db.read() as conn:
+        before = counts(conn)
+
+    engine.delete_user_data("u1")
+
+    with engine.db.read() as conn:
+        after = counts(conn)
+        assert after["search_sessions"] == 1 and after["search_dense"] == 1
+        for table in ("search_docs", "search_fts", "search_vec_1", "search_codes"):
+            assert after[table] == before[table] // 3, table
+        assert SECRET_WORD.encode() not in derived_bytes(conn)
+        assert session_rows(conn, "u2", other.id) == 1
+
+
+def test_the_sweep_removes_expired_sessions_from_the_index(engine: ContextEngine) -> None:
+    index = SearchIndex(engine.db, HashingEmbedder())
+    kept = indexed_session(engine, index, "u1", "plainword")
+    doomed = engine.create_session(user_id="u1", ttl=timedelta(hours=1))
+    doomed.add_message("user", f"{SECRET_WORD} expires soon")
+    index.sync("u1", doomed.id)
+    with engine.db.read() as conn:
+        assert SECRET_WORD.encode() in derived_bytes(conn)
+    with engine.db.write() as conn:  # an hour passes for this session only
+        conn.execute(
+            update(sessions)
+            .where(sessions.c.session_id == doomed.id)
+            .values(expires_at=sessions.c.created_at)
+        )
+
+    report = engine.sweep()
+
+    assert report.expired_sessions == 1
+    with engine.db.read() as conn:
+        assert session_rows(conn, "u1", doomed.id) == 0
+        assert session_rows(conn, "u1", kept.id) == 1
+        assert SECRET_WORD.encode() not in derived_bytes(conn)
+        assert counts(conn)["search_docs"] == 3

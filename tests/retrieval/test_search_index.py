@@ -1,0 +1,317 @@
+"""The search index on SQLite and PostgreSQL: ranking, isolation, sync, jobs, neighbours."""
+
+# ruff: noqa: RUF001 - Chinese text uses full-width punctuation on purpose
+
+from __future__ import annotations
+
+import threading
+import warnings
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import event, func, select
+
+from agentctx import ContextEngine, InvalidInput, Session
+from agentctx.llm import HashingEmbedder
+from agentctx.retrieval import RetrievalConfig, SearchIndex, SyncReport, fuse
+from agentctx.storage.schema import (
+    include_name,
+    metadata,
+    search_codes,
+    search_dense,
+    search_docs,
+    search_sessions,
+)
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+
+CONVERSATION = [
+    ("user", "Please book a flight to Tokyo for next Tuesday"),
+    ("assistant", "Booked JAL 123 to Tokyo, departing 09:40 from Heathrow"),
+    ("user", "我想预订去北京的机票，最好是周五上午"),
+    ("assistant", "好的，已经为你预订了周五上午去北京的航班 CA 938"),
+    ("user", "What is the weather forecast for Paris this weekend?"),
+    ("assistant", "Paris will be rainy on Saturday and sunny on Sunday"),
+    ("user", "Remind me to renew my passport before the trip"),
+    ("assistant", "Reminder set: renew passport by the end of April"),
+]
+
+
+def fill(session: Session, pairs: list[tuple[str, str]] = CONVERSATION) -> None:
+    """One turn per (user, assistant) pair, an hour apart."""
+    for i in range(0, len(pairs), 2):
+        with session.turn() as turn:
+            for offset, (role, text) in enumerate(pairs[i : i + 2]):
+                turn.add_message(role, text, ts=T0 + timedelta(hours=i, minutes=offset))
+
+
+@pytest.fixture
+def index(engine: ContextEngine) -> SearchIndex:
+    return SearchIndex(engine.db, HashingEmbedder())
+
+
+def seqs(hits: list[Any]) -> list[int]:
+    return [hit.seq for hit in hits]
+
+
+def test_english_and_chinese_queries_find_their_events_with_dates(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    assert index.dense_enabled  # sqlite-vec / pgvector are present in the test environment
+
+    hits = index.search("u1", session.id, "when is my flight to Tokyo?", limit=3)
+    assert set(seqs(hits)[:2]) == {1, 2}
+    top = hits[0]
+    assert top.ts == T0 + timedelta(minutes=top.seq - 1)  # the date comes with the hit
+    assert top.type in ("user_input", "agent_response")
+    assert top.turn_id is not None and top.event_id
+    assert top.lexical_rank == 1 and top.dense_rank is not None
+
+    chinese = index.search("u1", session.id, "北京的航班", limit=2)
+    assert set(seqs(chinese)) == {3, 4}
+    assert seqs(index.search("u1", session.id, "机票", limit=1)) == [3]
+
+    passport = index.search("u1", session.id, "passports renewal", limit=2)
+    assert set(seqs(passport)) == {7, 8}
+
+
+def test_lexical_and_dense_rankings_can_be_used_alone(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    lexical = index.search("u1", session.id, "rainy Paris", dense=False)
+    assert seqs(lexical)[0] == 6 and all(h.dense_rank is None for h in lexical)
+    dense = index.search("u1", session.id, "rainy Paris", lexical=False)
+    assert seqs(dense)[0] == 6 and all(h.lexical_rank is None for h in dense)
+    assert index.search("u1", session.id, "the and of", dense=False) == []  # stopwords only
+    with pytest.raises(InvalidInput):
+        index.search("u1", session.id, "paris", limit=0)
+
+
+def test_exclude_from_seq_leaves_out_the_recent_window(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    fill(session, [("user", "Another Tokyo question"), ("assistant", "Tokyo again")])
+    everything = seqs(index.search("u1", session.id, "Tokyo"))
+    assert {9, 10} <= set(everything)
+    older = seqs(index.search("u1", session.id, "Tokyo", exclude_from_seq=9))
+    assert older and max(older) < 9 and {1, 2} <= set(older)
+
+
+def test_other_sessions_and_users_never_appear(engine: ContextEngine, index: SearchIndex) -> None:
+    mine = engine.create_session(user_id="u1")
+    fill(mine)
+    other = engine.create_session(user_id="u1")
+    fill(other, [("user", "Tokyo Tokyo Tokyo flight"), ("assistant", "flight to Tokyo booked")])
+    theirs = engine.create_session(user_id="u2", session_id=mine.id + "-x")
+    fill(theirs, [("user", "Tokyo flight for u2"), ("assistant", "Tokyo, u2")])
+    stranger = engine.create_session(user_id="u2", session_id=mine.id)  # same id, other user
+    fill(stranger, [("user", "Tokyo from the same session id"), ("assistant", "Tokyo")])
+
+    hits = index.search("u1", mine.id, "Tokyo flight")
+    assert hits and {h.event_id for h in hits} <= {e.event_id for e in mine.events()}
+    assert set(seqs(index.search("u1", other.id, "Tokyo"))) == {1, 2}
+    # Another user's view of the same session id holds only their own events.
+    assert {h.event_id for h in index.search("u2", mine.id, "Tokyo")} == {
+        e.event_id for e in stranger.events()
+    }
+    assert index.search("nobody", mine.id, "Tokyo") == []
+    assert index.search("u1", "no-such-session", "Tokyo") == []
+
+
+def test_sync_is_incremental_idempotent_and_cheap_when_nothing_is_new(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    with session.turn() as turn:
+        turn.add_message("user", "")  # no searchable text: counted, never a document
+        turn.add_message("user", "...")
+    assert index.sync("u1", session.id) == SyncReport(indexed=10, embedded=8)
+    assert index.sync("u1", session.id) == SyncReport()
+
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(args[2])
+
+    event.listen(engine.db.engine, "before_cursor_execute", count)
+    try:
+        assert index.sync("u1", session.id) == SyncReport()
+    finally:
+        event.remove(engine.db.engine, "before_cursor_execute", count)
+    queries = [sql for sql in statements if not sql.startswith("BEGIN")]
+    assert len(queries) == 1 and queries[0].startswith("SELECT")  # one read, nothing written
+
+    fill(session, [("user", "a new question about Lisbon"), ("assistant", "Lisbon answer")])
+    assert index.sync("u1", session.id) == SyncReport(indexed=2, embedded=2)
+    with engine.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(search_docs)).scalar() == 10
+        assert conn.execute(select(search_sessions.c.indexed_seq)).scalar() == 12
+
+
+def test_search_syncs_first_so_results_are_never_stale(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    assert seqs(index.search("u1", session.id, "Tokyo", limit=2))
+    session.add_message("user", "Zanzibar holiday ideas")
+    assert seqs(index.search("u1", session.id, "Zanzibar", limit=1)) == [9]
+
+
+def test_search_embeds_at_most_the_inline_limit_and_the_job_does_the_rest(
+    engine: ContextEngine,
+) -> None:
+    index = SearchIndex(
+        engine.db, HashingEmbedder(), config=RetrievalConfig(inline_embed_limit=3, sync_batch=2)
+    )
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    index.search("u1", session.id, "Tokyo")
+    with engine.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(search_docs)).scalar() == 8
+        assert conn.execute(select(search_dense.c.vector_count)).scalar() == 3
+    assert index.sync("u1", session.id) == SyncReport(indexed=0, embedded=5)
+
+
+def test_turn_end_job_keeps_the_index_current(engine: ContextEngine, index: SearchIndex) -> None:
+    engine.on_turn_end("search_index", index.on_turn_end)
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    # The jobs ran at each turn's end: a search that does not sync still finds everything.
+    assert seqs(index.search("u1", session.id, "passport", limit=1, sync=False))[0] in (7, 8)
+    assert index.sync("u1", session.id) == SyncReport()
+
+
+def test_concurrent_syncs_neither_duplicate_nor_lose_events(
+    db_url: str, home: Path, engine: ContextEngine
+) -> None:
+    session = engine.create_session(user_id="u1")
+    for i in range(6):
+        fill(session, [("user", f"question {i} about topic{i}"), ("assistant", f"answer {i}")])
+    # Two engines: separate connection pools and writer locks, as two processes have.
+    with ContextEngine(url=db_url, home=home) as second:
+        indexes = [
+            SearchIndex(db, HashingEmbedder(), config=RetrievalConfig(sync_batch=3))
+            for db in (engine.db, second.db)
+        ]
+        barrier = threading.Barrier(2)
+        reports: list[SyncReport] = []
+        errors: list[BaseException] = []
+
+        def run(index: SearchIndex) -> None:
+            try:
+                barrier.wait()
+                reports.append(index.sync("u1", session.id))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(ix,)) for ix in indexes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors
+    assert sum(r.indexed for r in reports) == 12 and sum(r.embedded for r in reports) == 12
+    with engine.db.read() as conn:
+        docs = conn.execute(select(search_docs.c.seq).order_by(search_docs.c.seq)).scalars()
+        assert list(docs) == list(range(1, 13))
+        codes = conn.execute(select(search_codes.c.seq).order_by(search_codes.c.seq)).scalars()
+        assert list(codes) == list(range(1, 13))
+        assert conn.execute(select(search_dense.c.vector_count)).scalar() == 12
+
+
+def test_large_sessions_rank_through_sign_codes_like_the_exact_search(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session(user_id="u1")
+    topics = ["tokyo flight", "paris weather", "passport renewal", "tax return", "dog walking"]
+    pairs = [("user", f"note {i}: {topics[i % 5]} item{i}") for i in range(60)]
+    with session.turn() as turn:
+        for role, text in pairs:
+            turn.add_message(role, text)
+    exact = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(code_cache_vectors=0))
+    coded = SearchIndex(
+        engine.db,
+        HashingEmbedder(),
+        config=RetrievalConfig(exact_vector_limit=0, rescore_candidates=40),
+    )
+    query = "passport renewal"
+    by_exact = exact.search("u1", session.id, query, lexical=False, limit=12)
+    by_codes = coded.search("u1", session.id, query, lexical=False, limit=12)
+    assert {h.seq for h in by_exact} == {h.seq for h in by_codes} == {3 + 5 * k for k in range(12)}
+    limited = coded.search("u1", session.id, query, lexical=False, exclude_from_seq=20)
+    assert {h.seq for h in limited} == {3, 8, 13, 18}
+
+
+def test_neighbours_stay_inside_the_turn(engine: ContextEngine, index: SearchIndex) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    assert index.neighbours("u1", session.id, [3]) == [4]  # seq 2 is the previous turn
+    assert index.neighbours("u1", session.id, [3], same_turn=False) == [2, 4]
+    assert index.neighbours("u1", session.id, [3, 4], radius=2, same_turn=False) == [1, 2, 5, 6]
+    assert index.neighbours("u2", session.id, [3]) == []
+
+
+def test_fusion_rewards_agreement_and_respects_weights() -> None:
+    fused = fuse([([1, 2, 3], 1.0), ([2, 4, 1], 1.0)], k=60)
+    assert [seq for seq, _, _ in fused] == [2, 1, 4, 3]
+    assert fused[0][2] == [2, 1] and fused[3][2] == [3, None]
+    assert fuse([([1], 0.0), ([2], 1.0)], k=60)[0][0] == 2
+
+
+def test_retriever_protocol_of_the_context_builder(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    from agentctx.context.sources import Retriever
+
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    assert isinstance(index, Retriever)
+    hits = index.retrieve("u1", session.id, "Paris weather", limit=2, before_seq=6)
+    assert hits[0].seq == 5 and all(h.seq < 6 for h in hits) and hits[0].score > 0
+
+
+def test_index_tables_are_the_migrated_schema_plus_derived_tables(
+    engine: ContextEngine, index: SearchIndex
+) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(session)
+    index.sync("u1", session.id)
+    with engine.db.engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"include_name": include_name})
+        assert compare_metadata(context, metadata) == []
+        unfiltered = MigrationContext.configure(conn)
+        with warnings.catch_warnings():  # SQLAlchemy does not know pgvector's type
+            warnings.simplefilter("ignore")
+            derived = {diff[1].name for diff in compare_metadata(unfiltered, metadata)}
+    assert {"search_fts", "search_vec_1"} <= derived
+    assert all(name.startswith(("search_fts", "search_vec_")) for name in derived)
+
+
+def test_terms_over_the_postings_budget_give_way_to_rarer_ones_or_recent_documents(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session(user_id="u1")
+    with session.turn() as turn:
+        for i in range(300):
+            rare = " zanzibar" if i in (10, 20) else ""
+            turn.add_message("user", f"common word number {i}{rare}")
+    index = SearchIndex(engine.db, None, config=RetrievalConfig(max_postings=100))
+    # "common" (300 postings) is dropped in favour of the rare term.
+    assert {h.seq for h in index.search("u1", session.id, "common zanzibar")} == {11, 21}
+    # Alone, it is looked up among the newest documents only (about 100 of them).
+    recent = seqs(index.search("u1", session.id, "common", limit=300))
+    assert recent and min(recent) >= 190 and max(recent) == 300
+    older = seqs(index.search("u1", session.id, "common", limit=300, exclude_from_seq=101))
+    assert older and min(older) >= 1 and max(older) == 100
