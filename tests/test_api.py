@@ -16,6 +16,7 @@ from agentctx.storage.database import Database
 from agentctx.storage.schema import metadata
 
 PUBLIC_API = [
+    "ActiveTask",
     "AgentConfig",
     "AgentCtxError",
     "AsyncContextEngine",
@@ -27,13 +28,18 @@ PUBLIC_API = [
     "BlobTooLarge",
     "ConfigError",
     "Conflict",
+    "ContextConfig",
     "ContextEngine",
+    "ContextReport",
+    "ContextWindow",
     "DeleteReport",
+    "EstimateCounter",
     "Event",
     "EventDraft",
     "EventMeta",
     "EventType",
     "FileBlobStore",
+    "HFTokenizerCounter",
     "IdempotencyConflict",
     "ImageData",
     "ImagePart",
@@ -60,12 +66,18 @@ PUBLIC_API = [
     "StorageError",
     "SweepReport",
     "TextPart",
+    "TiktokenCounter",
+    "TokenCounter",
     "Turn",
     "TurnError",
     "TurnInfo",
     "TurnNotFound",
     "VerifyReport",
     "__version__",
+    "counter_from_spec",
+    "image_tokens",
+    "message_tokens",
+    "messages_tokens",
 ]
 
 

@@ -8,6 +8,7 @@ window for each model call. See ``ContextEngine`` to start.
 from agentctx.agents import AgentConfig
 from agentctx.aio import AsyncContextEngine, AsyncSession, AsyncTurn
 from agentctx.config import Settings
+from agentctx.context import ActiveTask, ContextConfig, ContextReport, ContextWindow
 from agentctx.engine import ContextEngine
 from agentctx.errors import (
     AgentCtxError,
@@ -55,10 +56,21 @@ from agentctx.sessions import (
     VerifyReport,
 )
 from agentctx.storage.blobs import BlobStore, FileBlobStore
+from agentctx.tokens import (
+    EstimateCounter,
+    HFTokenizerCounter,
+    TiktokenCounter,
+    TokenCounter,
+    counter_from_spec,
+    image_tokens,
+    message_tokens,
+    messages_tokens,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActiveTask",
     "AgentConfig",
     "AgentCtxError",
     "AsyncContextEngine",
@@ -70,13 +82,18 @@ __all__ = [
     "BlobTooLarge",
     "ConfigError",
     "Conflict",
+    "ContextConfig",
     "ContextEngine",
+    "ContextReport",
+    "ContextWindow",
     "DeleteReport",
+    "EstimateCounter",
     "Event",
     "EventDraft",
     "EventMeta",
     "EventType",
     "FileBlobStore",
+    "HFTokenizerCounter",
     "IdempotencyConflict",
     "ImageData",
     "ImagePart",
@@ -103,10 +120,16 @@ __all__ = [
     "StorageError",
     "SweepReport",
     "TextPart",
+    "TiktokenCounter",
+    "TokenCounter",
     "Turn",
     "TurnError",
     "TurnInfo",
     "TurnNotFound",
     "VerifyReport",
     "__version__",
+    "counter_from_spec",
+    "image_tokens",
+    "message_tokens",
+    "messages_tokens",
 ]

@@ -12,19 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import insert, select, update
 
+from agentctx.context.config import DEFAULT_BUDGET_SPLIT, parse_context_config
 from agentctx.errors import ConfigError, InvalidInput
 from agentctx.events import utcnow
 from agentctx.ids import is_valid_id
 from agentctx.storage.database import Database
 from agentctx.storage.schema import agents
-
-DEFAULT_BUDGET_SPLIT = {
-    "system": 0.20,
-    "summary": 0.10,
-    "retrieved": 0.10,
-    "recent": 0.55,
-    "input": 0.05,
-}
 
 
 class AgentConfig(BaseModel):
@@ -44,12 +37,22 @@ class AgentConfig(BaseModel):
         default=(),
         description="Values this agent's sessions never redact, e.g. its own support address.",
     )
+    context: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Overrides of the engine's context settings for this agent's windows "
+        "(any ContextConfig field, e.g. {'adaptive': {'min_recent': 6}}).",
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> AgentConfig:
         if not is_valid_id(self.agent_id):
             raise ValueError(f"invalid agent_id {self.agent_id!r}")
+        if self.context:
+            try:
+                parse_context_config(self.context)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from exc
         if any(share < 0 for share in self.budget_split.values()):
             raise ValueError("budget shares must be non-negative")
         total = sum(self.budget_split.values())

@@ -15,8 +15,11 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
+from agentctx.llm.embeddings import EmbeddingConfig
 from agentctx.privacy.config import RedactionConfig
+from agentctx.retrieval.config import RetrievalConfig
 
 DEFAULT_HOME = Path("~/.agentctx")
 
@@ -63,6 +66,19 @@ class Settings(BaseSettings):
         description="PII redaction before anything is stored (on by default; switch it "
         "off with YAML `redaction: {enabled: false}` or "
         "AGENTCTX_REDACTION='{\"enabled\": false}').",
+    )
+    context: ContextConfig = Field(
+        default_factory=ContextConfig,
+        description="How context windows are built (tokenizer, sections, strategy knobs). "
+        "An agent's own strategy and budget split take precedence.",
+    )
+    embeddings: EmbeddingConfig = Field(
+        default_factory=EmbeddingConfig,
+        description="The embedding model for dense retrieval: auto (the local model when "
+        "installed, else feature hashing), local, openai, hashing or none.",
+    )
+    retrieval: RetrievalConfig = Field(
+        default_factory=RetrievalConfig, description="Hybrid search: fusion and latency bounds."
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

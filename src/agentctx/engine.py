@@ -10,8 +10,14 @@ from typing import Any
 
 from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.config import Settings, load_settings
+from agentctx.context.builder import ContextBuilder
+from agentctx.context.config import ContextConfig
+from agentctx.context.window import ContextWindow
+from agentctx.events import ImagePart
 from agentctx.jobs import Job, JobQueue
+from agentctx.llm.embeddings import embedder_from_config
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
+from agentctx.retrieval.index import SearchIndex
 from agentctx.sessions.audit import AUDIT_LOGGER, AuditLog, attach_audit_file
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
@@ -23,6 +29,7 @@ from agentctx.sessions.writer import EventWriter
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
+from agentctx.tokens import TokenCounter, counter_from_spec
 
 TURN_END_PREFIX = "turn_end:"
 
@@ -107,6 +114,21 @@ class ContextEngine:
             session_ttl=s.session_ttl,
         )
         self._retention = Retention(self._service, audit_retention=s.audit_retention)
+        self._counters: dict[str, TokenCounter] = {}
+        # Retrieval: lexical always; dense with the configured embedder (loaded on first use).
+        embedder = embedder_from_config(s.embeddings, models_dir=s.home / "models")
+        self.search_index = SearchIndex(self.db, embedder, config=s.retrieval)
+        if s.jobs == "background":
+            # With a worker, each turn's events are indexed and embedded in the
+            # background; otherwise searches catch up themselves (embedding at most
+            # ``retrieval.inline_embed_limit`` events per search).
+            self.on_turn_end("search_index", self.search_index.on_turn_end)
+        self.context_builder = ContextBuilder(
+            load_events=self._service.events,
+            counter_for=self.token_counter,
+            image_bytes=self._image_bytes,
+            retriever=self.search_index,
+        )
         if s.jobs == "background":
             self.jobs.start_worker()
 
@@ -189,6 +211,63 @@ class ContextEngine:
     def restore_image(self, image_id: str, user_id: str) -> bytes:
         """The bytes behind an image id (``img_…``)."""
         return self._service.restore_image(user_id, image_id)
+
+    # Context ----------------------------------------------------------------------------
+
+    def token_counter(self, spec: str | None = None) -> TokenCounter:
+        """The token counter named by ``spec`` (default: the configured one), cached."""
+        spec = spec or self.settings.context.tokenizer
+        counter = self._counters.get(spec)
+        if counter is None:
+            counter = self._counters[spec] = counter_from_spec(spec)
+        return counter
+
+    def context_config(self, agent: AgentConfig | None) -> ContextConfig:
+        """The context settings for ``agent``'s windows: the engine's, then the agent's."""
+        base = self.settings.context
+        if agent is None:
+            return base
+        return base.merged(
+            {"strategy": agent.strategy, "budget_split": agent.budget_split, **agent.context}
+        )
+
+    def build_context(
+        self,
+        info: SessionInfo,
+        *,
+        query: str | None,
+        budget: int,
+        strategy: str | None = None,
+        budget_split: dict[str, float] | None = None,
+        system_prompt: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> ContextWindow:
+        """The window for a session (``Session.build_context`` is the usual way in)."""
+        agent = self.agents.get(info.agent_id)
+        overrides: dict[str, Any] = dict(config or {})
+        if strategy is not None:
+            overrides["strategy"] = strategy
+        if budget_split is not None:
+            overrides["budget_split"] = budget_split
+        effective = self.context_config(agent).merged(overrides)
+        prompt = (
+            system_prompt
+            if system_prompt is not None
+            else (agent.system_prompt if agent is not None else None)
+        )
+        return self.context_builder.build(
+            user_id=info.user_id,
+            session_id=info.session_id,
+            agent_id=info.agent_id,
+            state=dict(info.state),
+            config=effective,
+            query=query,
+            budget=budget,
+            system_prompt=prompt,
+        )
+
+    def _image_bytes(self, user_id: str, part: ImagePart) -> bytes:
+        return self._service.get_blob(user_id, part.blob_id)
 
     # Data control -----------------------------------------------------------------------
 

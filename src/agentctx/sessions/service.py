@@ -284,6 +284,7 @@ class SessionService:
         types: Sequence[EventType | str] | None = None,
         limit: int | None = None,
         last: int | None = None,
+        seqs: Sequence[int] | None = None,
     ) -> list[Event]:
         """Events in seq order, filtered; ``last=N`` gives the newest N (still in seq order)."""
         if last is not None and limit is not None:
@@ -302,6 +303,7 @@ class SessionService:
                 limit=last if last is not None else limit,
                 newest_first=last is not None,
                 live_at=now,
+                seqs=seqs,
             )
             # Rows come back only from a live session; an empty answer needs telling apart.
             alive = bool(rows) or repo.session_exists(conn, user_id, session_id, now)

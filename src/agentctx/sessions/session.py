@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agentctx.context.task import TASK_STATE_KEY, ActiveTask, task_from_state
+from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, TurnError
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.ids import new_id
@@ -203,6 +205,85 @@ class Session(EventRecorder):
         if turn is None:
             self._engine._after_turn(self.user_id, self.id)
         return dict(state)
+
+    # Context ----------------------------------------------------------------------------
+
+    def build_context(
+        self,
+        query: str | None = None,
+        budget: int = 4000,
+        *,
+        strategy: str | None = None,
+        budget_split: dict[str, float] | None = None,
+        system_prompt: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> ContextWindow:
+        """The context window for the next model call, within ``budget`` tokens.
+
+        ``query`` is what the window should be relevant to (usually the user's latest
+        message); ``strategy`` ("full", "compressed", "adaptive", "semantic"),
+        ``budget_split`` and ``config`` (any ``ContextConfig`` field) override the agent's
+        settings for this call; ``system_prompt`` overrides the agent's system prompt.
+        The session state is re-read, so the active task is current.
+        """
+        self.refresh()
+        return self._engine.build_context(
+            self._info,
+            query=query,
+            budget=budget,
+            strategy=strategy,
+            budget_split=budget_split,
+            system_prompt=system_prompt,
+            config=config,
+        )
+
+    @property
+    def task(self) -> ActiveTask | None:
+        """The active task kept in the session state, if any."""
+        return task_from_state(self._info.state)
+
+    def set_task(
+        self,
+        goal: str,
+        *,
+        status: str = "active",
+        steps_done: Sequence[str] = (),
+        findings: Sequence[str] = (),
+        next_step: str | None = None,
+    ) -> ActiveTask:
+        """Set the active task (goal, status, steps done, findings), compare-and-set."""
+        try:
+            task = ActiveTask(
+                goal=goal,
+                status=status,
+                steps_done=tuple(steps_done),
+                findings=tuple(findings),
+                next_step=next_step,
+            )
+        except ValidationError as exc:
+            raise InvalidInput(f"invalid task: {exc}") from exc
+        self.update_state({TASK_STATE_KEY: task.model_dump(mode="json")})
+        return task
+
+    def update_task(
+        self,
+        *,
+        status: str | None = None,
+        step_done: str | None = None,
+        finding: str | None = None,
+        next_step: str | None = None,
+    ) -> ActiveTask:
+        """Record progress on the active task (``InvalidInput`` if there is none)."""
+        current = self.task
+        if current is None:
+            raise InvalidInput("the session has no active task: call set_task() first")
+        return self.set_task(
+            current.goal,
+            status=status or current.status,
+            steps_done=current.steps_done + ((step_done,) if step_done else ()),
+            findings=current.findings + ((finding,) if finding else ()),
+            next_step=next_step if next_step is not None else current.next_step,
+        )
 
     # Reading ----------------------------------------------------------------------------
 

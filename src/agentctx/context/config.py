@@ -1,0 +1,195 @@
+"""How a context window is assembled: strategy, budget split, sections, per-strategy knobs.
+
+Seed 004 names the strategies and their settings (``full_context``, ``compressed_context``,
+``adaptive_context``) and seed 002 the budget split. A :class:`ContextConfig` is read
+from the engine settings (YAML ``context:``), may be overridden per agent
+(``AgentConfig.context``) and per call (``build_context(strategy=…, budget_split=…)``).
+Unknown keys and bad values raise ``ConfigError`` naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agentctx.errors import ConfigError
+
+StrategyName = Literal["full", "compressed", "adaptive", "semantic"]
+STRATEGIES: tuple[str, ...] = ("full", "compressed", "adaptive", "semantic")
+
+SECTIONS: tuple[str, ...] = ("system", "summary", "retrieved", "recent", "input")
+"""The budget sections of seed 002. ``system`` also pays for the active task and the
+pinned instruction; ``retrieved`` for long-term memories and relevant older events."""
+
+DEFAULT_BUDGET_SPLIT: dict[str, float] = {
+    "system": 0.20,
+    "summary": 0.10,
+    "retrieved": 0.10,
+    "recent": 0.55,
+    "input": 0.05,
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FullSettings(_Strict):
+    """``full``: everything, newest first, up to ``max_messages`` / ``max_tokens``."""
+
+    max_messages: int = Field(default=100, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class CompressedSettings(_Strict):
+    """``compressed``: the newest messages whole, the ones before shortened, summaries kept."""
+
+    recent_messages: int = Field(default=5, ge=0)
+    medium_recent: int = Field(default=10, ge=0)
+    compression_ratio: float = Field(default=0.3, ge=0.1, le=1.0)
+    preserve_topics: bool = True
+
+
+class AdaptiveSettings(_Strict):
+    """``adaptive``: a token budget, a guaranteed recent core, then importance layers.
+
+    The current turn and at least ``min_recent`` messages are always kept. What budget
+    is left goes to older events by importance: relevance to the query (when there is
+    one), decisions and errors (``important_keywords``), then recency.
+    """
+
+    min_recent: int = Field(default=3, ge=0)
+    important_keywords: tuple[str, ...] = (
+        "decision",
+        "decided",
+        "important",
+        "error",
+        "failed",
+        "problem",
+        "solution",
+        "must",
+        "决定",
+        "重要",
+        "错误",
+        "失败",
+        "问题",
+        "解决",
+        "必须",
+    )
+    retrieval_candidates: int = Field(default=60, ge=1, le=1000)
+    neighbours: int = Field(
+        default=1, ge=0, le=10, description="Events on each side of a hit also considered."
+    )
+
+
+class SectionSwitches(_Strict):
+    """Which sections a window may contain."""
+
+    system: bool = True
+    summaries: bool = True
+    memories: bool = True
+    retrieved: bool = True
+    recent: bool = True
+    active_task: bool = True
+    pinned_instruction: bool = True
+
+
+class ContextConfig(_Strict):
+    """Everything that shapes a context window. Every field has a working default."""
+
+    strategy: StrategyName = "adaptive"
+    budget_split: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_BUDGET_SPLIT))
+    sections: SectionSwitches = Field(default_factory=SectionSwitches)
+    tokenizer: str = Field(
+        default="estimate",
+        description='"estimate", "tiktoken:o200k_base", "tiktoken:cl100k_base" or '
+        '"hf:/path/tokenizer.json": what the budget is counted with.',
+    )
+    max_message_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        description="Longer single messages are cut in the middle with a marker "
+        "(default: half the budget).",
+    )
+    image_provider: Literal["openai", "anthropic", "gemini"] = "openai"
+    images: Literal["inline", "placeholder"] = Field(
+        default="inline",
+        description="inline: image bytes as data URLs; placeholder: a text reference only.",
+    )
+    full: FullSettings = Field(default_factory=FullSettings)
+    compressed: CompressedSettings = Field(default_factory=CompressedSettings)
+    adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings)
+
+    @model_validator(mode="after")
+    def _check_split(self) -> ContextConfig:
+        unknown = set(self.budget_split) - set(SECTIONS)
+        if unknown:
+            raise ValueError(
+                f"budget_split: unknown sections {sorted(unknown)}; known: {list(SECTIONS)}"
+            )
+        if any(share < 0 for share in self.budget_split.values()):
+            raise ValueError("budget_split: shares must be non-negative")
+        total = sum(self.budget_split.values())
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"budget_split: shares must add up to 1.0, got {total:.4f}")
+        return self
+
+    def merged(self, overrides: dict[str, Any] | None) -> ContextConfig:
+        """This configuration with ``overrides`` (nested dicts merge) applied and checked."""
+        if not overrides:
+            return self
+        return parse_context_config(_deep_merge(self.model_dump(), overrides))
+
+
+def parse_context_config(data: dict[str, Any] | ContextConfig | None) -> ContextConfig:
+    """A validated :class:`ContextConfig`; ``ConfigError`` names every bad field."""
+    if isinstance(data, ContextConfig):
+        return data
+    try:
+        return ContextConfig.model_validate(data or {})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'context'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"invalid context configuration: {problems}") from exc
+
+
+def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in overrides.items():
+        if key == "budget_split":
+            merged[key] = value  # a split is replaced whole: its shares must add up
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class ContextPreset(_Strict):
+    """Compaction thresholds by model context size (seed 001's table)."""
+
+    context_limit: int
+    context_threshold: float
+    min_archive_messages: int
+
+
+PRESETS: tuple[ContextPreset, ...] = (
+    ContextPreset(context_limit=32_000, context_threshold=0.60, min_archive_messages=10),
+    ContextPreset(context_limit=64_000, context_threshold=0.70, min_archive_messages=15),
+    ContextPreset(context_limit=128_000, context_threshold=0.70, min_archive_messages=20),
+)
+
+
+def preset_for(context_limit: int) -> ContextPreset:
+    """The preset of the largest listed size not above ``context_limit`` (the smallest
+    preset for smaller models)."""
+    if context_limit <= 0:
+        raise ConfigError("context_limit must be positive")
+    chosen = PRESETS[0]
+    for preset in PRESETS:
+        if preset.context_limit <= context_limit:
+            chosen = preset
+    return chosen

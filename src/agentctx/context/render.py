@@ -1,0 +1,155 @@
+"""Stored events → OpenAI chat messages, deterministically.
+
+* user input and HITL answers → ``user``; responses, finals, planner/reflection notes →
+  ``assistant`` (notes carry their type as a prefix); errors and system events → ``system``;
+* adjacent tool calls → one ``assistant`` message with ``tool_calls`` (parallel calls);
+  each tool result → a ``tool`` message; images a tool returned follow in a ``user``
+  message, since OpenAI's tool messages hold text only;
+* JSON is rendered canonically (sorted keys, no spaces), so the same events always give
+  the same bytes and provider prompt caches hit;
+* offloaded content shows its preview and where the rest is;
+* state deltas and summaries are not rendered here (state feeds the active task, summaries
+  their own section).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentctx.events import BlobPart, Event, EventType, ImagePart, JsonPart, TextPart
+
+ImageURL = Callable[[ImagePart], str | None]
+"""Returns a ``data:`` URL for an image, or None to show a text reference instead."""
+
+NOT_RENDERED = frozenset({EventType.STATE_DELTA, EventType.SUMMARY})
+
+_USER_TYPES = frozenset({EventType.USER_INPUT, EventType.HITL})
+_SYSTEM_TYPES = frozenset({EventType.SYSTEM, EventType.ERROR})
+_NOTE_TYPES = frozenset(
+    {EventType.PLANNER, EventType.REFLECTION, EventType.AGGREGATE, EventType.NOTE}
+)
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 kept: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def event_text(event: Event) -> str:
+    """An event's content as one text: text parts, JSON parts, offloaded previews."""
+    pieces: list[str] = []
+    for part in event.parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, JsonPart):
+            pieces.append(canonical_json(part.data))
+        elif isinstance(part, BlobPart):
+            pieces.append(
+                f"{part.preview}\n[… {part.size:,} bytes offloaded as {part.blob_id}; "
+                "restorable on request]"
+            )
+    return "\n".join(p for p in pieces if p)
+
+
+def image_reference(part: ImagePart) -> str:
+    """The text that stands for an image that is not sent inline."""
+    return f"[Image {part.image_id}: {part.width}x{part.height} {part.media_type}]"
+
+
+def render_events(
+    events: Sequence[Event], image_url: ImageURL | None = None
+) -> list[dict[str, Any]]:
+    """The chat messages for ``events`` (in the order given)."""
+    messages: list[dict[str, Any]] = []
+    pending_images: list[dict[str, Any]] = []
+
+    def flush_images() -> None:
+        if pending_images:
+            messages.append({"role": "user", "content": list(pending_images)})
+            pending_images.clear()
+
+    for event in events:
+        if event.type in NOT_RENDERED:
+            continue
+        if event.type is EventType.TOOL_CALL:
+            flush_images()
+            call = {
+                "id": event.call_id or event.event_id,
+                "type": "function",
+                "function": {
+                    "name": event.meta.tool_name or "tool",
+                    "arguments": _arguments(event),
+                },
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
+                last["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            continue
+        if event.type is EventType.TOOL_RESULT:
+            text = event_text(event) or ("(error)" if event.meta.status == "error" else "(empty)")
+            if event.meta.status == "error":
+                text = f"[error] {text}"
+            messages.append(
+                {"role": "tool", "tool_call_id": event.call_id or event.event_id, "content": text}
+            )
+            pending_images.extend(_image_parts(event, image_url))
+            continue
+        flush_images()
+        messages.append(_plain_message(event, image_url))
+    flush_images()
+    return messages
+
+
+def _plain_message(event: Event, image_url: ImageURL | None) -> dict[str, Any]:
+    text = event_text(event)
+    if event.type in _USER_TYPES:
+        role = "user"
+    elif event.type in _SYSTEM_TYPES:
+        role = "system"
+        if event.type is EventType.ERROR:
+            text = f"[error] {text}"
+    else:
+        role = "assistant"
+        if event.type in _NOTE_TYPES:
+            text = f"[{event.type.value}] {text}"
+    images = _image_parts(event, image_url)
+    if images and role != "system":
+        content: Any = ([{"type": "text", "text": text}] if text else []) + images
+    else:
+        content = text
+    message: dict[str, Any] = {"role": role, "content": content}
+    name = _name(event.author)
+    if name is not None and role in ("user", "assistant"):
+        message["name"] = name
+    return message
+
+
+def _image_parts(event: Event, image_url: ImageURL | None) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for image in event.images:
+        url = image_url(image) if image_url is not None else None
+        if url is None:
+            parts.append({"type": "text", "text": image_reference(image)})
+        else:
+            parts.append({"type": "image_url", "image_url": {"url": url, "detail": "auto"}})
+    return parts
+
+
+def _arguments(event: Event) -> str:
+    for part in event.parts:
+        if isinstance(part, JsonPart):
+            return canonical_json(part.data)
+    return canonical_json({"input": event.text}) if event.text else "{}"
+
+
+def _name(author: str | None) -> str | None:
+    """OpenAI's ``name`` field allows ``[A-Za-z0-9_-]{1,64}``; other authors are left out."""
+    if not author:
+        return None
+    cleaned = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in author)
+    cleaned = cleaned.strip("_")[:64]
+    return cleaned or None

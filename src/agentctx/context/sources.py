@@ -1,0 +1,72 @@
+"""Where the builder's sections come from, as small protocols the engine wires up.
+
+The builder reads events through the session service; summaries, memories and the
+retrieval index are optional sources. A section whose source is absent stays empty,
+and its budget share flows to the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedHit:
+    """An older event that matches the query, with its fused relevance score."""
+
+    seq: int
+    score: float
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Ranks a session's events by relevance to a query (hybrid lexical + dense)."""
+
+    def retrieve(
+        self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
+    ) -> list[RetrievedHit]:
+        """The best ``limit`` events with ``seq < before_seq`` (all when None), best first."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryItem:
+    """A summary covering an exact set of events (seq ranges, inclusive)."""
+
+    summary_id: str
+    text: str
+    seq_ranges: tuple[tuple[int, int], ...]
+    kind: str = "thread"  # "thread" or "topic"
+
+
+@runtime_checkable
+class SummarySource(Protocol):
+    """The current summaries of a session, oldest coverage first."""
+
+    def summaries(self, user_id: str, session_id: str) -> Sequence[SummaryItem]:
+        """Every live summary of the session."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """A long-term memory chosen for the window."""
+
+    memory_id: str
+    text: str
+    kind: str
+    updated_at: datetime | None = None
+
+
+@runtime_checkable
+class MemorySource(Protocol):
+    """Long-term memories of a user relevant to a query."""
+
+    def memories(
+        self, user_id: str, agent_id: str, query: str | None, *, limit: int
+    ) -> Sequence[MemoryItem]:
+        """The most relevant memories, best first."""
+        ...

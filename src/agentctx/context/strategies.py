@@ -1,0 +1,413 @@
+"""Which older events get the room the recent core leaves (seed 004's strategies).
+
+* ``full``: everything, newest first, as messages, up to ``max_messages``; what does
+  not fit is counted in a truncation marker.
+* ``compressed``: the turns before the core as messages, each shortened to
+  ``compression_ratio`` of its tokens, for ``medium_recent`` messages; older events are
+  left to the summaries.
+* ``adaptive``: importance layers. With a query, relevance (hybrid search over the
+  whole session, plus the neighbours of each hit) comes first, then decisions and
+  errors, then recency; without one, recency first, decisions and errors next.
+* ``semantic``: older events ranked by relevance to the query alone.
+
+Older events that directly precede the recent window extend it as messages; the
+others go into one block of dated lines, oldest first, so questions about *when*
+can be answered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentctx.context.config import ContextConfig
+from agentctx.context.render import canonical_json, event_text
+from agentctx.context.sources import Retriever
+from agentctx.context.units import Atom, Unit, atoms_of
+from agentctx.events import Event, EventType, JsonPart
+
+if TYPE_CHECKING:
+    from agentctx.context.builder import _Piece, _Run
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE = re.compile("(?<=[.!?\u3002\uff01\uff1f])\\s+|\n+")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+@dataclass
+class Candidate:
+    """An older atom (or a whole turn) that may go into the window."""
+
+    atom: Atom
+    score: float
+    tokens: int
+    piece: _Piece | None = None  # rendered as messages, when it may extend the recent window
+    contiguous_before: int | None = None  # first seq of what it directly precedes
+    drop_reason: str = "budget"
+    lines: tuple[tuple[str, str], ...] = ()  # (day, "[HH:MM] who: text") per event
+
+
+def older_candidates(
+    run: _Run,
+    rest: list[Unit],
+    *,
+    core_start: int,
+    query: str | None,
+    retriever: Retriever | None,
+) -> list[Candidate]:
+    """Every older atom the strategy may use, scored (higher first)."""
+    config = run.config
+    strategy = config.strategy
+    terms = _query_terms(query) if query else set()
+    candidates: list[Candidate] = []
+    ordered = list(reversed(rest))  # newest first
+    n = max(1, len(ordered))
+
+    if strategy in ("full", "compressed"):
+        budget_messages = (
+            config.full.max_messages if strategy == "full" else config.compressed.medium_recent
+        )
+        messages = 0
+        for order, unit in enumerate(ordered):
+            count = len(unit.events)
+            if messages + count > budget_messages:
+                for atom in unit.atoms:
+                    candidates.append(
+                        _left_out(atom, "compacted" if strategy == "compressed" else "budget")
+                    )
+                continue
+            messages += count
+            piece = _unit_piece(run, unit, shorten=strategy == "compressed")
+            candidates.append(
+                Candidate(
+                    atom=Atom(unit.events),
+                    score=1.0 - order / n,
+                    tokens=piece.tokens,
+                    piece=piece,
+                    contiguous_before=_next_seq(unit),
+                )
+            )
+        return candidates
+
+    adaptive = config.adaptive
+    important = _keyword_pattern(adaptive.important_keywords)
+    relevance: dict[int, float] = {}
+    if query and retriever is not None:
+        hits = retriever.retrieve(
+            run.user_id,
+            run.session_id,
+            query,
+            # Enough candidates to fill the room a large budget leaves (~20 tokens a line).
+            limit=adaptive.retrieval_candidates,
+            before_seq=core_start,
+        )
+        top = max((h.score for h in hits), default=0.0) or 1.0
+        for hit in hits:
+            relevance[hit.seq] = max(relevance.get(hit.seq, 0.0), hit.score / top)
+            for offset in range(1, adaptive.neighbours + 1):
+                for seq in (hit.seq - offset, hit.seq + offset):
+                    if 0 < seq < core_start:
+                        near = 0.5 * hit.score / top / offset
+                        relevance[seq] = max(relevance.get(seq, 0.0), near)
+    elif query:
+        # No index: rank what was loaded by word overlap with the query.
+        for unit in rest:
+            for event in unit.events:
+                overlap = len(terms & _query_terms(event_text(event)))
+                if overlap:
+                    relevance[event.seq] = overlap / max(1, len(terms))
+
+    loaded = {e.seq for unit in rest for e in unit.events}
+    # Seed 004's layers: after the core, decisions and errors before the other background
+    # (without a query, newest first within each layer); with a query, relevance leads.
+    recency_weight = 0.0 if strategy == "semantic" else (0.1 if relevance else 0.5)
+    importance_weight = 0.15 if relevance else 1.0
+
+    for order, unit in enumerate(ordered):
+        recency = 1.0 - order / n
+        if not relevance:
+            piece = _unit_piece(run, unit, shorten=False)
+            unit_important = any(_is_important(e, important) for e in unit.events)
+            candidates.append(
+                Candidate(
+                    atom=Atom(unit.events),
+                    score=recency_weight * recency + importance_weight * unit_important,
+                    tokens=piece.tokens,
+                    piece=piece,
+                    contiguous_before=_next_seq(unit),
+                    lines=tuple(_lines(Atom(unit.events), terms, run)),
+                )
+            )
+            continue
+        for atom in unit.atoms:
+            candidate = _scored_atom(
+                run,
+                atom,
+                relevance,
+                recency * recency_weight,
+                importance_weight,
+                important,
+                terms,
+            )
+            if len(unit.atoms) == 1:
+                # A one-atom turn may also extend the recent window as messages.
+                candidate.piece = _unit_piece(run, unit, shorten=False)
+                candidate.contiguous_before = _next_seq(unit)
+            candidates.append(candidate)
+    # Retrieved events older than what was loaded.
+    older = sorted(seq for seq in relevance if seq not in loaded)
+    if older:
+        fetched = run.fetch(older)
+        for atom in atoms_of(fetched):
+            candidates.append(
+                _scored_atom(run, atom, relevance, 0.0, importance_weight, important, terms)
+            )
+    if strategy == "semantic" and relevance:
+        for candidate in candidates:
+            if candidate.score <= 0:
+                candidate.drop_reason = "not_relevant"
+    return candidates
+
+
+BLOCK_HEADING = "Earlier in this conversation (retrieved; oldest first):"
+
+
+def choose_older(
+    candidates: list[Candidate], room: int, config: ContextConfig, block_header: int
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The best candidates that fit in ``room`` tokens, and the rest.
+
+    ``block_header`` is what the retrieved block costs beyond its lines (heading and
+    message framing), paid once by the first candidate that goes there.
+    """
+    chosen: list[Candidate] = []
+    rest: list[Candidate] = []
+    ranked = sorted(
+        candidates, key=lambda c: (-c.score, -(c.atom.events[0].seq if c.atom.events else 0))
+    )
+    header_paid = False
+    newest_first_only = config.strategy in ("full", "compressed")
+    full = False
+    for candidate in ranked:
+        if full:
+            rest.append(candidate)
+            continue
+        if candidate.drop_reason != "budget" or (
+            config.strategy == "semantic" and candidate.score <= 0
+        ):
+            rest.append(candidate)
+            continue
+        cost = candidate.tokens
+        if candidate.piece is None and not header_paid:
+            cost += block_header
+        if cost <= room:
+            chosen.append(candidate)
+            room -= cost
+            if candidate.piece is None:
+                header_paid = True
+        else:
+            if config.strategy in ("adaptive", "semantic") and candidate.score < 0.05:
+                candidate.drop_reason = "not_relevant"
+            rest.append(candidate)
+            # full and compressed keep an unbroken run of the newest turns.
+            full = newest_first_only
+    return chosen, rest
+
+
+def compact_lines(candidates: list[Candidate], config: ContextConfig) -> list[str]:
+    """The retrieved block's lines: every chosen event, oldest first, under a heading
+    for each day (so each line carries only its time)."""
+    lines: list[tuple[float, str, str]] = []
+    for candidate in candidates:
+        if candidate.lines:
+            seq = candidate.atom.events[0].seq if candidate.atom.events else 0
+            lines.extend(
+                (seq + i / 1000, day, body) for i, (day, body) in enumerate(candidate.lines)
+            )
+    out: list[str] = []
+    current_day = None
+    for _, day, body in sorted(lines, key=lambda item: item[0]):
+        if day != current_day:
+            out.append(f"## {day}")
+            current_day = day
+        out.append(body)
+    return out
+
+
+def _scored_atom(  # noqa: PLR0917 - one call site, all inputs of one score
+    run: _Run,
+    atom: Atom,
+    relevance: dict[int, float],
+    recency: float,
+    importance_weight: float,
+    important: re.Pattern[str] | None,
+    terms: set[str],
+) -> Candidate:
+    rel = max((relevance.get(e.seq, 0.0) for e in atom.events), default=0.0)
+    flagged = any(_is_important(e, important) for e in atom.events)
+    lines = tuple(_lines(atom, terms, run))
+    tokens = sum(run.counter.count(body) + 1 for _, body in lines) + DAY_HEADING_SHARE
+    return Candidate(
+        atom=atom,
+        score=rel + recency + importance_weight * flagged * (1.0 if rel else 0.3),
+        tokens=tokens,
+        lines=lines,
+    )
+
+
+DAY_HEADING_SHARE = 2
+"""Tokens each line is charged towards its day's heading ("## 2024-03-01 (Friday)")."""
+
+
+def _lines(atom: Atom, terms: set[str], run: _Run) -> list[tuple[str, str]]:
+    limit = max(48, run.max_message_tokens // 4)
+    out = []
+    for event in atom.events:
+        line = _line(event)
+        if line is None:
+            continue
+        if run.counter.count(line) > limit:
+            line = _shorten(line, terms, limit, run)
+        out.append((event.ts.strftime("%Y-%m-%d (%A)"), line))
+    return out
+
+
+def _line(event: Event) -> str | None:
+    if event.type in (EventType.STATE_DELTA, EventType.SUMMARY):
+        return None
+    stamp = event.ts.strftime("%H:%M")
+    who = event.author or (event.role.value if event.role is not None else event.type.value)
+    text = " ".join(event_text(event).split())
+    if event.type is EventType.TOOL_CALL:
+        args = next((canonical_json(p.data) for p in event.parts if isinstance(p, JsonPart)), "{}")
+        return f"[{stamp}] {who} called {event.meta.tool_name or 'tool'}({args})"
+    if event.type is EventType.TOOL_RESULT:
+        status = " (error)" if event.meta.status == "error" else ""
+        return f"[{stamp}] tool result{status}: {text}"
+    if event.type is EventType.ERROR:
+        return f"[{stamp}] error: {text}"
+    return f"[{stamp}] {who}: {text}"
+
+
+def _shorten(line: str, terms: set[str], limit: int, run: _Run) -> str:
+    """The sentences of ``line`` that matter to the query, within ``limit`` tokens."""
+    head, sep, body = line.partition(": ")
+    sentences = [s for s in _SENTENCE.split(body) if s.strip()]
+    if terms and len(sentences) > 1:
+        keep = [s for s in sentences if _query_terms(s) & terms] or sentences[:1]
+        candidate = f"{head}{sep}" + " … ".join(keep) + " [shortened]"
+        if run.counter.count(candidate) <= limit:
+            return candidate
+    return run.counter.truncate(line, limit)
+
+
+def _unit_piece(run: _Run, unit: Unit, *, shorten: bool) -> _Piece:
+    from agentctx.context.builder import _Piece  # noqa: PLC0415 - circular by design
+
+    pieces = [run.piece(atom) for atom in unit.atoms]
+    messages: list[dict[str, Any]] = [m for p in pieces for m in p.messages]
+    tokens = sum(p.tokens for p in pieces)
+    if shorten:
+        ratio = run.config.compressed.compression_ratio
+        for message in messages:
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                count = run.counter.count(content)
+                if count > 24:
+                    message["content"] = run.counter.truncate(content, max(16, int(count * ratio)))
+        tokens = run.cost_all(messages)
+    return _Piece(Atom(unit.events), messages, tokens)
+
+
+def _left_out(atom: Atom, reason: str) -> Candidate:
+    return Candidate(atom=atom, score=0.0, tokens=0, drop_reason=reason)
+
+
+def _next_seq(unit: Unit) -> int:
+    return unit.last_seq + 1
+
+
+def _is_important(event: Event, pattern: re.Pattern[str] | None) -> bool:
+    if event.type is EventType.ERROR or event.meta.status == "error":
+        return True
+    return pattern is not None and pattern.search(event.text) is not None
+
+
+def _keyword_pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not words:
+        return None
+    alternatives = [
+        rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w)
+        for w in sorted(words, key=len, reverse=True)
+    ]
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
+def _query_terms(text: str) -> set[str]:
+    terms = set()
+    for word in _WORD.findall(text.casefold()):
+        if word in _STOPWORDS:
+            continue
+        if word.isascii():
+            terms.add(word)
+        else:
+            terms.update(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+    return terms

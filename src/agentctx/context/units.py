@@ -1,0 +1,108 @@
+"""Units: what a window takes or leaves whole.
+
+A *turn* is the unit of the recent window (it never starts mid-turn). Inside a turn
+the *atoms* are single events, except that a tool call travels with its results, so
+shortening a turn never separates them. Events without a turn id (legacy data) are
+atoms of their own, again with tool calls and results kept together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentctx.events import Event, EventType
+
+
+@dataclass
+class Atom:
+    """One event, or a tool call with its results: never split."""
+
+    events: list[Event]
+
+    @property
+    def first_seq(self) -> int:
+        return self.events[0].seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq
+
+
+@dataclass
+class Unit:
+    """A turn (or a legacy atom): the recent window adds or drops it whole."""
+
+    turn_id: str | None
+    atoms: list[Atom] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[Event]:
+        return [event for atom in self.atoms for event in atom.events]
+
+    @property
+    def first_seq(self) -> int:
+        return self.atoms[0].first_seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.atoms[-1].last_seq
+
+
+def atoms_of(events: Sequence[Event]) -> list[Atom]:
+    """Events (in seq order) grouped into atoms: tool calls gather their results.
+
+    A run of adjacent tool calls (parallel calls) and the results that follow them form
+    one atom. A result whose call is not among ``events`` stays alone.
+    """
+    atoms: list[Atom] = []
+    open_calls: dict[str, Atom] = {}
+    for event in events:
+        if event.type is EventType.TOOL_CALL:
+            last = atoms[-1] if atoms else None
+            if (
+                last is not None
+                and last.events[-1].type is EventType.TOOL_CALL
+                and _same_turn(last.events[-1], event)
+            ):
+                last.events.append(event)  # parallel calls share one atom
+                atom = last
+            else:
+                atom = Atom([event])
+                atoms.append(atom)
+            if event.call_id:
+                open_calls[event.call_id] = atom
+            continue
+        if event.type is EventType.TOOL_RESULT and event.call_id in open_calls:
+            atom = open_calls[event.call_id or ""]
+            if atom is atoms[-1]:
+                atom.events.append(event)
+                continue
+            # Something else came between the call and its result: merge them, and
+            # everything in between, into one atom so the pair is never split.
+            index = next(i for i, a in enumerate(atoms) if a is atom)
+            merged = Atom([e for a in atoms[index:] for e in a.events] + [event])
+            del atoms[index:]
+            atoms.append(merged)
+            for call_id, owner in list(open_calls.items()):
+                if owner not in atoms:
+                    open_calls[call_id] = merged
+            continue
+        atoms.append(Atom([event]))
+    return atoms
+
+
+def units_of(events: Sequence[Event]) -> list[Unit]:
+    """Events (in seq order) grouped into units, oldest first."""
+    units: list[Unit] = []
+    for atom in atoms_of(events):
+        turn_id = atom.events[0].turn_id
+        if turn_id is not None and units and units[-1].turn_id == turn_id:
+            units[-1].atoms.append(atom)
+        else:
+            units.append(Unit(turn_id, [atom]))
+    return units
+
+
+def _same_turn(a: Event, b: Event) -> bool:
+    return a.turn_id == b.turn_id
