@@ -10,7 +10,7 @@ from rich.console import Console
 
 from agentctx.bench.report import print_store_report, store_markdown
 from agentctx.bench.store import StoreConfig, run_store_benchmark
-from agentctx.errors import MissingExtra
+from agentctx.errors import AgentCtxError, MissingExtra
 
 bench_app = typer.Typer(help="Benchmarks (figures go to docs/benchmarks.md).", no_args_is_help=True)
 
@@ -134,3 +134,130 @@ def redact(
     if markdown is not None:
         markdown.write_text(redact_markdown(report), encoding="utf-8")
         console.print(f"tables written to {markdown}", markup=False, highlight=False)
+
+
+def _parse_budgets(value: str) -> list[int]:
+    try:
+        budgets = [int(part.replace("_", "").strip()) for part in value.split(",") if part.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(
+            "budgets are comma-separated token counts, e.g. 1000,4000"
+        ) from exc
+    if not budgets or min(budgets) < 1:
+        raise typer.BadParameter("give at least one positive budget")
+    return budgets
+
+
+@bench_app.command("recall")
+def recall(  # noqa: PLR0917 - one parameter per command-line option
+    data: list[Path] = typer.Option(
+        ...,
+        "--data",
+        help="A LoCoMo or REALTALK JSON file, or a folder of them (repeat for several).",
+    ),
+    budget: str = typer.Option(
+        "1000,2000,4000,8000", "--budget", help="Token budgets, comma-separated."
+    ),
+    limit_questions: int | None = typer.Option(
+        None, "--limit-questions", min=1, help="Ask at most N questions per conversation."
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="At most 10 questions of one conversation per file."
+    ),
+    baselines: bool = typer.Option(
+        True, "--baselines/--no-baselines", help="Also measure recent, BM25 and plain hybrid."
+    ),
+    agentctx: bool = typer.Option(
+        True, "--agentctx/--no-agentctx", help="Measure agentctx's build_context."
+    ),
+    strategy: str | None = typer.Option(
+        None, "--strategy", help="Passed to build_context as strategy= (default: its own)."
+    ),
+    redaction: bool = typer.Option(
+        False,
+        "--redaction/--no-redaction",
+        help="Redact PII in the ingested turns (off: redacted text no longer matches evidence).",
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """Evidence recall of build_context per token budget, against three baselines."""
+    # Imported here: the baselines need rank-bm25 and sentence-transformers (extras).
+    from agentctx.bench.recall import RecallConfig, run_recall_benchmark  # noqa: PLC0415
+    from agentctx.bench.recall_report import (  # noqa: PLC0415
+        print_recall_report,
+        recall_markdown,
+    )
+
+    console = Console()
+    if not (agentctx or baselines):
+        raise typer.BadParameter("nothing to measure: --no-agentctx and --no-baselines")
+    overrides: dict[str, object] = {
+        "data": data,
+        "budgets": _parse_budgets(budget),
+        "agentctx": agentctx,
+        "baselines": baselines,
+        "strategy": strategy,
+        "redaction": redaction,
+    }
+    if limit_questions is not None:
+        overrides["limit_questions"] = limit_questions
+    config = RecallConfig.quick(**overrides) if quick else RecallConfig.model_validate(overrides)
+    try:
+        report = run_recall_benchmark(
+            config,
+            progress=lambda message: console.print(f"… {message}", style="dim", markup=False),
+        )
+    except AgentCtxError as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    print_recall_report(report, console)
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        console.print(f"results written to {out}", markup=False, highlight=False)
+    if markdown is not None:
+        markdown.write_text(recall_markdown(report), encoding="utf-8")
+        console.print(f"tables written to {markdown}", markup=False, highlight=False)
+
+
+@bench_app.command("context")
+def context(
+    sizes: str | None = typer.Option(
+        None, "--sizes", help="History sizes, e.g. 1000,10000,100000 (the default)."
+    ),
+    budget: int = typer.Option(4000, "--budget", min=50, help="Token budget of each window."),
+    queries: int = typer.Option(50, "--queries", min=1, help="Windows timed per size."),
+    strategy: str | None = typer.Option(None, "--strategy", help="Strategy to use."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """build_context latency as a session's history grows (1k, 10k, 100k events)."""
+    from agentctx.bench.context import (  # noqa: PLC0415 - loads the engine lazily
+        ContextBenchConfig,
+        context_tables,
+        run_context_benchmark,
+    )
+    from agentctx.bench.report import print_tables, tables_markdown  # noqa: PLC0415
+
+    console = Console()
+    config = ContextBenchConfig(
+        sizes=_parse_sizes(sizes) or [1_000, 10_000, 100_000],
+        budget=budget,
+        queries=queries,
+        strategy=strategy,
+    )
+    try:
+        report = run_context_benchmark(
+            config, progress=lambda msg: console.print(f"… {msg}", style="dim")
+        )
+    except AgentCtxError as exc:
+        console.print(f"error: {exc}", style="red")
+        raise typer.Exit(2) from exc
+    specs = context_tables(report)
+    print_tables([], specs, console)
+    if markdown is not None:
+        markdown.write_text("\n".join(tables_markdown(specs)) + "\n", encoding="utf-8")
+        console.print(f"tables written to {markdown}")

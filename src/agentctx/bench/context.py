@@ -1,0 +1,170 @@
+"""``agentctx bench context``: does ``build_context`` stay fast as history grows?
+
+For each size (default 1k, 10k and 100k events) one session is filled with distinct
+chat messages (batched appends, ~200 characters each, with a dated timestamp per
+message), its search index is brought up to date (lexical terms and embeddings, as a
+background worker would), and then ``build_context(query, budget)`` is timed for a set
+of queries that name things said anywhere in the history. What is reported per size:
+p50/p95/p99 latency and the tokens used. The claim checked: latency does not grow
+with history beyond the index lookup (p95 at the largest size within 2x the smallest).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from agentctx.bench.report import TableSpec
+from agentctx.bench.stats import Latency, chat_messages, summarize
+from agentctx.engine import ContextEngine
+from agentctx.events import EventDraft, EventType, TextPart
+
+Progress = Callable[[str], None]
+GROWTH_LIMIT = 2.0
+P95_TARGET_MS = 50.0
+_FILL_BATCH = 1000
+_T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+class ContextBenchConfig(BaseModel):
+    """What ``bench context`` measures."""
+
+    sizes: list[int] = [1_000, 10_000, 100_000]
+    budget: int = 4000
+    queries: int = 50
+    strategy: str | None = None
+
+
+class SizeResult(BaseModel):
+    """build_context on one history size."""
+
+    events: int
+    fill_s: float
+    index_s: float
+    latency: Latency
+    tokens_mean: float
+
+
+class ContextBenchReport(BaseModel):
+    """Every size, and the verdicts."""
+
+    budget: int
+    embedder: str
+    tokenizer: str
+    results: list[SizeResult]
+    growth: float
+    verdicts: list[str]
+
+
+def _queries(size: int, count: int) -> list[str]:
+    """Questions about messages spread over the whole history."""
+    step = max(1, size // count)
+    texts = chat_messages(0, size)
+    return [f"What did I say about: {texts[i][:80]}?" for i in range(0, size, step)][:count]
+
+
+def run_context_benchmark(
+    config: ContextBenchConfig, *, home: Path | None = None, progress: Progress | None = None
+) -> ContextBenchReport:
+    """Fill, index and time; one engine (SQLite, defaults) per run in a temporary home."""
+    say = progress or (lambda _msg: None)
+    results: list[SizeResult] = []
+    with tempfile.TemporaryDirectory(dir=home) as tmp:
+        engine = ContextEngine(
+            url=f"sqlite:///{tmp}/bench.db", home=tmp, redaction={"enabled": False}
+        )
+        try:
+            embedder_name = getattr(engine.search_index.embedder, "name", "none")
+            for size in config.sizes:
+                say(f"filling a {size:,}-event session")
+                session = engine.create_session(user_id="bench", agent_id="bench")
+                started = time.perf_counter()
+                texts = chat_messages(0, size)
+                for start in range(0, size, _FILL_BATCH):
+                    session.append(
+                        *(
+                            EventDraft(
+                                type=EventType.USER_INPUT
+                                if i % 2 == 0
+                                else EventType.AGENT_RESPONSE,
+                                parts=(TextPart(text=texts[i]),),
+                                ts=_T0 + timedelta(minutes=i),
+                            )
+                            for i in range(start, min(size, start + _FILL_BATCH))
+                        )
+                    )
+                fill_s = time.perf_counter() - started
+                say(f"indexing {size:,} events")
+                started = time.perf_counter()
+                engine.search_index.sync("bench", session.id)
+                index_s = time.perf_counter() - started
+                queries = _queries(size, config.queries)
+                session.build_context(query=queries[0], budget=config.budget)  # warm-up
+                samples: list[float] = []
+                tokens: list[int] = []
+                say(f"timing {len(queries)} windows at {size:,} events")
+                for query in queries:
+                    started = time.perf_counter()
+                    window = session.build_context(
+                        query=query, budget=config.budget, strategy=config.strategy
+                    )
+                    samples.append(time.perf_counter() - started)
+                    tokens.append(window.tokens)
+                results.append(
+                    SizeResult(
+                        events=size,
+                        fill_s=round(fill_s, 2),
+                        index_s=round(index_s, 2),
+                        latency=summarize(samples),
+                        tokens_mean=sum(tokens) / len(tokens),
+                    )
+                )
+            tokenizer = engine.token_counter().name
+        finally:
+            engine.close()
+    growth = results[-1].latency.p95_ms / max(results[0].latency.p95_ms, 1e-9)
+    verdicts = [
+        f"{'PASS' if growth <= GROWTH_LIMIT else 'FAIL'} (p95 at {results[-1].events:,} events "
+        f"= {growth:.2f}x the p95 at {results[0].events:,}; limit {GROWTH_LIMIT:.1f}x)",
+        *(
+            f"{'PASS' if r.latency.p95_ms <= P95_TARGET_MS else 'FAIL'} (p95 "
+            f"{r.latency.p95_ms:.1f} ms <= {P95_TARGET_MS:.0f} ms at {r.events:,} events)"
+            for r in results
+        ),
+    ]
+    return ContextBenchReport(
+        budget=config.budget,
+        embedder=embedder_name,
+        tokenizer=tokenizer,
+        results=results,
+        growth=growth,
+        verdicts=verdicts,
+    )
+
+
+def context_tables(report: ContextBenchReport) -> Sequence[TableSpec]:
+    """The report as tables (Rich and Markdown share them)."""
+    latency = TableSpec(
+        title=f"build_context latency, budget {report.budget:,} tokens",
+        columns=["events", "p50 ms", "p95 ms", "p99 ms", "tokens (mean)", "fill s", "index s"],
+        notes=[f"embedder: {report.embedder}; tokenizer: {report.tokenizer}"],
+    )
+    for r in report.results:
+        latency.rows.append(
+            [
+                f"{r.events:,}",
+                f"{r.latency.p50_ms:.1f}",
+                f"{r.latency.p95_ms:.1f}",
+                f"{r.latency.p99_ms:.1f}",
+                f"{r.tokens_mean:,.0f}",
+                f"{r.fill_s:.1f}",
+                f"{r.index_s:.1f}",
+            ]
+        )
+    verdicts = TableSpec(title="Targets", columns=["verdict"], rows=[[v] for v in report.verdicts])
+    return [latency, verdicts]
