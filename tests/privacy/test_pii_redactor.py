@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -236,15 +235,15 @@ def _chat_text(size: int) -> str:
     return (block * (size // len(block) + 1))[:size]
 
 
-def test_throughput_on_chat_text() -> None:
+def test_a_large_text_is_redacted_whole() -> None:
+    # Speed is measured by `agentctx bench redact`; this checks a 4 MB text comes back
+    # with every planted value replaced and nothing else touched.
     redactor = PIIRedactor(RECOGNIZERS)
     text = _chat_text(4_000_000)
-    redactor.redact_text(text[:10_000])
-    best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
-        result = redactor.redact_text(text)
-        best = min(best, time.perf_counter() - started)
-    megabytes = len(text.encode()) / 1e6
-    assert "13812345678" not in result.value
-    assert megabytes / best >= 10, f"{megabytes / best:.1f} MB/s"
+    result = redactor.redact_text(text)
+    planted = text.count("13812345678")
+    assert planted > 10_000
+    assert "13812345678" not in result.value and "traveler.one@example.com" not in result.value
+    assert result.value.count("[PHONE]") == planted
+    assert result.value.count("[EMAIL]") == text.count("traveler.one@example.com")
+    assert result.value.count("1,250 CNY") == text.count("1,250 CNY")
