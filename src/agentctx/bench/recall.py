@@ -6,9 +6,9 @@ For every conversation of the given LoCoMo or REALTALK files (``bench.recall_dat
    folder, one user per conversation): one event per turn, in order, with the turn's date
    as ``ts`` and the speaker as ``author``. Speaker 1 is recorded as the ``user``
    (``user_input`` events), speaker 2 as the ``assistant`` (``agent_response``). Each
-   chat session of the file is one batched ``append``. Ingestion time (which includes
-   any embedding agentctx does, and ``engine.run_pending()`` where it exists) is recorded
-   apart from ``build_context``'s.
+   dialogue turn is appended on its own (a turn of its own, as a chat app would record
+   it), then the search index is synced (terms and embeddings, what a background worker
+   does). Ingestion time is recorded apart from ``build_context``'s.
 2. Every question is asked at every budget: ``session.build_context(query=question,
    budget=B)`` is timed with ``perf_counter``, and the evidence turns found in
    ``window.messages`` are counted (``bench.recall_score``). One call per session before
@@ -139,7 +139,7 @@ class IngestRecord(BaseModel):
     conversation: str
     turns: int
     questions: int
-    agentctx_s: float | None = None  # appends + pending jobs
+    agentctx_s: float | None = None  # appends + the index sync (terms and embeddings)
     first_build_s: float | None = None  # the unmeasured warm-up call (any lazy indexing)
     embed_s: float | None = None  # the baselines' turn embeddings
     bm25_s: float | None = None

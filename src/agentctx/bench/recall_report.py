@@ -149,7 +149,7 @@ def recall_tables(report: RecallReport) -> list[TableSpec]:
             ]
         )
     setup.notes.append(
-        "agentctx ingestion: batched appends (one per chat session) and pending jobs; "
+        "agentctx ingestion: one append per turn, then indexing (terms and embeddings); "
         "first build_context: the unmeasured warm-up call. Neither is in build_context's "
         "time per window."
     )
