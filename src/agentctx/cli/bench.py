@@ -223,13 +223,18 @@ def recall(  # noqa: PLR0917 - one parameter per command-line option
 
 
 @bench_app.command("context")
-def context(
+def context(  # noqa: PLR0917 - one parameter per command-line option
     sizes: str | None = typer.Option(
         None, "--sizes", help="History sizes, e.g. 1000,10000,100000 (the default)."
     ),
     budget: int = typer.Option(4000, "--budget", min=50, help="Token budget of each window."),
     queries: int = typer.Option(50, "--queries", min=1, help="Windows timed per size."),
     strategy: str | None = typer.Option(None, "--strategy", help="Strategy to use."),
+    embedder: str = typer.Option(
+        "auto",
+        "--embedder",
+        help="Embeddings provider: auto, local, hashing or none (hashing fills 100k fast).",
+    ),
     markdown: Path | None = typer.Option(
         None, "--markdown", help="Also write the tables as Markdown to FILE."
     ),
@@ -248,6 +253,7 @@ def context(
         budget=budget,
         queries=queries,
         strategy=strategy,
+        embedder=embedder,
     )
     try:
         report = run_context_benchmark(

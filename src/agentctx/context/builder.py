@@ -130,7 +130,18 @@ class ContextBuilder:
             budget=budget,
         )
 
-        events, complete = run.load_recent(budget)
+        # With a query and an index, older events come from the search: the newest events
+        # are read only as far as the recent share could use them.
+        searching = (
+            query is not None
+            and self.retriever is not None
+            and config.sections.retrieved
+            and config.strategy in ("adaptive", "semantic")
+        )
+        recent_share = config.budget_split.get("recent", 0.0) + config.budget_split.get(
+            "input", 0.0
+        )
+        events, complete = run.load_recent(int(budget * recent_share) if searching else budget)
         timings["load_ms"] = _ms(started)
         units = units_of(events)
         if not complete and len(units) > 1:
@@ -416,8 +427,13 @@ class _Run:
     def _shorten_turn(self, pieces: list[_Piece], allowed: int) -> list[_Piece]:
         omitted: list[_Piece] = []
         kept = list(pieces)
-        while len(kept) > 2 and sum(p.tokens for p in kept) + self._marker_cost(omitted) > allowed:
+        total = sum(p.tokens for p in kept)
+        # The marker's cost with the largest count it could show: an upper bound, so the
+        # loop needs no recount per step (a turn of thousands of events stays linear).
+        marker_bound = self.cost(self._marker(pieces))
+        while len(kept) > 2 and total + (marker_bound if omitted else 0) > allowed:
             middle = kept.pop(len(kept) // 2)
+            total -= middle.tokens
             omitted.append(middle)
             self._drop(middle.atom, "budget")
         if omitted:
@@ -446,9 +462,6 @@ class _Run:
             "role": "system",
             "content": f"[… {events} events of this turn omitted to fit the budget …]",
         }
-
-    def _marker_cost(self, omitted: list[_Piece]) -> int:
-        return self.cost(self._marker(omitted)) if omitted else 0
 
     def _cut(self, piece: _Piece, over: int) -> bool:
         """Shorten the longest text message of ``piece`` by about ``over`` tokens."""

@@ -17,6 +17,7 @@ can be answered.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -298,7 +299,7 @@ def _scored_atom(  # noqa: PLR0917 - one call site, all inputs of one score
     relevance: dict[int, float],
     recency: float,
     importance_weight: float,
-    important: re.Pattern[str] | None,
+    important: _Keywords | None,
     terms: set[str],
 ) -> Candidate:
     rel = max((relevance.get(e.seq, 0.0) for e in atom.events), default=0.0)
@@ -385,20 +386,37 @@ def _next_seq(unit: Unit) -> int:
     return unit.last_seq + 1
 
 
-def _is_important(event: Event, pattern: re.Pattern[str] | None) -> bool:
+@dataclass(frozen=True)
+class _Keywords:
+    """Keywords found by a substring test first (cheap), confirmed by a word-edge regex."""
+
+    words: tuple[str, ...]
+    pattern: re.Pattern[str]
+
+
+def _is_important(event: Event, keywords: _Keywords | None) -> bool:
     if event.type is EventType.ERROR or event.meta.status == "error":
         return True
-    return pattern is not None and pattern.search(event.text) is not None
+    if keywords is None:
+        return False
+    text = event.text
+    folded = text.casefold()
+    if not any(map(folded.__contains__, keywords.words)):
+        return False
+    return keywords.pattern.search(text) is not None
 
 
-def _keyword_pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+@functools.lru_cache(maxsize=32)
+def _keyword_pattern(words: tuple[str, ...]) -> _Keywords | None:
     if not words:
         return None
     alternatives = [
         rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w)
         for w in sorted(words, key=len, reverse=True)
     ]
-    return re.compile("|".join(alternatives), re.IGNORECASE)
+    return _Keywords(
+        tuple(w.casefold() for w in words), re.compile("|".join(alternatives), re.IGNORECASE)
+    )
 
 
 def _query_terms(text: str) -> set[str]:
