@@ -210,7 +210,9 @@ def search(
     if not terms:
         return []
     params: dict[str, Any] = {"limit": limit, "lo": min_doc_id, "sid": sid, "before": before_seq}
-    column = "f.rowid" if conn.dialect.name == "sqlite" else "f.doc_id"
+    # FTS5 applies rowid bounds while it reads postings. PostgreSQL must not use them to
+    # pick the primary key over the GIN index (it would filter every row of the table).
+    column = "f.rowid" if conn.dialect.name == "sqlite" else "(f.doc_id + 0)"
     bounds = ""
     if min_doc_id is not None:
         bounds += f" AND {column} >= :lo"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from agentctx.storage.schema import metadata
+from agentctx.storage.schema import include_name, metadata
 
 connection = context.config.attributes.get("connection")
 
@@ -16,6 +16,7 @@ def _run(conn: object) -> None:
         target_metadata=metadata,
         render_as_batch=True,
         compare_type=True,
+        include_name=include_name,  # the search index's run-time tables are not migrated
     )
     with context.begin_transaction():
         context.run_migrations()
