@@ -20,67 +20,41 @@ first so provider prompt caches hit; dated, query-dependent parts come after the
 
 from __future__ import annotations
 
-import base64
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from agentctx.context.budget import allocate
 from agentctx.context.config import ContextConfig
-from agentctx.context.render import ImageURL, render_events
+from agentctx.context.run import (
+    REPLY_PRIMING,
+    Piece,
+    Plan,
+    Run,
+    elapsed_ms,
+    first_seq,
+    goal_of,
+    input_tokens,
+)
 from agentctx.context.sources import MemorySource, Retriever, SummarySource
 from agentctx.context.strategies import (
     BLOCK_HEADING,
-    Candidate,
     choose_older,
-    compact_lines,
     older_candidates,
 )
 from agentctx.context.task import render_pinned_instruction, render_task, task_from_state
-from agentctx.context.units import Atom, Unit, units_of
+from agentctx.context.units import Atom, units_of
 from agentctx.context.window import (
-    ContextReport,
     ContextWindow,
     DroppedEvent,
-    SectionReport,
-    TruncatedEvent,
 )
 from agentctx.errors import InvalidInput
-from agentctx.events import Event, EventType, ImagePart
-from agentctx.tokens import TokenCounter, image_tokens, message_tokens
-
-REPLY_PRIMING = 3
-"""Tokens every chat request spends priming the reply (OpenAI's counting rules)."""
+from agentctx.events import Event, ImagePart
+from agentctx.tokens import TokenCounter
 
 MIN_BUDGET = 50
 
 EventLoader = Callable[..., list[Event]]
-
-
-@dataclass
-class _Piece:
-    """Rendered messages of one atom, with their cost."""
-
-    atom: Atom
-    messages: list[dict[str, Any]]
-    tokens: int
-
-
-@dataclass
-class _Plan:
-    system: list[dict[str, Any]] = field(default_factory=list)
-    system_ids: list[str] = field(default_factory=list)
-    summary: list[dict[str, Any]] = field(default_factory=list)
-    summary_ids: list[str] = field(default_factory=list)
-    memories: dict[str, Any] | None = None
-    block: list[Candidate] = field(default_factory=list)  # older events shown as dated lines
-    extension: list[Candidate] = field(default_factory=list)  # older turns shown as messages
-    recent: list[_Piece] = field(default_factory=list)
-    tail: list[dict[str, Any]] = field(default_factory=list)
-    truncated: list[TruncatedEvent] = field(default_factory=list)
-    dropped: dict[int, DroppedEvent] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
 
 
 class ContextBuilder:
@@ -121,7 +95,7 @@ class ContextBuilder:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         counter = self._counter_for(config.tokenizer)
-        run = _Run(
+        run = Run(
             self,
             counter,
             config=config,
@@ -142,14 +116,14 @@ class ContextBuilder:
             "input", 0.0
         )
         events, complete = run.load_recent(int(budget * recent_share) if searching else budget)
-        timings["load_ms"] = _ms(started)
+        timings["load_ms"] = elapsed_ms(started)
         units = units_of(events)
         if not complete and len(units) > 1:
             dropped_partial = units.pop(0)  # may begin mid-turn: the window never does
             run.skipped = len(dropped_partial.events)
         last_seq = events[-1].seq if events else 0
 
-        plan = _Plan()
+        plan = Plan()
         sections = config.sections
         wants_task = sections.active_task or sections.pinned_instruction
         task = task_from_state(state) if wants_task else None
@@ -167,7 +141,7 @@ class ContextBuilder:
         if task is not None and sections.active_task:
             plan.tail.append({"role": "system", "content": render_task(task)})
         if sections.pinned_instruction:
-            goal, status = _goal(task, units)
+            goal, status = goal_of(task, units)
             if goal:
                 plan.tail.append(
                     {"role": "system", "content": render_pinned_instruction(goal, status)}
@@ -175,7 +149,7 @@ class ContextBuilder:
 
         core, rest = run.split_core(units) if sections.recent else ([], units)
         core_pieces = [run.piece(atom) for unit in core for atom in unit.atoms]
-        input_tokens = _input_tokens(core, core_pieces)
+        input_cost = input_tokens(core, core_pieces)
         memories_message = (
             {"role": "system", "content": "Known about the user:\n" + "\n".join(memory_lines)}
             if memory_lines
@@ -192,14 +166,14 @@ class ContextBuilder:
             query=query if sections.retrieved else None,
             retriever=self.retriever if sections.retrieved else None,
         )
-        timings["retrieve_ms"] = _ms(retrieve_started)
+        timings["retrieve_ms"] = elapsed_ms(retrieve_started)
 
         demands = {
             "system": run.cost_all(plan.system) + run.cost_all(plan.tail),
             "summary": run.cost_all(plan.summary),
             "retrieved": memory_tokens + sum(c.tokens for c in candidates),
-            "recent": sum(p.tokens for p in core_pieces) - input_tokens,
-            "input": input_tokens,
+            "recent": sum(p.tokens for p in core_pieces) - input_cost,
+            "input": input_cost,
         }
         shares = config.budget_split
         alloc = allocate(budget - REPLY_PRIMING, shares, demands)
@@ -225,18 +199,18 @@ class ContextBuilder:
                 plan.dropped[event.seq] = DroppedEvent(
                     event_id=event.event_id, seq=event.seq, reason=candidate.drop_reason
                 )
-        run.place_older(plan, chosen, core_start=_first_seq(plan.recent))
-        shown_from = _first_seq(plan.recent)
+        run.place_older(plan, chosen, core_start=first_seq(plan.recent))
+        shown_from = first_seq(plan.recent)
         if config.strategy == "full" and shown_from is not None and shown_from > 1:
             earlier = shown_from - 1
             marker = {
                 "role": "system",
                 "content": f"[Earlier conversation truncated: {earlier} events]",
             }
-            plan.recent.insert(0, _Piece(Atom([]), [marker], run.cost(marker)))
+            plan.recent.insert(0, Piece(Atom([]), [marker], run.cost(marker)))
 
         messages, tokens = run.finish(plan)
-        timings["total_ms"] = _ms(started)
+        timings["total_ms"] = elapsed_ms(started)
         considered = len(events) + len(run.fetched)
         report = run.report(
             plan,
@@ -248,430 +222,3 @@ class ContextBuilder:
             timings=timings,
         )
         return ContextWindow(messages, tokens, report)
-
-
-class _Run:
-    """The working state of one build: counting, rendering, fitting."""
-
-    def __init__(
-        self,
-        builder: ContextBuilder,
-        counter: TokenCounter,
-        *,
-        config: ContextConfig,
-        user_id: str,
-        session_id: str,
-        budget: int,
-    ) -> None:
-        self.builder = builder
-        self.counter = counter
-        self.config = config
-        self.user_id = user_id
-        self.session_id = session_id
-        self.budget = budget
-        self.max_message_tokens = config.max_message_tokens or max(32, budget // 2)
-        self.skipped = 0
-        self.fetched: dict[int, Event] = {}
-        self.truncations: list[TruncatedEvent] = []
-        self.dropped_events: dict[int, DroppedEvent] = {}
-        self._image_costs: dict[str, int] = {}
-        self._image_url: ImageURL | None = (
-            self._inline_image
-            if config.images == "inline" and builder._image_bytes is not None
-            else None
-        )
-
-    # Reading ------------------------------------------------------------------------------
-
-    def load_recent(self, needed_tokens: int) -> tuple[list[Event], bool]:
-        """The newest events, enough to fill ``needed_tokens``; and whether that is all."""
-        limit = 64
-        while True:
-            events = self.builder._load(self.user_id, self.session_id, last=limit)
-            if len(events) < limit or (events and events[0].seq == 1):
-                return events, True
-            if sum(e.token_estimate for e in events) >= needed_tokens * 1.25:
-                return events, False
-            if self.config.strategy != "full" and limit >= 4096:
-                return events, False
-            limit *= 4
-
-    def fetch(self, seqs: Sequence[int]) -> list[Event]:
-        """Older events by seq (retrieved hits and their neighbours)."""
-        wanted = [s for s in seqs if s not in self.fetched]
-        if wanted:
-            for event in self.builder._load(self.user_id, self.session_id, seqs=wanted):
-                self.fetched[event.seq] = event
-        return [self.fetched[s] for s in sorted(set(seqs)) if s in self.fetched]
-
-    # Counting -----------------------------------------------------------------------------
-
-    def cost(self, message: dict[str, Any]) -> int:
-        """A message's tokens, framing included; images by the provider's formula."""
-        content = message.get("content")
-        if isinstance(content, list) and any(p.get("type") == "image_url" for p in content):
-            text_only = dict(message)
-            text_only["content"] = [p for p in content if p.get("type") != "image_url"]
-            images = sum(
-                self._image_costs.get(p["image_url"]["url"], 0)
-                for p in content
-                if p.get("type") == "image_url"
-            )
-            return message_tokens(self.counter, text_only) + images
-        return message_tokens(self.counter, message)
-
-    def cost_all(self, messages: Sequence[dict[str, Any]]) -> int:
-        return sum(self.cost(m) for m in messages)
-
-    # Rendering ----------------------------------------------------------------------------
-
-    def piece(self, atom: Atom) -> _Piece:
-        """An atom rendered as messages, over-long messages cut in the middle."""
-        messages = render_events(atom.events, self._image_url)
-        for message in messages:
-            self._limit_message(message, atom)
-        return _Piece(atom, messages, sum(self.cost(m) for m in messages))
-
-    def _limit_message(self, message: dict[str, Any], atom: Atom) -> None:
-        content = message.get("content")
-        if not isinstance(content, str) or not content:
-            return
-        before = self.counter.count(content)
-        if before <= self.max_message_tokens:
-            return
-        message["content"] = self.counter.truncate(content, self.max_message_tokens)
-        event = atom.events[0] if len(atom.events) == 1 else _owner(atom, content)
-        self.truncations.append(
-            TruncatedEvent(
-                event_id=event.event_id,
-                seq=event.seq,
-                tokens_before=before,
-                tokens_after=self.counter.count(message["content"]),
-            )
-        )
-
-    def _inline_image(self, part: ImagePart) -> str | None:
-        loader = self.builder._image_bytes
-        if loader is None:
-            return None
-        try:
-            data = loader(self.user_id, part)
-        except Exception:
-            return None
-        url = f"data:{part.media_type};base64,{base64.b64encode(data).decode('ascii')}"
-        self._image_costs[url] = image_tokens(
-            part.width, part.height, provider=self.config.image_provider
-        )
-        return url
-
-    # Fitting ------------------------------------------------------------------------------
-
-    def split_core(self, units: list[Unit]) -> tuple[list[Unit], list[Unit]]:
-        """The recent core (always kept) and the units older than it."""
-        if not units:
-            return [], []
-        strategy = self.config.strategy
-        if strategy == "full":
-            want = self.config.full.max_messages
-        elif strategy == "compressed":
-            want = self.config.compressed.recent_messages
-        else:
-            want = self.config.adaptive.min_recent
-        core = [units[-1]]
-        count = _message_count(units[-1])
-        index = len(units) - 2
-        while index >= 0 and count < want:
-            core.insert(0, units[index])
-            count += _message_count(units[index])
-            index -= 1
-        return core, units[: index + 1]
-
-    def fit_system(self, plan: _Plan, allowed: int) -> None:
-        """Drop the pinned instruction, then the task, then cut the system prompt."""
-        while plan.tail and self.cost_all(plan.system) + self.cost_all(plan.tail) > allowed:
-            plan.notes.append("left out to fit: " + plan.tail[-1]["content"].split("]")[0][1:])
-            plan.tail.pop()
-        if plan.system and self.cost_all(plan.system) + self.cost_all(plan.tail) > allowed:
-            prompt = plan.system[0]
-            framing = self.cost(prompt) - self.counter.count(prompt["content"])
-            room = allowed - self.cost_all(plan.tail) - framing
-            prompt["content"] = self.counter.truncate(prompt["content"], max(1, room))
-            plan.notes.append("system prompt cut to fit its share")
-            if self.cost_all(plan.system) + self.cost_all(plan.tail) > allowed:
-                plan.system.clear()
-                plan.notes.append("system prompt left out: the budget is too small")
-
-    def fit_summary(self, plan: _Plan, allowed: int) -> None:
-        """Oldest summaries go first when they do not all fit."""
-        while plan.summary and self.cost_all(plan.summary) > allowed:
-            plan.summary.pop(0)
-            plan.summary_ids.pop(0)
-            plan.notes.append("a summary was left out to fit")
-
-    def fit_core(self, core: list[Unit], pieces: list[_Piece], allowed: int) -> list[_Piece]:
-        """The recent core within ``allowed``: older core turns go first, then the current
-        turn is shortened from its middle, with a marker saying what was left out."""
-        kept = list(pieces)
-        # Whole turns go, oldest first; the current turn stays.
-        for unit in core[:-1]:
-            if sum(p.tokens for p in kept) <= allowed:
-                break
-            atoms = {id(a) for a in unit.atoms}
-            for piece in [p for p in kept if id(p.atom) in atoms]:
-                kept.remove(piece)
-                self._drop(piece.atom, "budget")
-        if sum(p.tokens for p in kept) <= allowed:
-            return kept
-        return self._shorten_turn(kept, allowed)
-
-    def _shorten_turn(self, pieces: list[_Piece], allowed: int) -> list[_Piece]:
-        omitted: list[_Piece] = []
-        kept = list(pieces)
-        total = sum(p.tokens for p in kept)
-        # The marker's cost with the largest count it could show: an upper bound, so the
-        # loop needs no recount per step (a turn of thousands of events stays linear).
-        marker_bound = self.cost(self._marker(pieces))
-        while len(kept) > 2 and total + (marker_bound if omitted else 0) > allowed:
-            middle = kept.pop(len(kept) // 2)
-            total -= middle.tokens
-            omitted.append(middle)
-            self._drop(middle.atom, "budget")
-        if omitted:
-            first_omitted = min(p.atom.first_seq for p in omitted)
-            marker = self._marker(omitted)
-            position = next(
-                (i for i, p in enumerate(kept) if p.atom.first_seq > first_omitted), len(kept)
-            )
-            marker_atom = Atom([])
-            kept.insert(position, _Piece(marker_atom, [marker], self.cost(marker)))
-        # Still too big (one or two huge atoms): cut their messages.
-        while sum(p.tokens for p in kept) > allowed:
-            biggest = max(kept, key=lambda p: p.tokens)
-            over = sum(p.tokens for p in kept) - allowed
-            if not self._cut(biggest, over):
-                kept.remove(biggest)
-                if biggest.atom.events:
-                    self._drop(biggest.atom, "budget")
-                if not kept:
-                    break
-        return kept
-
-    def _marker(self, omitted: list[_Piece]) -> dict[str, Any]:
-        events = sum(len(p.atom.events) for p in omitted)
-        return {
-            "role": "system",
-            "content": f"[… {events} events of this turn omitted to fit the budget …]",
-        }
-
-    def _cut(self, piece: _Piece, over: int) -> bool:
-        """Shorten the longest text message of ``piece`` by about ``over`` tokens."""
-        texts = [m for m in piece.messages if isinstance(m.get("content"), str) and m["content"]]
-        if not texts:
-            return False
-        message = max(texts, key=lambda m: len(m["content"]))
-        current = self.counter.count(message["content"])
-        target = current - over - 1
-        if target < 8:
-            return False
-        message["content"] = self.counter.truncate(message["content"], target)
-        piece.tokens = sum(self.cost(m) for m in piece.messages)
-        if piece.atom.events:
-            event = piece.atom.events[0]
-            self.truncations.append(
-                TruncatedEvent(
-                    event_id=event.event_id,
-                    seq=event.seq,
-                    tokens_before=current,
-                    tokens_after=self.counter.count(message["content"]),
-                )
-            )
-        return True
-
-    def _drop(self, atom: Atom, reason: str) -> None:
-        for event in atom.events:
-            self.dropped_events[event.seq] = DroppedEvent(
-                event_id=event.event_id,
-                seq=event.seq,
-                reason=reason,
-            )
-
-    def place_older(self, plan: _Plan, chosen: list[Candidate], core_start: int | None) -> None:
-        """Chosen older atoms adjoining the recent window extend it as messages; the rest
-        go, oldest first and dated, into one retrieved block."""
-        by_seq = sorted(chosen, key=lambda c: c.atom.first_seq)
-        extending: list[Candidate] = []
-        boundary = core_start
-        for candidate in reversed(by_seq):
-            if boundary is not None and candidate.contiguous_before == boundary:
-                extending.insert(0, candidate)
-                boundary = candidate.atom.first_seq
-        block = [c for c in by_seq if c not in extending and c.lines]
-        for candidate in by_seq:
-            if candidate not in extending and not candidate.lines:
-                self._drop(candidate.atom, "budget")
-        plan.recent = [c.piece for c in extending if c.piece is not None] + plan.recent
-        plan.extension = [c for c in extending if c.piece is not None]
-        plan.block = block
-
-    def block_message(self, plan: _Plan) -> dict[str, Any] | None:
-        """The retrieved block: every chosen older event as a dated line, oldest first."""
-        if not plan.block:
-            return None
-        return {
-            "role": "system",
-            "content": BLOCK_HEADING + "\n" + "\n".join(compact_lines(plan.block, self.config)),
-        }
-
-    def retrieved_messages(self, plan: _Plan) -> list[dict[str, Any]]:
-        block = self.block_message(plan)
-        return [m for m in (plan.memories, block) if m is not None]
-
-    def finish(self, plan: _Plan) -> tuple[list[dict[str, Any]], int]:
-        """The final messages, counted; trimmed until they fit the budget."""
-        while True:
-            messages = (
-                plan.system
-                + plan.summary
-                + self.retrieved_messages(plan)
-                + [m for p in plan.recent for m in p.messages]
-                + plan.tail
-            )
-            tokens = self.cost_all(messages) + REPLY_PRIMING
-            if tokens <= self.budget:
-                return messages, tokens
-            # Over (tokenizers do not add up exactly): drop the least important piece,
-            # a line of the block or the oldest turn extending the recent window.
-            removable = plan.block + plan.extension[:1]
-            if removable:
-                weakest = min(removable, key=lambda c: (c.score, c.atom.first_seq))
-                if weakest in plan.block:
-                    plan.block.remove(weakest)
-                else:
-                    plan.extension.remove(weakest)
-                    plan.recent = [p for p in plan.recent if p is not weakest.piece]
-                self._drop(weakest.atom, "budget")
-            elif plan.memories is not None:
-                plan.memories = None
-                plan.notes.append("memories left out to fit")
-            elif len(plan.recent) > 1:
-                piece = plan.recent.pop(0)
-                self._drop(piece.atom, "budget")
-            elif plan.tail:
-                plan.tail.pop()
-            elif plan.summary:
-                plan.summary.pop(0)
-            elif plan.recent and self._cut(plan.recent[0], tokens - self.budget):
-                continue
-            elif plan.system:
-                plan.system.pop()
-            elif plan.recent:
-                piece = plan.recent.pop()
-                self._drop(piece.atom, "budget")
-            else:
-                return [], REPLY_PRIMING
-
-    def report(
-        self,
-        plan: _Plan,
-        alloc: dict[str, int],
-        messages: list[dict[str, Any]],
-        tokens: int,
-        *,
-        query: str | None,
-        not_considered: int,
-        timings: dict[str, float],
-    ) -> ContextReport:
-        recent_ids = [e.event_id for p in plan.recent for e in p.atom.events]
-        retrieved_ids = [e.event_id for c in plan.block for e in c.atom.events]
-        included = set(recent_ids) | set(retrieved_ids)
-        sections = [
-            SectionReport(
-                name="system",
-                allocated=alloc["system"],
-                tokens=self.cost_all(plan.system) + self.cost_all(plan.tail),
-                messages=len(plan.system) + len(plan.tail),
-            ),
-            SectionReport(
-                name="summary",
-                allocated=alloc["summary"],
-                tokens=self.cost_all(plan.summary),
-                messages=len(plan.summary),
-                event_ids=tuple(plan.summary_ids),
-            ),
-            SectionReport(
-                name="retrieved",
-                allocated=alloc["retrieved"],
-                tokens=self.cost_all(self.retrieved_messages(plan)),
-                messages=len(self.retrieved_messages(plan)),
-                event_ids=tuple(retrieved_ids),
-            ),
-            SectionReport(
-                name="recent",
-                allocated=alloc["recent"] + alloc["input"],
-                tokens=sum(p.tokens for p in plan.recent),
-                messages=sum(len(p.messages) for p in plan.recent),
-                event_ids=tuple(recent_ids),
-            ),
-        ]
-        dropped = {**plan.dropped, **self.dropped_events}
-        return ContextReport(
-            strategy=self.config.strategy,
-            budget=self.budget,
-            tokens=tokens,
-            tokenizer=self.counter.name,
-            query=query,
-            sections=tuple(sections),
-            included_event_ids=tuple(
-                e.event_id
-                for e in sorted(
-                    [e for p in plan.recent for e in p.atom.events]
-                    + [e for c in plan.block for e in c.atom.events],
-                    key=lambda e: e.seq,
-                )
-            ),
-            dropped=tuple(d for seq, d in sorted(dropped.items()) if d.event_id not in included),
-            truncated=tuple(self.truncations),
-            not_considered=not_considered + self.skipped,
-            notes=tuple(plan.notes),
-            timings_ms=timings,
-        )
-
-
-def _first_seq(pieces: list[_Piece]) -> int | None:
-    """The first seq the recent window shows (markers have none)."""
-    return next((p.atom.first_seq for p in pieces if p.atom.events), None)
-
-
-def _owner(atom: Atom, content: str) -> Event:
-    for event in atom.events:
-        if event.text and event.text[:50] in content:
-            return event
-    return atom.events[0]
-
-
-def _message_count(unit: Unit) -> int:
-    return sum(1 for e in unit.events if e.type not in (EventType.STATE_DELTA, EventType.SUMMARY))
-
-
-def _input_tokens(core: list[Unit], pieces: list[_Piece]) -> int:
-    """Tokens of the current input: the newest turn's opening user message."""
-    if not core or not pieces:
-        return 0
-    first = core[-1].atoms[0]
-    if first.events[0].type is not EventType.USER_INPUT:
-        return 0
-    return next((p.tokens for p in pieces if p.atom is first), 0)
-
-
-def _goal(task: Any, units: list[Unit]) -> tuple[str | None, str]:
-    if task is not None:
-        return task.goal, task.status
-    for unit in reversed(units):
-        for event in reversed(unit.events):
-            if event.type is EventType.USER_INPUT and event.text:
-                return event.text[:500], "active"
-    return None, "active"
-
-
-def _ms(since: float) -> float:
-    return round((time.perf_counter() - since) * 1000, 3)

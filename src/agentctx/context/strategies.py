@@ -27,70 +27,12 @@ from agentctx.context.render import canonical_json, event_text
 from agentctx.context.sources import Retriever
 from agentctx.context.units import Atom, Unit, atoms_of
 from agentctx.events import Event, EventType, JsonPart
+from agentctx.retrieval.terms import document_terms
 
 if TYPE_CHECKING:
-    from agentctx.context.builder import _Piece, _Run
+    from agentctx.context.run import Piece, Run
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE = re.compile("(?<=[.!?\u3002\uff01\uff1f])\\s+|\n+")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "his",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
 
 
 @dataclass
@@ -100,14 +42,14 @@ class Candidate:
     atom: Atom
     score: float
     tokens: int
-    piece: _Piece | None = None  # rendered as messages, when it may extend the recent window
+    piece: Piece | None = None  # rendered as messages, when it may extend the recent window
     contiguous_before: int | None = None  # first seq of what it directly precedes
     drop_reason: str = "budget"
     lines: tuple[tuple[str, str], ...] = ()  # (day, "[HH:MM] who: text") per event
 
 
 def older_candidates(
-    run: _Run,
+    run: Run,
     rest: list[Unit],
     *,
     core_start: int,
@@ -294,7 +236,7 @@ def compact_lines(candidates: list[Candidate], config: ContextConfig) -> list[st
 
 
 def _scored_atom(  # noqa: PLR0917 - one call site, all inputs of one score
-    run: _Run,
+    run: Run,
     atom: Atom,
     relevance: dict[int, float],
     recency: float,
@@ -318,7 +260,7 @@ DAY_HEADING_SHARE = 2
 """Tokens each line is charged towards its day's heading ("## 2024-03-01 (Friday)")."""
 
 
-def _lines(atom: Atom, terms: set[str], run: _Run) -> list[tuple[str, str]]:
+def _lines(atom: Atom, terms: set[str], run: Run) -> list[tuple[str, str]]:
     limit = max(48, run.max_message_tokens // 4)
     out = []
     for event in atom.events:
@@ -348,7 +290,7 @@ def _line(event: Event) -> str | None:
     return f"[{stamp}] {who}: {text}"
 
 
-def _shorten(line: str, terms: set[str], limit: int, run: _Run) -> str:
+def _shorten(line: str, terms: set[str], limit: int, run: Run) -> str:
     """The sentences of ``line`` that matter to the query, within ``limit`` tokens."""
     head, sep, body = line.partition(": ")
     sentences = [s for s in _SENTENCE.split(body) if s.strip()]
@@ -360,8 +302,8 @@ def _shorten(line: str, terms: set[str], limit: int, run: _Run) -> str:
     return run.counter.truncate(line, limit)
 
 
-def _unit_piece(run: _Run, unit: Unit, *, shorten: bool) -> _Piece:
-    from agentctx.context.builder import _Piece  # noqa: PLC0415 - circular by design
+def _unit_piece(run: Run, unit: Unit, *, shorten: bool) -> Piece:
+    from agentctx.context.run import Piece  # noqa: PLC0415 - circular by design
 
     pieces = [run.piece(atom) for atom in unit.atoms]
     messages: list[dict[str, Any]] = [m for p in pieces for m in p.messages]
@@ -375,7 +317,7 @@ def _unit_piece(run: _Run, unit: Unit, *, shorten: bool) -> _Piece:
                 if count > 24:
                     message["content"] = run.counter.truncate(content, max(16, int(count * ratio)))
         tokens = run.cost_all(messages)
-    return _Piece(Atom(unit.events), messages, tokens)
+    return Piece(Atom(unit.events), messages, tokens)
 
 
 def _left_out(atom: Atom, reason: str) -> Candidate:
@@ -420,12 +362,5 @@ def _keyword_pattern(words: tuple[str, ...]) -> _Keywords | None:
 
 
 def _query_terms(text: str) -> set[str]:
-    terms = set()
-    for word in _WORD.findall(text.casefold()):
-        if word in _STOPWORDS:
-            continue
-        if word.isascii():
-            terms.add(word)
-        else:
-            terms.update(word[i : i + 2] for i in range(max(1, len(word) - 1)))
-    return terms
+    """The search index's own analysis (stopwords out, stems, CJK bigrams), as a set."""
+    return set(document_terms(text))
