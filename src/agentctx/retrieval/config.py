@@ -10,9 +10,20 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
+    rrf_k: int = Field(
+        default=20,
+        ge=1,
+        description="Reciprocal rank fusion constant (smaller: the top of each ranking "
+        "counts for more).",
+    )
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the lexical ranking.")
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense ranking.")
+    participant_weight: float = Field(
+        default=2.0,
+        ge=0,
+        description="Weight of the rankings restricted to the one session author a query "
+        "names (0: off). See agentctx.retrieval.participants.",
+    )
     min_similarity: float = Field(
         default=0.1,
         ge=-1,

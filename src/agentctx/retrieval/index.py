@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, select
 
@@ -27,6 +27,7 @@ from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.config import RetrievalConfig
+from agentctx.retrieval.participants import ParticipantCache, first_person, named_participants
 from agentctx.retrieval.sync import (
     IndexState,
     SyncReport,
@@ -73,6 +74,7 @@ class _Ranking:
     depth: int  # candidates per ranking
     limit: int
     before_seq: int | None
+    focus: str | None = None  # the one participant the query names (see participants)
 
 
 def fuse(
@@ -116,6 +118,7 @@ class SearchIndex:
         self._codes = dense_index.CodeCache(self.config.code_cache_vectors)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._queries_lock = threading.Lock()
+        self._participants = ParticipantCache()
 
     # Setup ------------------------------------------------------------------------------
 
@@ -223,15 +226,24 @@ class SearchIndex:
         dense: bool = True,
         exclude_from_seq: int | None = None,
         sync: bool = True,
+        depth: int | None = None,
     ) -> list[SearchHit]:
         """The session's events most relevant to ``query``, best first.
 
         ``exclude_from_seq``: only events with a smaller seq (leave out the recent window).
         ``lexical``/``dense`` switch either ranking off. ``sync=False`` skips the sync
-        that otherwise runs first. An unknown session (or another user's) has no hits.
+        that otherwise runs first. ``depth``: candidates taken from each ranking before
+        fusion (default: ``limit`` or the configured ``candidates``, whichever is more).
+        An unknown session (or another user's) has no hits.
+
+        When the query names exactly one of the session's authors, that author's events
+        are ranked again on their own and the query is embedded in their first person
+        (:mod:`agentctx.retrieval.participants`).
         """
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
+        if depth is not None and depth < 1:
+            raise InvalidInput(f"depth must be at least 1, got {depth}")
         self._ensure_lexical()
         embedder_id: int | None = None
         vector: list[float] | None = None
@@ -239,9 +251,10 @@ class SearchIndex:
             embedder_id = self._ensure_dense() if self.embedder is not None else None
         except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
             log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
+        focus = self._focus(user_id, session_id, query) if self.config.participant_weight else None
         if dense and embedder_id is not None and query.strip():
             try:
-                vector = self._query_vector(query)
+                vector = self._query_vector(first_person(query, focus) if focus else query)
             except EmbeddingError as exc:
                 log.warning("embedding the query failed, lexical ranking only: %s", exc)
         terms = query_terms(query) if lexical else []
@@ -250,9 +263,10 @@ class SearchIndex:
             session_id,
             terms,
             vector,
-            depth=max(limit, self.config.candidates),
+            depth=max(limit, depth or self.config.candidates),
             limit=limit,
             before_seq=exclude_from_seq,
+            focus=focus,
         )
         # One read transaction (round trips count on PostgreSQL); a second only after a sync.
         with self.db.read() as conn:
@@ -291,16 +305,54 @@ class SearchIndex:
                 depth=ranking.depth,
                 before_seq=ranking.before_seq,
             )
-        fused = fuse(
-            [
-                ([h.seq for h in lexical_hits], self.config.lexical_weight),
-                ([h.seq for h in dense_hits], self.config.dense_weight),
-            ],
-            self.config.rrf_k,
-        )[: ranking.limit]
+        lexical_seqs = [h.seq for h in lexical_hits]
+        dense_seqs = [h.seq for h in dense_hits]
+        weights = self.config.lexical_weight, self.config.dense_weight
+        rankings: list[tuple[Sequence[int], float]] = [
+            (lexical_seqs, weights[0]),
+            (dense_seqs, weights[1]),
+        ]
+        rows: dict[int, tuple[Any, ...]] = {}
+        if ranking.focus is not None:
+            # The named participant's events ranked on their own: the same two rankings,
+            # restricted to what they wrote.
+            rows = self._event_rows(conn, ranking, set(lexical_seqs) | set(dense_seqs))
+            focus = ranking.focus
+            boost = self.config.participant_weight
+            for seqs, weight in list(rankings):
+                own = [seq for seq in seqs if seq in rows and rows[seq][5] == focus]
+                rankings.append((own, weight * boost))
+        fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
         if not fused:
             return []
-        rows = conn.execute(
+        missing = [seq for seq, _, _ in fused if seq not in rows]
+        if missing:
+            rows.update(self._event_rows(conn, ranking, missing))
+        return [
+            SearchHit(
+                seq=seq,
+                event_id=rows[seq][1],
+                turn_id=rows[seq][2],
+                ts=rows[seq][3],
+                type=rows[seq][4],
+                author=rows[seq][5],
+                score=score,
+                lexical_rank=ranks[0],
+                dense_rank=ranks[1],
+            )
+            for seq, score, ranks in fused
+            if seq in rows
+        ]
+
+    @staticmethod
+    def _event_rows(
+        conn: Connection, ranking: _Ranking, seqs: Iterable[int]
+    ) -> dict[int, tuple[Any, ...]]:
+        """seq -> (seq, event_id, turn_id, ts, type, author) of the given events."""
+        wanted = sorted(seqs)
+        if not wanted:
+            return {}
+        result = conn.execute(
             select(
                 events.c.seq,
                 events.c.event_id,
@@ -313,24 +365,35 @@ class SearchIndex:
                 events.c.session_id == ranking.session_id,
                 events.c.seq.in_(bindparam("seqs", expanding=True)),
             ),
-            {"seqs": [seq for seq, _, _ in fused]},
+            {"seqs": wanted},
         ).all()
-        found = {int(row[0]): row for row in rows}
-        return [
-            SearchHit(
-                seq=seq,
-                event_id=found[seq][1],
-                turn_id=found[seq][2],
-                ts=found[seq][3],
-                type=found[seq][4],
-                author=found[seq][5],
-                score=score,
-                lexical_rank=ranks[0],
-                dense_rank=ranks[1],
+        return {int(row[0]): tuple(row) for row in result}
+
+    def _focus(self, user_id: str, session_id: str, query: str) -> str | None:
+        """The one author of the session that ``query`` names, if exactly one is."""
+        if not query.strip():
+            return None
+        key = (user_id, session_id)
+        known = self._participants.get(key)
+        after = known[0] if known else 0
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(events.c.author, events.c.seq)
+                .where(
+                    events.c.user_id == user_id,
+                    events.c.session_id == session_id,
+                    events.c.seq > after,
+                )
+                .order_by(events.c.seq.desc())
+            ).all()
+        if rows:
+            authors = self._participants.put(
+                key, int(rows[0][1]), [a for a, _ in rows if isinstance(a, str) and a]
             )
-            for seq, score, ranks in fused
-            if seq in found
-        ]
+        else:
+            authors = known[1] if known else frozenset()
+        named = named_participants(query, authors)
+        return named[0] if len(named) == 1 else None
 
     def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
         """Whether a sync would find something to do (from the state alone)."""

@@ -1,0 +1,162 @@
+"""Who takes part in a session, and whom a query is about.
+
+Chat turns are written in the first person by their author ("I started yoga last
+week"), while questions about them are asked in the third ("What does Paola do to
+relax?"). The search uses what the session's event log already knows, its authors:
+
+* a query that names exactly one participant gets a second ranking restricted to
+  that participant's events, added to the fusion (an event by the person asked about
+  is far more often the answer than one that merely mentions them);
+* that query is embedded as the participant would have said it ("What do I do to
+  relax?"), which is closer to the first-person events than the original wording.
+
+Names are matched loosely: any part of an author name of three letters or more,
+against a capitalised word of the query, with a similarity of at least
+``NAME_SIMILARITY`` (so "Muhammad" finds the author "Muhhamed" and "Fahim" finds
+"Fahim Khan"). Names written in CJK script are matched as substrings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import threading
+from collections.abc import Iterable, Sequence
+
+NAME_SIMILARITY = 0.75
+"""How alike a query word and a name part must be (difflib's ratio) to count as a match."""
+
+FUZZY_MIN_LENGTH = 5
+"""Names shorter than this are matched exactly."""
+
+_APOSTROPHES = "'\u2019`"  # straight, curly (U+2019) and grave: all mark a possessive in chat text
+_WORD = re.compile(rf"[^\W\d_]+(?:[{_APOSTROPHES}]s)?", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_POSSESSIVE = re.compile(rf"[{_APOSTROPHES}]s$")
+
+# Verb agreement once the subject has become "I" ("does I" -> "do I"), any case.
+_AGREEMENT = (
+    (re.compile(r"\b(does) I\b", re.IGNORECASE), "do"),
+    (re.compile(r"\b(is) I\b", re.IGNORECASE), "am"),
+    (re.compile(r"\b(has) I\b", re.IGNORECASE), "have"),
+)
+_AFTER_I = (
+    (re.compile(r"\bI is\b"), "I am"),
+    (re.compile(r"\bI does\b"), "I do"),
+    (re.compile(r"\bI has\b"), "I have"),
+    (re.compile(r"\bI I\b"), "I"),
+)
+_PRONOUNS = (
+    (re.compile(r"\b(he|she)\b", re.IGNORECASE), "I"),
+    (re.compile(r"\b(his|her|hers)\b", re.IGNORECASE), "my"),
+    (re.compile(r"\bhim\b", re.IGNORECASE), "me"),
+    (re.compile(r"\b(himself|herself)\b", re.IGNORECASE), "myself"),
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def name_parts(author: str) -> tuple[str, ...]:
+    """The parts of ``author`` a query may name: alphabetic words of three letters or
+    more (casefolded), or the whole name when it is written in CJK script."""
+    if _CJK.search(author):
+        return (author.strip(),) if author.strip() else ()
+    return tuple(w.casefold() for w in re.findall(r"[^\W\d_]+", author) if len(w) >= 3)
+
+
+def _matches(word: str, part: str) -> bool:
+    folded = word.casefold()
+    if folded == part:
+        return True
+    # Short names only match exactly: "Emi" is not "Emily", "Akib" is not "Akim".
+    if min(len(folded), len(part)) < FUZZY_MIN_LENGTH or abs(len(folded) - len(part)) > 2:
+        return False
+    return difflib.SequenceMatcher(None, folded, part).ratio() >= NAME_SIMILARITY
+
+
+def _capitalised(query: str) -> list[str]:
+    return [_POSSESSIVE.sub("", w) for w in _WORD.findall(query) if w[:1].isupper() and len(w) >= 3]
+
+
+def named_participants(query: str, authors: Iterable[str]) -> list[str]:
+    """The authors ``query`` names, in sorted order."""
+    words = _capitalised(query)
+    found = []
+    for author in sorted(set(authors)):
+        parts = name_parts(author)
+        if not parts:
+            continue
+        if _CJK.search(author):
+            if parts[0] in query:
+                found.append(author)
+            continue
+        if any(_matches(word, part) for word in words for part in parts):
+            found.append(author)
+    return found
+
+
+def first_person(query: str, author: str) -> str:
+    """``query`` as ``author`` would ask it of themself: their name becomes "I" (or "my"
+    when possessive), third-person pronouns follow, and the verb agrees.
+
+    Only English is rewritten; other queries come back unchanged.
+    """
+    if not query.isascii() and _CJK.search(query):
+        return query
+    parts = name_parts(author)
+    words = sorted(
+        {w for w in _capitalised(query) if any(_matches(w, p) for p in parts)},
+        key=len,
+        reverse=True,
+    )
+    if not words:
+        return query
+    rewritten = query
+    for word in words:
+        escaped = re.escape(word)
+        rewritten = re.sub(rf"\b{escaped}[{_APOSTROPHES}]s\b", "my", rewritten)
+        rewritten = re.sub(rf"\b{escaped}\b", "I", rewritten)
+    for pattern, replacement in _PRONOUNS:
+        rewritten = pattern.sub(replacement, rewritten)
+    for pattern, verb in _AGREEMENT:
+        rewritten = pattern.sub(functools.partial(_agree, verb), rewritten)
+    for pattern, replacement in _AFTER_I:
+        rewritten = pattern.sub(replacement, rewritten)
+    return rewritten
+
+
+def _agree(verb: str, match: re.Match[str]) -> str:
+    """``verb`` in the case of the verb it replaces, then "I"."""
+    original = match.group(1)
+    return (verb.capitalize() if original[:1].isupper() else verb) + " I"
+
+
+class ParticipantCache:
+    """The authors of each session's events, read incrementally (only events newer than
+    the last read), so asking costs one indexed range scan of what is new."""
+
+    def __init__(self, max_sessions: int = 4096) -> None:
+        self._max = max_sessions
+        self._known: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[int, frozenset[str]] | None:
+        """(seq read up to, authors) for ``key``, or None when never read."""
+        with self._lock:
+            return self._known.get(key)
+
+    def put(self, key: tuple[str, str], seq: int, authors: Sequence[str]) -> frozenset[str]:
+        """Record the authors seen up to ``seq`` (merged with what is known)."""
+        with self._lock:
+            known = self._known.get(key)
+            merged = frozenset(authors) | (known[1] if known else frozenset())
+            if known is None or seq > known[0]:
+                if known is None and len(self._known) >= self._max:
+                    self._known.pop(next(iter(self._known)))
+                self._known[key] = (seq, merged)
+            return merged
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """Drop what is known of a session (it was deleted)."""
+        with self._lock:
+            self._known.pop(key, None)

@@ -1,0 +1,145 @@
+"""Participants: the names a query gives, first-person rewriting, and the search using them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agentctx import ContextEngine, Session
+from agentctx.events import EventDraft, EventType, Role, TextPart
+from agentctx.llm import HashingEmbedder
+from agentctx.retrieval import RetrievalConfig, SearchIndex
+from agentctx.retrieval.participants import (
+    ParticipantCache,
+    first_person,
+    name_parts,
+    named_participants,
+)
+
+AUTHORS = ["Fahim Khan", "Muhhamed", "elise", "Emi", "王小明"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What are Fahim's hobbies?", ["Fahim Khan"]),
+        ("When does Muhammad plan to file a report?", ["Muhhamed"]),  # spelled differently
+        ("What is Elise's favorite type of vacation?", ["elise"]),  # author in lower case
+        ("Which destinations are on Emi`s travel list?", ["Emi"]),  # a grave as apostrophe
+        ("What games do Fahim and Muhammad play together?", ["Fahim Khan", "Muhhamed"]),
+        ("王小明最喜欢什么运动？", ["王小明"]),
+        ("What did the team decide about the release?", []),
+        ("what are fahim's hobbies?", []),  # names are capitalised; lower case is a word
+        ("Did Emily call?", []),  # a longer, different name
+    ],
+)
+def test_named_participants(query: str, expected: list[str]) -> None:
+    assert named_participants(query, AUTHORS) == expected
+
+
+def test_name_parts_skip_short_words_and_keep_cjk_whole() -> None:
+    assert name_parts("Jo de la Cruz") == ("cruz",)
+    assert name_parts("王小明") == ("王小明",)
+    assert name_parts("") == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "author", "expected"),
+    [
+        ("What are Fahim's hobbies?", "Fahim Khan", "What are my hobbies?"),
+        (
+            "When does Muhammad plan to file a report against his boss?",
+            "Muhhamed",
+            "When do I plan to file a report against my boss?",
+        ),
+        ("How is Emi feeling?", "Emi", "How am I feeling?"),
+        ("Has Paola been to Peru?", "Paola", "Have I been to Peru?"),
+        ("What did Paola say about herself?", "Paola", "What did I say about myself?"),
+        ("What did the team decide?", "Paola", "What did the team decide?"),  # not named
+        ("王小明最喜欢什么运动？", "王小明", "王小明最喜欢什么运动？"),  # only English
+    ],
+)
+def test_first_person(query: str, author: str, expected: str) -> None:
+    assert first_person(query, author) == expected
+
+
+def test_participant_cache_merges_and_only_moves_forward() -> None:
+    cache = ParticipantCache(max_sessions=2)
+    key = ("u", "s")
+    assert cache.get(key) is None
+    assert cache.put(key, 5, ["Ann"]) == frozenset({"Ann"})
+    assert cache.put(key, 9, ["Bob"]) == frozenset({"Ann", "Bob"})
+    assert cache.put(key, 3, ["Cid"]) == frozenset({"Ann", "Bob", "Cid"})
+    assert cache.get(key) == (9, frozenset({"Ann", "Bob"}))  # an older read does not win
+    cache.put(("u", "t"), 1, ["Dee"])
+    cache.put(("u", "v"), 1, ["Eve"])  # over the bound: the oldest session is forgotten
+    assert cache.get(key) is None
+    cache.forget(("u", "v"))
+    assert cache.get(("u", "v")) is None
+
+
+T0 = datetime(2025, 1, 6, 18, 0, tzinfo=UTC)
+
+# Two people, each talking about their own evenings, in the first person.
+CHAT = [
+    ("Paola", "I finally tried the new yoga studio downtown, my back feels great"),
+    ("Kevin", "I spent the evening debugging the payment service again"),
+    ("Paola", "Tonight I am baking sourdough bread with my sister"),
+    ("Kevin", "I think I will go running along the river tomorrow"),
+    ("Paola", "Reading a novel about the Inca empire before bed"),
+    ("Kevin", "I watched a documentary about the Inca empire last night"),
+    ("Paola", "How was your weekend? Mine was quiet and relaxing"),
+    ("Kevin", "Mostly coding, plus a long bike ride on Sunday afternoon"),
+]
+
+
+def chat_session(engine: ContextEngine) -> Session:
+    session = engine.create_session(user_id="u1")
+    for i, (who, text) in enumerate(CHAT):
+        session.append(
+            EventDraft(
+                type=EventType.USER_INPUT if who == "Paola" else EventType.AGENT_RESPONSE,
+                role=Role.USER if who == "Paola" else Role.ASSISTANT,
+                author=who,
+                parts=(TextPart(text=text),),
+                ts=T0 + timedelta(minutes=i),
+            )
+        )
+    return session
+
+
+def test_a_named_participants_events_rank_first(engine: ContextEngine) -> None:
+    session = chat_session(engine)
+    index = SearchIndex(engine.db, HashingEmbedder())
+    hits = index.search("u1", session.id, "What does Kevin know about the Inca empire?", limit=4)
+    assert hits[0].author == "Kevin" and "Inca" in CHAT[hits[0].seq - 1][1]
+    hits = index.search("u1", session.id, "What does Paola know about the Inca empire?", limit=4)
+    assert hits[0].author == "Paola" and "Inca" in CHAT[hits[0].seq - 1][1]
+    # With the participant rankings off, the two Inca turns are ranked on their text
+    # alone: the question's name no longer decides which comes first.
+    plain = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(participant_weight=0))
+    first = {
+        plain.search("u1", session.id, f"What does {who} know about the Inca empire?", limit=1)[
+            0
+        ].author
+        for who in ("Kevin", "Paola")
+    }
+    assert len(first) == 1
+
+
+def test_new_authors_are_seen_after_the_first_search(engine: ContextEngine) -> None:
+    session = chat_session(engine)
+    index = SearchIndex(engine.db, HashingEmbedder())
+    assert index.search("u1", session.id, "Where did Vanessa travel?", limit=3)
+    session.append(
+        EventDraft(
+            type=EventType.USER_INPUT,
+            role=Role.USER,
+            author="Vanessa",
+            parts=(TextPart(text="I just came back from a trip to Lisbon"),),
+            ts=T0 + timedelta(hours=2),
+        )
+    )
+    hits = index.search("u1", session.id, "Where did Vanessa travel?", limit=3)
+    assert hits[0].author == "Vanessa"
