@@ -87,7 +87,7 @@ def test_semantic_retrieves_the_relevant_old_event_with_its_date(session: Sessio
     text = window_text(window)
     assert "Ingrid lives in Trondheim" in text
     # Retrieved events keep their dates: a heading per day, the time on each line.
-    assert "## 2024-03-01 (Friday)\n[09:00] user: My sister Ingrid" in text
+    assert "## 2024-03-01 (Friday)\nuser: My sister Ingrid" in text
     assert window.tokens <= 600
 
 

@@ -40,7 +40,10 @@ from agentctx.context.sources import MemorySource, Retriever, SummarySource
 from agentctx.context.strategies import (
     BLOCK_HEADING,
     choose_older,
+    estimated_tokens,
+    measure,
     older_candidates,
+    query_terms_of,
 )
 from agentctx.context.task import render_pinned_instruction, render_task, task_from_state
 from agentctx.context.units import Atom, units_of
@@ -141,7 +144,7 @@ class ContextBuilder:
         if task is not None and sections.active_task:
             plan.tail.append({"role": "system", "content": render_task(task)})
         if sections.pinned_instruction:
-            goal, status = goal_of(task, units)
+            goal, status = goal_of(task, units, query)
             if goal:
                 plan.tail.append(
                     {"role": "system", "content": render_pinned_instruction(goal, status)}
@@ -171,7 +174,7 @@ class ContextBuilder:
         demands = {
             "system": run.cost_all(plan.system) + run.cost_all(plan.tail),
             "summary": run.cost_all(plan.summary),
-            "retrieved": memory_tokens + sum(c.tokens for c in candidates),
+            "retrieved": memory_tokens + sum(estimated_tokens(c) for c in candidates),
             "recent": sum(p.tokens for p in core_pieces) - input_cost,
             "input": input_cost,
         }
@@ -193,7 +196,10 @@ class ContextBuilder:
             plan.memories = memories_message
             room -= memory_tokens
         heading = {"role": "system", "content": BLOCK_HEADING + "\n"}
-        chosen, not_chosen = choose_older(candidates, room, config, run.cost(heading))
+        terms = query_terms_of(query)
+        chosen, not_chosen = choose_older(
+            candidates, room, config, run.cost(heading), cost_of=lambda c: measure(run, c, terms)
+        )
         for candidate in not_chosen:
             for event in candidate.atom.events:
                 plan.dropped[event.seq] = DroppedEvent(

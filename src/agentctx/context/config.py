@@ -77,9 +77,20 @@ class AdaptiveSettings(_Strict):
         "解决",
         "必须",
     )
-    retrieval_candidates: int = Field(default=60, ge=1, le=1000)
+    retrieval_candidates: int = Field(
+        default=60,
+        ge=1,
+        le=1000,
+        description="Search hits asked for at least; larger budgets ask for one per 12 tokens.",
+    )
     neighbours: int = Field(
         default=1, ge=0, le=10, description="Events on each side of a hit also considered."
+    )
+    neighbour_weight: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="A neighbour's relevance as a share of its hit's, divided by its distance.",
     )
 
 

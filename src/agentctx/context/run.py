@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
 from agentctx.context.render import ImageURL, render_events
-from agentctx.context.strategies import BLOCK_HEADING, Candidate, compact_lines
+from agentctx.context.strategies import BLOCK_HEADING, Candidate, compact_lines, piece_of
 from agentctx.context.units import Atom, Unit
 from agentctx.context.window import ContextReport, DroppedEvent, SectionReport, TruncatedEvent
 from agentctx.events import Event, EventType, ImagePart
@@ -94,11 +94,16 @@ class Run:
             events = self.builder._load(self.user_id, self.session_id, last=limit)
             if len(events) < limit or (events and events[0].seq == 1):
                 return events, True
-            if sum(e.token_estimate for e in events) >= needed_tokens * 1.25:
+            have = sum(e.token_estimate for e in events)
+            if have >= needed_tokens * 1.25:
                 return events, False
             if self.config.strategy != "full" and limit >= 4096:
                 return events, False
-            limit *= 4
+            # Jump to about as many events as the tokens still missing need (at what
+            # the events read so far cost), rather than re-reading a growing tail.
+            per_event = max(1.0, have / len(events))
+            wanted = int(needed_tokens * 1.25 / per_event * 1.2) + 1
+            limit = max(limit * 2, min(wanted, limit * 16))
 
     def fetch(self, seqs: Sequence[int]) -> list[Event]:
         """Older events by seq (retrieved hits and their neighbours)."""
@@ -307,11 +312,13 @@ class Run:
         boundary = core_start
         for candidate in reversed(by_seq):
             if boundary is not None and candidate.contiguous_before == boundary:
+                piece_of(self, candidate)
                 extending.insert(0, candidate)
                 boundary = candidate.atom.first_seq
-        block = [c for c in by_seq if c not in extending and c.lines]
+        extended = {id(c) for c in extending}
+        block = [c for c in by_seq if id(c) not in extended and c.lines]
         for candidate in by_seq:
-            if candidate not in extending and not candidate.lines:
+            if id(candidate) not in extended and not candidate.lines:
                 self._drop(candidate.atom, "budget")
         plan.recent = [c.piece for c in extending if c.piece is not None] + plan.recent
         plan.extension = [c for c in extending if c.piece is not None]
@@ -467,9 +474,13 @@ def input_tokens(core: list[Unit], pieces: list[Piece]) -> int:
     return next((p.tokens for p in pieces if p.atom is first), 0)
 
 
-def goal_of(task: Any, units: list[Unit]) -> tuple[str | None, str]:
+def goal_of(task: Any, units: list[Unit], query: str | None = None) -> tuple[str | None, str]:
+    """The goal the pinned instruction names: the active task's, else the query the
+    window is built for, else the latest user input."""
     if task is not None:
         return task.goal, task.status
+    if query and query.strip():
+        return query.strip()[:500], "active"
     for unit in reversed(units):
         for event in reversed(unit.events):
             if event.type is EventType.USER_INPUT and event.text:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,17 +36,58 @@ if TYPE_CHECKING:
 _SENTENCE = re.compile("(?<=[.!?\u3002\uff01\uff1f])\\s+|\n+")
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: events are large, and equal ones are the same
 class Candidate:
-    """An older atom (or a whole turn) that may go into the window."""
+    """An older atom (or a whole turn) that may go into the window.
+
+    What it costs is measured only when the choice reaches it (:func:`measure`): most
+    candidates of a long session are never looked at.
+    """
 
     atom: Atom
     score: float
-    tokens: int
+    tokens: int | None = None  # None: not measured yet
     piece: Piece | None = None  # rendered as messages, when it may extend the recent window
     contiguous_before: int | None = None  # first seq of what it directly precedes
     drop_reason: str = "budget"
-    lines: tuple[tuple[str, str], ...] = ()  # (day, "[HH:MM] who: text") per event
+    lines: tuple[tuple[str, str], ...] = ()  # (day, "who: text") per event
+    unit: Unit | None = None  # its whole turn, when it may extend the recent window
+    as_messages: bool = False  # priced as messages (no query) rather than as block lines
+
+
+def measure(run: Run, candidate: Candidate, terms: frozenset[str]) -> int:
+    """Render ``candidate`` (its lines, and its messages when it may extend the recent
+    window) and return its cost in tokens."""
+    if candidate.tokens is not None:
+        return candidate.tokens
+    if candidate.as_messages:
+        piece_of(run, candidate)
+    candidate.lines = tuple(_lines(candidate.atom, terms, run))
+    if candidate.as_messages and candidate.piece is not None:
+        candidate.tokens = candidate.piece.tokens
+    else:
+        candidate.tokens = (
+            sum(run.counter.count(body) + 1 for _, body in candidate.lines) + DAY_HEADING_SHARE
+        )
+    return candidate.tokens
+
+
+def piece_of(run: Run, candidate: Candidate) -> Piece | None:
+    """``candidate``'s whole turn rendered as messages (None when it has no turn)."""
+    if candidate.piece is None and candidate.unit is not None:
+        candidate.piece = _unit_piece(run, candidate.unit, shorten=False)
+    return candidate.piece
+
+
+def estimated_tokens(candidate: Candidate) -> int:
+    """What ``candidate`` will cost, from the events' stored estimates (for the split)."""
+    if candidate.tokens is not None:
+        return candidate.tokens
+    return sum(e.token_estimate + LINE_OVERHEAD for e in candidate.atom.events)
+
+
+LINE_OVERHEAD = 4
+"""Tokens a block line adds to its event's text: the author, the newline, the day's share."""
 
 
 def older_candidates(
@@ -59,7 +101,7 @@ def older_candidates(
     """Every older atom the strategy may use, scored (higher first)."""
     config = run.config
     strategy = config.strategy
-    terms = _query_terms(query) if query else set()
+    terms = query_terms_of(query)
     candidates: list[Candidate] = []
     ordered = list(reversed(rest))  # newest first
     n = max(1, len(ordered))
@@ -86,6 +128,7 @@ def older_candidates(
                     tokens=piece.tokens,
                     piece=piece,
                     contiguous_before=_next_seq(unit),
+                    as_messages=True,
                 )
             )
         return candidates
@@ -98,8 +141,8 @@ def older_candidates(
             run.user_id,
             run.session_id,
             query,
-            # Enough candidates to fill the room a large budget leaves (~20 tokens a line).
-            limit=adaptive.retrieval_candidates,
+            # Enough candidates to fill the room a large budget leaves.
+            limit=max(adaptive.retrieval_candidates, run.budget // TOKENS_PER_CANDIDATE),
             before_seq=core_start,
         )
         top = max((h.score for h in hits), default=0.0) or 1.0
@@ -108,7 +151,7 @@ def older_candidates(
             for offset in range(1, adaptive.neighbours + 1):
                 for seq in (hit.seq - offset, hit.seq + offset):
                     if 0 < seq < core_start:
-                        near = 0.5 * hit.score / top / offset
+                        near = adaptive.neighbour_weight * hit.score / top / offset
                         relevance[seq] = max(relevance.get(seq, 0.0), near)
     elif query:
         # No index: rank what was loaded by word overlap with the query.
@@ -127,32 +170,24 @@ def older_candidates(
     for order, unit in enumerate(ordered):
         recency = 1.0 - order / n
         if not relevance:
-            piece = _unit_piece(run, unit, shorten=False)
             unit_important = any(_is_important(e, important) for e in unit.events)
             candidates.append(
                 Candidate(
                     atom=Atom(unit.events),
                     score=recency_weight * recency + importance_weight * unit_important,
-                    tokens=piece.tokens,
-                    piece=piece,
                     contiguous_before=_next_seq(unit),
-                    lines=tuple(_lines(Atom(unit.events), terms, run)),
+                    unit=unit,
+                    as_messages=True,
                 )
             )
             continue
         for atom in unit.atoms:
             candidate = _scored_atom(
-                run,
-                atom,
-                relevance,
-                recency * recency_weight,
-                importance_weight,
-                important,
-                terms,
+                atom, relevance, recency * recency_weight, importance_weight, important
             )
             if len(unit.atoms) == 1:
                 # A one-atom turn may also extend the recent window as messages.
-                candidate.piece = _unit_piece(run, unit, shorten=False)
+                candidate.unit = unit
                 candidate.contiguous_before = _next_seq(unit)
             candidates.append(candidate)
     # Retrieved events older than what was loaded.
@@ -160,9 +195,7 @@ def older_candidates(
     if older:
         fetched = run.fetch(older)
         for atom in atoms_of(fetched):
-            candidates.append(
-                _scored_atom(run, atom, relevance, 0.0, importance_weight, important, terms)
-            )
+            candidates.append(_scored_atom(atom, relevance, 0.0, importance_weight, important))
     if strategy == "semantic" and relevance:
         for candidate in candidates:
             if candidate.score <= 0:
@@ -170,16 +203,26 @@ def older_candidates(
     return candidates
 
 
+TOKENS_PER_CANDIDATE = 12
+"""Search candidates asked for per this many tokens of budget (a short line costs ~12)."""
+
 BLOCK_HEADING = "Earlier in this conversation (retrieved; oldest first):"
 
 
 def choose_older(
-    candidates: list[Candidate], room: int, config: ContextConfig, block_header: int
+    candidates: list[Candidate],
+    room: int,
+    config: ContextConfig,
+    block_header: int,
+    *,
+    cost_of: Callable[[Candidate], int],
 ) -> tuple[list[Candidate], list[Candidate]]:
     """The best candidates that fit in ``room`` tokens, and the rest.
 
     ``block_header`` is what the retrieved block costs beyond its lines (heading and
-    message framing), paid once by the first candidate that goes there.
+    message framing), paid once by the first candidate that goes there. ``cost_of``
+    measures a candidate (see :func:`measure`); it is called in rank order, and not at
+    all once the room left is too small for any line.
     """
     chosen: list[Candidate] = []
     rest: list[Candidate] = []
@@ -190,7 +233,7 @@ def choose_older(
     newest_first_only = config.strategy in ("full", "compressed")
     full = False
     for candidate in ranked:
-        if full:
+        if full or room < SMALLEST_LINE:
             rest.append(candidate)
             continue
         if candidate.drop_reason != "budget" or (
@@ -198,14 +241,14 @@ def choose_older(
         ):
             rest.append(candidate)
             continue
-        cost = candidate.tokens
-        if candidate.piece is None and not header_paid:
+        cost = cost_of(candidate)
+        in_block = not candidate.as_messages
+        if in_block and not header_paid:
             cost += block_header
         if cost <= room:
             chosen.append(candidate)
             room -= cost
-            if candidate.piece is None:
-                header_paid = True
+            header_paid = header_paid or in_block
         else:
             if config.strategy in ("adaptive", "semantic") and candidate.score < 0.05:
                 candidate.drop_reason = "not_relevant"
@@ -215,9 +258,14 @@ def choose_older(
     return chosen, rest
 
 
+SMALLEST_LINE = 4
+"""No line costs fewer tokens than this (author, text, newline): below it, stop looking."""
+
+
 def compact_lines(candidates: list[Candidate], config: ContextConfig) -> list[str]:
     """The retrieved block's lines: every chosen event, oldest first, under a heading
-    for each day (so each line carries only its time)."""
+    for each day (the day is what questions about *when* need; a time of day on
+    every line would cost about an eighth of the block)."""
     lines: list[tuple[float, str, str]] = []
     for candidate in candidates:
         if candidate.lines:
@@ -235,24 +283,17 @@ def compact_lines(candidates: list[Candidate], config: ContextConfig) -> list[st
     return out
 
 
-def _scored_atom(  # noqa: PLR0917 - one call site, all inputs of one score
-    run: Run,
+def _scored_atom(
     atom: Atom,
     relevance: dict[int, float],
     recency: float,
     importance_weight: float,
     important: _Keywords | None,
-    terms: set[str],
 ) -> Candidate:
     rel = max((relevance.get(e.seq, 0.0) for e in atom.events), default=0.0)
     flagged = any(_is_important(e, important) for e in atom.events)
-    lines = tuple(_lines(atom, terms, run))
-    tokens = sum(run.counter.count(body) + 1 for _, body in lines) + DAY_HEADING_SHARE
     return Candidate(
-        atom=atom,
-        score=rel + recency + importance_weight * flagged * (1.0 if rel else 0.3),
-        tokens=tokens,
-        lines=lines,
+        atom=atom, score=rel + recency + importance_weight * flagged * (1.0 if rel else 0.3)
     )
 
 
@@ -260,7 +301,7 @@ DAY_HEADING_SHARE = 2
 """Tokens each line is charged towards its day's heading ("## 2024-03-01 (Friday)")."""
 
 
-def _lines(atom: Atom, terms: set[str], run: Run) -> list[tuple[str, str]]:
+def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str]]:
     limit = max(48, run.max_message_tokens // 4)
     out = []
     for event in atom.events:
@@ -276,21 +317,20 @@ def _lines(atom: Atom, terms: set[str], run: Run) -> list[tuple[str, str]]:
 def _line(event: Event) -> str | None:
     if event.type in (EventType.STATE_DELTA, EventType.SUMMARY):
         return None
-    stamp = event.ts.strftime("%H:%M")
     who = event.author or (event.role.value if event.role is not None else event.type.value)
     text = " ".join(event_text(event).split())
     if event.type is EventType.TOOL_CALL:
         args = next((canonical_json(p.data) for p in event.parts if isinstance(p, JsonPart)), "{}")
-        return f"[{stamp}] {who} called {event.meta.tool_name or 'tool'}({args})"
+        return f"{who} called {event.meta.tool_name or 'tool'}({args})"
     if event.type is EventType.TOOL_RESULT:
         status = " (error)" if event.meta.status == "error" else ""
-        return f"[{stamp}] tool result{status}: {text}"
+        return f"tool result{status}: {text}"
     if event.type is EventType.ERROR:
-        return f"[{stamp}] error: {text}"
-    return f"[{stamp}] {who}: {text}"
+        return f"error: {text}"
+    return f"{who}: {text}"
 
 
-def _shorten(line: str, terms: set[str], limit: int, run: Run) -> str:
+def _shorten(line: str, terms: frozenset[str], limit: int, run: Run) -> str:
     """The sentences of ``line`` that matter to the query, within ``limit`` tokens."""
     head, sep, body = line.partition(": ")
     sentences = [s for s in _SENTENCE.split(body) if s.strip()]
@@ -359,6 +399,11 @@ def _keyword_pattern(words: tuple[str, ...]) -> _Keywords | None:
     return _Keywords(
         tuple(w.casefold() for w in words), re.compile("|".join(alternatives), re.IGNORECASE)
     )
+
+
+def query_terms_of(query: str | None) -> frozenset[str]:
+    """The terms of ``query`` that relevance and line shortening look for."""
+    return frozenset(document_terms(query)) if query else frozenset()
 
 
 def _query_terms(text: str) -> set[str]:
