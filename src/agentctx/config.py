@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
+from agentctx.llm.config import LLMConfig
 from agentctx.llm.embeddings import EmbeddingConfig
 from agentctx.privacy.config import RedactionConfig
 from agentctx.retrieval.config import RetrievalConfig
@@ -76,6 +77,12 @@ class Settings(BaseSettings):
         default_factory=EmbeddingConfig,
         description="The embedding model for dense retrieval: auto (the local model when "
         "installed, else feature hashing), local, openai, hashing or none.",
+    )
+    llm: LLMConfig = Field(
+        default_factory=LLMConfig,
+        description="The chat model for summaries, topics and extraction: none (offline "
+        "methods, no network) or openai (any OpenAI-compatible endpoint), with fast and "
+        "primary model slots.",
     )
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Hybrid search: fusion and latency bounds."

@@ -10,23 +10,15 @@ exponential backoff (honouring ``Retry-After``). Failures surface as
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from agentctx.errors import ConfigError, MissingExtra
+from agentctx.errors import ConfigError
 from agentctx.llm.embeddings import EmbeddingError, l2_normalize
+from agentctx.llm.openai_client import openai_client
 
 _PROBE = "dimension probe"
-
-
-def _sdk() -> Any:
-    try:
-        import openai  # noqa: PLC0415 - optional extra
-    except ImportError as exc:
-        raise MissingExtra("openai", "openai") from exc
-    return openai
 
 
 class OpenAIEmbedder:
@@ -50,25 +42,20 @@ class OpenAIEmbedder:
         max_retries: int = 3,
         batch_size: int = 64,
     ) -> None:
-        openai = _sdk()
         if not model:
             raise ConfigError("an OpenAI embedding model name is required")
         if dimensions is not None and dimensions < 1:
             raise ConfigError(f"dimensions must be positive, got {dimensions}")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be positive, got {batch_size}")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if base_url is None:
-                raise ConfigError(
-                    "OpenAI embeddings need an api_key (or $OPENAI_API_KEY), "
-                    "or a base_url of a server that needs none"
-                )
-            key = "unused"  # self-hosted servers commonly ignore the key; the SDK wants one
-        self._errors = openai
-        self._client = openai.OpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        openai, self._client = openai_client(
+            "OpenAI embeddings",
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
         )
+        self._errors = openai
         self._model = model
         self._requested = dimensions
         self._dimensions = dimensions
