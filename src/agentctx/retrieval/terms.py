@@ -35,7 +35,8 @@ _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0003134f"
 )
-_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+TOKEN_PATTERN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+"""A run of CJK characters (group 1) or of other letters and digits (group 2)."""
 
 _STOPWORD_LIST = """
     a about above after again against all am an and any are as at be because been before
@@ -152,7 +153,7 @@ def _word_term(token: str) -> str | None:
 def _analyze(text: str, limit: int) -> list[str]:
     normalized = unicodedata.normalize("NFKC", text).casefold()
     terms: list[str] = []
-    for match in _TOKEN.finditer(normalized):
+    for match in TOKEN_PATTERN.finditer(normalized):
         cjk, word = match.groups()
         if word is not None:
             term = _word_term(word)
