@@ -309,6 +309,20 @@ class Session(EventRecorder):
             last=last,
         )
 
+    def read_offloaded(
+        self, offloaded_id: str, *, offset: int = 0, max_tokens: int | None = None
+    ) -> str:
+        """The tool output behind ``[tool_output: out_…, N tokens, use read_offloaded(out_…)]``.
+
+        Without ``max_tokens``, the original from ``offset`` (in characters) to the end;
+        with it, a page of at most that many tokens (the next starts at ``offset +
+        len(page)``; an empty page is the end). An id from another session raises
+        ``BlobNotFound``, like an unknown one.
+        """
+        from agentctx.compaction.tool_output.offload import read_offloaded_page  # noqa: PLC0415
+
+        return read_offloaded_page(self, offloaded_id, offset=offset, max_tokens=max_tokens).text
+
     def turns(self) -> list[TurnInfo]:
         """The session's turns, oldest first."""
         return self._service.turns(self.user_id, self.id)

@@ -1,0 +1,425 @@
+"""Offloading tool output behind a pointer, and reading it back (restorable compression).
+
+A tool result over the offload threshold enters the window as a short preview and a
+pointer line::
+
+    [tool_output: out_3f2a9c0e5d7b…, 12,340 tokens, use read_offloaded(out_3f2a9c0e5d7b…)]
+
+``out_`` + the first 24 hex digits of the blob id names the full output in the blob
+store. The event itself is never rewritten: the blob holds the event's stored (already
+redacted) content, and content the size guard offloaded when it was written is not
+stored twice, its blob is named instead. Each offloaded blob gets a reference row tying
+it to the session and the event, so deleting the session or the user's data collects it
+with the rest, and an id is only found in the session it was issued in: another
+session's id, like an unknown one, raises ``BlobNotFound``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import and_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from agentctx.compaction.tool_output.compressor import ToolOutputCompressor, ToolOutputConfig
+from agentctx.compaction.tool_output.strategies import Counter
+from agentctx.context.render import canonical_json, event_text
+from agentctx.errors import BlobNotFound, InvalidInput, SessionNotFound
+from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcnow
+from agentctx.sessions.audit import AuditRecord
+from agentctx.storage import repository as repo
+from agentctx.storage.blobs import blob_id_of
+from agentctx.storage.schema import blob_refs, blobs
+
+if TYPE_CHECKING:
+    from agentctx.engine import ContextEngine
+    from agentctx.sessions.session import Session
+
+OFFLOADED_PREFIX = "out_"
+OFFLOAD_PART_INDEX = -2
+"""``blob_refs.part_index`` of a whole tool output offloaded for the window
+(``0…n`` are an event's parts, ``-1`` its payload)."""
+MEDIA_TYPE = "text/plain; charset=utf-8"
+
+_ID = re.compile(r"^(?:out_([0-9a-f]{24})|([0-9a-f]{64}))$")
+# A page probes at most this many characters per token asked for: a token spanning
+# more is rare enough that a page a little short of max_tokens does no harm.
+_CHARS_PER_TOKEN_CAP = 64
+_CACHE_SIZE = 256
+
+
+def offloaded_id(blob_id: str) -> str:
+    """The ``out_…`` id that names the blob ``blob_id`` in a pointer."""
+    return OFFLOADED_PREFIX + blob_id[:24]
+
+
+def pointer_line(output_id: str, tokens: int) -> str:
+    """``[tool_output: <id>, 12,340 tokens, use read_offloaded(<id>)]``."""
+    return f"[tool_output: {output_id}, {tokens:,} tokens, use read_offloaded({output_id})]"
+
+
+class Offloaded(BaseModel):
+    """An offloaded tool output: its id, where it lives, and what the window shows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    blob_id: str
+    original_tokens: int
+    preview: str
+    pointer: str
+
+    @property
+    def text(self) -> str:
+        """The preview with the pointer line below it (what enters the window)."""
+        return f"{self.preview}\n{self.pointer}" if self.preview else self.pointer
+
+
+class OffloadedPage(BaseModel):
+    """One page of an offloaded output; ``next_offset`` is None on the last page."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    offset: int
+    next_offset: int | None
+    total_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Original:
+    text: str
+    blob_id: str | None  # a write-time blob holding exactly ``text``, to name instead
+
+
+def _engine(session: Session) -> ContextEngine:
+    return session._engine
+
+
+def _check_event(session: Session, event: Event) -> None:
+    if event.user_id != session.user_id or event.session_id != session.id:
+        raise InvalidInput(f"event {event.event_id} is not an event of session {session.id}")
+
+
+def _content_parts(event: Event) -> list[TextPart | JsonPart | BlobPart]:
+    return [
+        part
+        for part in event.parts
+        if isinstance(part, TextPart | JsonPart)
+        or (isinstance(part, BlobPart) and part.original_kind != "payload")
+    ]
+
+
+def _original(session: Session, event: Event) -> _Original:
+    """The event's full tool output as text: what the window would show uncut.
+
+    Text parts as they are, JSON parts canonically (as the renderer does), offloaded
+    parts read back from the blob store; joined by newlines. Images are not text.
+    """
+    parts = _content_parts(event)
+    store = _engine(session).blobs
+    if len(parts) == 1 and isinstance(parts[0], BlobPart):
+        blob_id = parts[0].blob_id
+        return _Original(store.get(blob_id).decode("utf-8", errors="replace"), blob_id)
+    pieces: list[str] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, JsonPart):
+            pieces.append(canonical_json(part.data))
+        else:
+            pieces.append(store.get(part.blob_id).decode("utf-8", errors="replace"))
+    return _Original("\n".join(piece for piece in pieces if piece), None)
+
+
+def _store(session: Session, event: Event, original: _Original) -> str:
+    """The blob id holding ``original``, written and referenced for the session if new."""
+    if original.blob_id is not None:
+        return original.blob_id  # referenced since the event was written
+    engine = _engine(session)
+    data = original.text.encode()
+    blob_id = blob_id_of(data)
+    owned = and_(
+        blob_refs.c.user_id == session.user_id,
+        blob_refs.c.session_id == session.id,
+        blob_refs.c.blob_id == blob_id,
+    )
+    with engine.db.read() as conn:
+        if conn.execute(select(blob_refs.c.blob_id).where(owned).limit(1)).first() is not None:
+            return blob_id
+    engine.blobs.put(data)
+    now = utcnow()
+    record = AuditRecord(
+        action="tool_output_offload",
+        user_id=session.user_id,
+        session_id=session.id,
+        event_id=event.event_id,
+        event_type=event.type.value,
+        meta={"blob_id": blob_id, "size": len(data)},
+    )
+    dialect_insert = pg_insert if engine.db.dialect == "postgresql" else sqlite_insert
+    with engine.db.write() as conn:
+        if not repo.session_exists(conn, session.user_id, session.id, now):
+            raise SessionNotFound(session.id)
+        engine.db.blob_gate(conn, exclusive=False)
+        conn.execute(
+            dialect_insert(blobs).on_conflict_do_nothing(index_elements=["blob_id"]),
+            [
+                {
+                    "blob_id": blob_id,
+                    "size": len(data),
+                    "media_type": MEDIA_TYPE,
+                    "width": None,
+                    "height": None,
+                    "created_at": now,
+                }
+            ],
+        )
+        inserted = conn.execute(
+            dialect_insert(blob_refs).on_conflict_do_nothing(
+                index_elements=["user_id", "session_id", "event_id", "part_index"]
+            ),
+            [
+                {
+                    "user_id": session.user_id,
+                    "session_id": session.id,
+                    "event_id": event.event_id,
+                    "part_index": OFFLOAD_PART_INDEX,
+                    "blob_id": blob_id,
+                    "image_id": None,
+                    "created_at": now,
+                }
+            ],
+        )
+        if inserted.rowcount:  # a concurrent build may have referenced it first
+            engine.audit.write(record, conn)
+        # Blob collection may have removed the file since put(); under the gate it cannot.
+        if not engine.blobs.exists(blob_id):
+            engine.blobs.put(data)
+    if inserted.rowcount:
+        engine.audit.emit(record)
+    return blob_id
+
+
+def _offloaded(
+    session: Session, event: Event, original: _Original, preview: str, tokens: int
+) -> Offloaded:
+    blob_id = _store(session, event, original)
+    output_id = offloaded_id(blob_id)
+    return Offloaded(
+        id=output_id,
+        blob_id=blob_id,
+        original_tokens=tokens,
+        preview=preview,
+        pointer=pointer_line(output_id, tokens),
+    )
+
+
+def offload(
+    session: Session,
+    event: Event,
+    *,
+    counter: Counter,
+    config: ToolOutputConfig | None = None,
+    compressor: ToolOutputCompressor | None = None,
+) -> Offloaded:
+    """Offload ``event``'s output (whatever its size) and return the preview and pointer.
+
+    The preview is the output shortened to ``preview_tokens`` by the tool's strategy.
+    The stored event does not change; ``read_offloaded`` gives the output back.
+    """
+    _check_event(session, event)
+    compressor = compressor or ToolOutputCompressor(config)
+    original = _original(session, event)
+    result = compressor.compress(
+        event.meta.tool_name,
+        original.text,
+        counter=counter,
+        max_tokens=compressor.config.preview_tokens,
+    )
+    return _offloaded(session, event, original, result.text, result.original_tokens)
+
+
+class _WindowCache:
+    """Window texts of write-time offloaded outputs (large: counting them is the cost)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, ...], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...]) -> str | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, ...], value: str) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_window_cache = _WindowCache(_CACHE_SIZE)
+
+
+def compress_tool_result_for_window(
+    session: Session,
+    event: Event,
+    *,
+    counter: Counter,
+    config: ToolOutputConfig,
+    compressor: ToolOutputCompressor | None = None,
+) -> str:
+    """The text a ``tool_result`` event contributes to a context window.
+
+    The output whole when it is short; shortened by the tool's strategy when over
+    ``compress_over_tokens``; a preview and a pointer line when over
+    ``offload_over_tokens`` (the output then goes to the blob store once, and
+    ``Session.read_offloaded`` returns it). With ``config.enabled`` off, the event's
+    text as the renderer shows it. The same event, counter and configuration always
+    give the same text.
+    """
+    if event.type is not EventType.TOOL_RESULT:
+        raise InvalidInput(f"event {event.event_id} is a {event.type.value}, not a tool_result")
+    _check_event(session, event)
+    if not config.enabled:
+        return event_text(event)
+    parts = _content_parts(event)
+    name = getattr(counter, "name", None)
+    key: tuple[str, ...] | None = None
+    if (
+        compressor is None
+        and isinstance(name, str)
+        and len(parts) == 1
+        and isinstance(parts[0], BlobPart)
+    ):
+        key = (parts[0].blob_id, event.meta.tool_name or "", name, config.model_dump_json())
+        cached = _window_cache.get(key)
+        if cached is not None:
+            return cached
+    compressor = compressor or ToolOutputCompressor(config)
+    original = _original(session, event)
+    if not original.text:
+        return ""
+    result = compressor.compress(event.meta.tool_name, original.text, counter=counter)
+    text = result.text
+    if result.needs_offload:
+        text = _offloaded(session, event, original, result.text, result.original_tokens).text
+    if key is not None:
+        _window_cache.put(key, text)
+    return text
+
+
+# Reading back ----------------------------------------------------------------------------
+
+
+def _find(session: Session, output_id: str) -> str:
+    """The blob id an ``out_…`` id (or a full blob id) names in this session."""
+    engine = _engine(session)
+    record = AuditRecord(
+        action="offloaded_read",
+        user_id=session.user_id,
+        session_id=session.id,
+        meta={"id": output_id[:80]},
+    )
+    match = _ID.match(output_id)
+    if match is None:
+        engine.audit.deny(record, BlobNotFound(output_id))
+    prefix, full = match.group(1), match.group(2)
+    # Hex ids sort below "g": the range is every blob id starting with the prefix.
+    named = (
+        blob_refs.c.blob_id == full
+        if full is not None
+        else and_(blob_refs.c.blob_id >= prefix, blob_refs.c.blob_id < prefix + "g")
+    )
+    query = (
+        select(blob_refs.c.blob_id)
+        .where(
+            blob_refs.c.user_id == session.user_id,
+            blob_refs.c.session_id == session.id,
+            blob_refs.c.image_id.is_(None),  # images are restored as images, not text
+            named,
+        )
+        .order_by(blob_refs.c.blob_id)
+        .limit(1)
+    )
+    with engine.db.read() as conn:
+        alive = repo.session_exists(conn, session.user_id, session.id, utcnow())
+        row = conn.execute(query).first() if alive else None
+    if not alive:
+        engine.audit.deny(record, SessionNotFound(session.id))
+    if row is None:
+        engine.audit.deny(record, BlobNotFound(output_id))
+    return str(row[0])
+
+
+def _page_end(text: str, offset: int, max_tokens: int, counter: Counter) -> int:
+    """Where a page starting at ``offset`` ends: as far as ``max_tokens`` reaches, at a
+    line end when one lies in the page's second half, and at least one character on."""
+    window = text[offset : offset + max_tokens * _CHARS_PER_TOKEN_CAP]
+    if counter.count(window) <= max_tokens:
+        return offset + len(window)
+    low, high = 0, len(window) - 1  # window[:low] fits; window[:high + 1] does not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if counter.count(window[:mid]) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    line_end = window.rfind("\n", 0, low)
+    if line_end >= low // 2:
+        low = line_end + 1
+    return offset + max(1, low)
+
+
+def read_offloaded_page(
+    session: Session,
+    output_id: str,
+    *,
+    offset: int = 0,
+    max_tokens: int | None = None,
+    counter: Counter | None = None,
+) -> OffloadedPage:
+    """A page of the offloaded output ``output_id`` (``out_…``, or a full blob id).
+
+    ``offset`` is in characters; without ``max_tokens`` the page runs to the end,
+    with it the page counts at most ``max_tokens`` by ``counter`` (default: the
+    engine's) and ends at a line end where it can. Pages chained by ``next_offset``
+    join to exactly the original. An id that is unknown, malformed, of an image, or
+    of another session raises ``BlobNotFound``.
+    """
+    if not isinstance(output_id, str):
+        raise InvalidInput(f"an offloaded output id is a string, not {type(output_id).__name__}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput(f"offset must be an integer >= 0, got {offset!r}")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise InvalidInput(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    engine = _engine(session)
+    blob_id = _find(session, output_id)
+    text = engine.blobs.get(blob_id).decode("utf-8", errors="replace")
+    if offset > len(text):
+        raise InvalidInput(f"offset {offset} is beyond the end of {output_id} ({len(text)} chars)")
+    if max_tokens is None:
+        end = len(text)
+    else:
+        end = _page_end(text, offset, max_tokens, counter or engine.token_counter())
+    return OffloadedPage(
+        id=output_id,
+        text=text[offset:end],
+        offset=offset,
+        next_offset=end if end < len(text) else None,
+        total_chars=len(text),
+    )
