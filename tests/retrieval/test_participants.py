@@ -1,5 +1,7 @@
 """Participants: the names a query gives, first-person rewriting, and the search using them."""
 
+# ruff: noqa: RUF001 - Chinese text uses full-width punctuation on purpose
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
