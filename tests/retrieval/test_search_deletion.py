@@ -21,6 +21,7 @@ INDEX_TABLES = (
     "search_codes",
     "search_fts",
     "search_vec_1",
+    "search_vec_2",  # the contextual vectors (each event embedded after the one before)
 )
 
 
@@ -54,7 +55,7 @@ def derived_bytes(conn: Connection) -> bytes:
             )
         ]
     else:
-        names = ["search_fts", "search_vec_1", "search_terms", "search_codes"]
+        names = ["search_fts", "search_vec_1", "search_vec_2", "search_terms", "search_codes"]
     chunks = []
     for name in names:
         for row in conn.execute(text(f'SELECT * FROM "{name}"')):
@@ -86,9 +87,9 @@ def test_deleting_a_session_deletes_its_index_rows_everywhere(engine: ContextEng
     with engine.db.read() as conn:
         after = counts(conn)
         assert after["search_sessions"] == 1
-        for table in ("search_docs", "search_fts", "search_vec_1", "search_codes"):
+        for table in ("search_docs", "search_fts", "search_vec_1", "search_vec_2", "search_codes"):
             assert after[table] == before[table] // 2, table
-        assert after["search_dense"] == 1
+        assert after["search_dense"] == 2  # one row per vector set of the kept session
         assert SECRET_WORD.encode() not in derived_bytes(conn)
     assert index.search("u1", doomed.id, SECRET_WORD) == []
     assert [h.seq for h in index.search("u1", kept.id, "plainword trains")]
@@ -106,8 +107,8 @@ def test_deleting_user_data_empties_the_index_of_that_user(engine: ContextEngine
 
     with engine.db.read() as conn:
         after = counts(conn)
-        assert after["search_sessions"] == 1 and after["search_dense"] == 1
-        for table in ("search_docs", "search_fts", "search_vec_1", "search_codes"):
+        assert after["search_sessions"] == 1 and after["search_dense"] == 2
+        for table in ("search_docs", "search_fts", "search_vec_1", "search_vec_2", "search_codes"):
             assert after[table] == before[table] // 3, table
         assert SECRET_WORD.encode() not in derived_bytes(conn)
         assert session_rows(conn, "u2", other.id) == 1

@@ -150,7 +150,8 @@ def test_sync_is_incremental_idempotent_and_cheap_when_nothing_is_new(
     finally:
         event.remove(engine.db.engine, "before_cursor_execute", count)
     queries = [sql for sql in statements if not sql.startswith("BEGIN")]
-    assert len(queries) == 1 and queries[0].startswith("SELECT")  # one read, nothing written
+    # Nothing written: one read of how far each vector set (own, contextual) has got.
+    assert len(queries) == 2 and all(q.startswith("SELECT") for q in queries)
 
     fill(session, [("user", "a new question about Lisbon"), ("assistant", "Lisbon answer")])
     assert index.sync("u1", session.id) == SyncReport(indexed=2, embedded=2)
@@ -226,9 +227,18 @@ def test_concurrent_syncs_neither_duplicate_nor_lose_events(
     with engine.db.read() as conn:
         docs = conn.execute(select(search_docs.c.seq).order_by(search_docs.c.seq)).scalars()
         assert list(docs) == list(range(1, 13))
-        codes = conn.execute(select(search_codes.c.seq).order_by(search_codes.c.seq)).scalars()
-        assert list(codes) == list(range(1, 13))
-        assert conn.execute(select(search_dense.c.vector_count)).scalar() == 12
+        codes = conn.execute(
+            select(search_codes.c.embedder_id, search_codes.c.seq).order_by(
+                search_codes.c.embedder_id, search_codes.c.seq
+            )
+        ).all()
+        # Each event once in each vector set (its own, and embedded after the one before).
+        by_set: dict[int, list[int]] = {}
+        for embedder_id, seq in codes:
+            by_set.setdefault(embedder_id, []).append(seq)
+        assert len(by_set) == 2 and all(seqs == list(range(1, 13)) for seqs in by_set.values())
+        counts = conn.execute(select(search_dense.c.vector_count)).scalars()
+        assert list(counts) == [12, 12]
 
 
 def test_large_sessions_rank_through_sign_codes_like_the_exact_search(
@@ -240,11 +250,16 @@ def test_large_sessions_rank_through_sign_codes_like_the_exact_search(
     with session.turn() as turn:
         for role, text in pairs:
             turn.add_message(role, text)
-    exact = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(code_cache_vectors=0))
+    # Own vectors only: a contextual vector would also find the note after each match.
+    exact = SearchIndex(
+        engine.db,
+        HashingEmbedder(),
+        config=RetrievalConfig(code_cache_vectors=0, context_chars=0),
+    )
     coded = SearchIndex(
         engine.db,
         HashingEmbedder(),
-        config=RetrievalConfig(exact_vector_limit=0, rescore_candidates=40),
+        config=RetrievalConfig(exact_vector_limit=0, rescore_candidates=40, context_chars=0),
     )
     query = "passport renewal"
     by_exact = exact.search("u1", session.id, query, lexical=False, limit=12)
@@ -315,3 +330,30 @@ def test_terms_over_the_postings_budget_give_way_to_rarer_ones_or_recent_documen
     assert recent and min(recent) >= 190 and max(recent) == 300
     older = seqs(index.search("u1", session.id, "common", limit=300, exclude_from_seq=101))
     assert older and min(older) >= 1 and max(older) == 100
+
+
+def test_a_short_answer_is_found_through_the_question_before_it(engine: ContextEngine) -> None:
+    session = engine.create_session(user_id="u1")
+    fill(
+        session,
+        [
+            ("user", "We adopted a grey cat from the shelter, we call him Moon"),
+            ("assistant", "Lovely! How old is Moon?"),
+            ("user", "They said six"),
+            ("assistant", "A calm age for a cat"),
+            ("user", "The weather in Lisbon was sunny all week"),
+            ("assistant", "Sounds like a good trip"),
+        ],
+    )
+    query = "How old is the cat Moon?"
+    own_only = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(context_chars=0))
+    with_context = SearchIndex(engine.db, HashingEmbedder())
+    answer = 3
+    own = [h.seq for h in own_only.search("u1", session.id, query, lexical=False, limit=4)]
+    contextual = [
+        h.seq for h in with_context.search("u1", session.id, query, lexical=False, limit=4)
+    ]
+    # Alone, "They said six" shares nothing with the question; embedded after "How old
+    # is Moon?" it is among the nearest.
+    assert answer not in own
+    assert answer in contextual

@@ -36,7 +36,7 @@ from agentctx.context.run import (
     goal_of,
     input_tokens,
 )
-from agentctx.context.sources import MemorySource, Retriever, SummarySource
+from agentctx.context.sources import MemorySource, Retriever, SummarySource, ToolOutput
 from agentctx.context.strategies import (
     BLOCK_HEADING,
     choose_older,
@@ -72,6 +72,7 @@ class ContextBuilder:
         retriever: Retriever | None = None,
         summaries: SummarySource | None = None,
         memories: MemorySource | None = None,
+        tool_output: ToolOutput | None = None,
     ) -> None:
         self._load = load_events
         self._counter_for = counter_for
@@ -79,6 +80,7 @@ class ContextBuilder:
         self.retriever = retriever
         self.summaries = summaries
         self.memories = memories
+        self.tool_output = tool_output
 
     def build(
         self,

@@ -58,10 +58,17 @@ def image_reference(part: ImagePart) -> str:
     return f"[Image {part.image_id}: {part.width}x{part.height} {part.media_type}]"
 
 
+ToolText = Callable[[Event], str]
+"""What a tool result shows in a window (compressed, or a preview and a pointer)."""
+
+
 def render_events(
-    events: Sequence[Event], image_url: ImageURL | None = None
+    events: Sequence[Event],
+    image_url: ImageURL | None = None,
+    tool_text: ToolText | None = None,
 ) -> list[dict[str, Any]]:
-    """The chat messages for ``events`` (in the order given)."""
+    """The chat messages for ``events`` (in the order given). ``tool_text`` gives a tool
+    result's text (default: the whole of it)."""
     messages: list[dict[str, Any]] = []
     pending_images: list[dict[str, Any]] = []
 
@@ -90,7 +97,8 @@ def render_events(
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             continue
         if event.type is EventType.TOOL_RESULT:
-            text = event_text(event) or ("(error)" if event.meta.status == "error" else "(empty)")
+            shown = tool_text(event) if tool_text is not None else event_text(event)
+            text = shown or ("(error)" if event.meta.status == "error" else "(empty)")
             if event.meta.status == "error":
                 text = f"[error] {text}"
             messages.append(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
-from agentctx.context.render import ImageURL, render_events
+from agentctx.context.render import ImageURL, ToolText, render_events
 from agentctx.context.strategies import BLOCK_HEADING, Candidate, compact_lines, piece_of
 from agentctx.context.units import Atom, Unit
 from agentctx.context.window import ContextReport, DroppedEvent, SectionReport, TruncatedEvent
@@ -79,6 +79,10 @@ class Run:
         self.truncations: list[TruncatedEvent] = []
         self.dropped_events: dict[int, DroppedEvent] = {}
         self._image_costs: dict[str, int] = {}
+        self._tool_texts: dict[str, str] = {}  # event id -> window text, once per build
+        self._tool_text: ToolText | None = (
+            self._shortened_tool_output if builder.tool_output is not None else None
+        )
         self._image_url: ImageURL | None = (
             self._inline_image
             if config.images == "inline" and builder._image_bytes is not None
@@ -136,10 +140,18 @@ class Run:
 
     def piece(self, atom: Atom) -> Piece:
         """An atom rendered as messages, over-long messages cut in the middle."""
-        messages = render_events(atom.events, self._image_url)
+        messages = render_events(atom.events, self._image_url, self._tool_text)
         for message in messages:
             self._limit_message(message, atom)
         return Piece(atom, messages, sum(self.cost(m) for m in messages))
+
+    def _shortened_tool_output(self, event: Event) -> str:
+        text = self._tool_texts.get(event.event_id)
+        if text is None:
+            assert self.builder.tool_output is not None
+            text = self.builder.tool_output(self.user_id, self.session_id, event, self.counter)
+            self._tool_texts[event.event_id] = text
+        return text
 
     def _limit_message(self, message: dict[str, Any], atom: Atom) -> None:
         content = message.get("content")

@@ -7,10 +7,13 @@ and its budget share flows to the others.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
+
+from agentctx.events import Event
+from agentctx.tokens import TokenCounter
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +73,9 @@ class MemorySource(Protocol):
     ) -> Sequence[MemoryItem]:
         """The most relevant memories, best first."""
         ...
+
+
+ToolOutput = Callable[[str, str, Event, TokenCounter], str]
+"""(user_id, session_id, tool_result event, counter) -> the text the window shows for it:
+the output compressed by its tool's strategy, or a preview and a pointer to the
+offloaded original (``agentctx.compaction.tool_output``)."""

@@ -18,6 +18,13 @@ class RetrievalConfig(BaseModel):
     )
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the lexical ranking.")
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense ranking.")
+    context_chars: int = Field(
+        default=200,
+        ge=0,
+        le=2000,
+        description="Each event also gets a second vector, embedded after this many "
+        "characters of the event before it, searched as a third ranking (0: off).",
+    )
     participant_weight: float = Field(
         default=2.0,
         ge=0,

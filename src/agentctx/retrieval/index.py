@@ -114,6 +114,7 @@ class SearchIndex:
         self._lexical_ready = False
         self._embedder_id: int | None = None
         self._dense_ready: bool | None = None  # None: not set up yet
+        self._context_id: int | None = None  # vectors embedded with the event before
         self._setup_lock = threading.Lock()
         self._codes = dense_index.CodeCache(self.config.code_cache_vectors)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
@@ -140,10 +141,17 @@ class SearchIndex:
         with self._setup_lock:
             if self._dense_ready is not None:
                 return self._embedder_id if self._dense_ready else None
+            context_chars = self.config.context_chars
             with self.db.write() as conn:
                 ensure_lexical(conn)  # the SQLite cleanup trigger names the lexical table too
                 embedder_id = register_embedder(conn, name, dimensions)
                 ready = ensure_vectors(conn, embedder_id, dimensions)
+                if ready and context_chars:
+                    context_id = register_embedder(
+                        conn, f"{name}+context{context_chars}", dimensions
+                    )
+                    ensure_vectors(conn, context_id, dimensions)
+                    self._context_id = int(context_id)
             self._lexical_ready = True
             self._embedder_id = int(embedder_id)
             self._dense_ready = ready
@@ -189,6 +197,21 @@ class SearchIndex:
                 batch=batch,
                 limit=embed_limit,
             )
+        context_id = self._context_id
+        if self.embedder is not None and context_id is not None and wanted:
+            with self.db.read() as conn:
+                context = read_state(conn, user_id, session_id, context_id)
+            if context is not None and context.embedded_seq < context.indexed_seq:
+                sync_dense(
+                    self.db,
+                    self.embedder,
+                    user_id,
+                    session_id,
+                    embedder_id=context_id,
+                    batch=batch,
+                    limit=embed_limit,
+                    context_chars=self.config.context_chars,
+                )
         return SyncReport(indexed, embedded)
 
     def on_turn_end(self, job: Job) -> None:
@@ -273,8 +296,12 @@ class SearchIndex:
             state = read_state(conn, user_id, session_id, embedder_id)
             if state is None:
                 return []
-            if not (sync and self._behind(state, embedder_id)):
-                return self._ranked(conn, state, embedder_id, ranking)
+            context = self._context_state(conn, ranking, embedder_id)
+            behind = self._behind(state, embedder_id) or (
+                context is not None and self._behind(context, self._context_id)
+            )
+            if not (sync and behind):
+                return self._ranked(conn, state, embedder_id, ranking, context)
         try:
             self.sync(user_id, session_id, embed_limit=self.config.inline_embed_limit)
         except EmbeddingError as exc:  # the turn-end job retries; search what is indexed
@@ -283,7 +310,16 @@ class SearchIndex:
             state = read_state(conn, user_id, session_id, embedder_id)
             if state is None:
                 return []
-            return self._ranked(conn, state, embedder_id, ranking)
+            context = self._context_state(conn, ranking, embedder_id)
+            return self._ranked(conn, state, embedder_id, ranking, context)
+
+    def _context_state(
+        self, conn: Connection, ranking: _Ranking, embedder_id: int | None
+    ) -> IndexState | None:
+        """How far the contextual vectors have got (None when they are not kept)."""
+        if embedder_id is None or self._context_id is None or ranking.vector is None:
+            return None
+        return read_state(conn, ranking.user_id, ranking.session_id, self._context_id)
 
     def _ranked(
         self,
@@ -291,6 +327,7 @@ class SearchIndex:
         state: IndexState,
         embedder_id: int | None,
         ranking: _Ranking,
+        context: IndexState | None = None,
     ) -> list[SearchHit]:
         if state.sid is None:
             return []
@@ -312,6 +349,23 @@ class SearchIndex:
             (lexical_seqs, weights[0]),
             (dense_seqs, weights[1]),
         ]
+        if (
+            context is not None
+            and self._context_id is not None
+            and ranking.vector is not None
+            and context.vector_count
+        ):
+            # The same query against each event embedded after the one before it: a
+            # short answer ("They said 6") is found through the question it answers.
+            context_hits = self._dense(
+                conn,
+                context,
+                self._context_id,
+                ranking.vector,
+                depth=ranking.depth,
+                before_seq=ranking.before_seq,
+            )
+            rankings.append(([h.seq for h in context_hits], weights[1]))
         rows: dict[int, tuple[Any, ...]] = {}
         if ranking.focus is not None:
             # The named participant's events ranked on their own: the same two rankings,

@@ -218,8 +218,13 @@ def sync_dense(
     embedder_id: int,
     batch: int,
     limit: int | None,
+    context_chars: int = 0,
 ) -> int:
-    """Embed the session's indexed documents that have no vector yet (at most ``limit``)."""
+    """Embed the session's indexed documents that have no vector yet (at most ``limit``).
+
+    ``context_chars`` > 0 embeds each document after the last that many characters of
+    the document before it (the contextual vectors of :mod:`agentctx.retrieval.index`).
+    """
     added = 0
     while limit is None or added < limit:
         take = batch if limit is None else min(batch, limit - added)
@@ -253,6 +258,10 @@ def sync_dense(
                 .limit(take)
             ).all()
         texts = [stored_event_text(p, pl, m)[:MAX_EMBED_CHARS] for _, _, p, pl, m in rows]
+        if context_chars and texts:
+            with db.read() as conn:
+                before = _previous_text(conn, user_id, session_id, sid, int(rows[0][1]))
+            texts = with_context([before, *texts[:-1]], texts, context_chars)
         vectors = embedder.embed(texts) if texts else []
         # Read in the same snapshot as indexed_seq: a short batch covers every document.
         covered = int(rows[-1][1]) if len(rows) == take else state.indexed_seq
@@ -282,3 +291,34 @@ def sync_dense(
         if len(rows) < take:
             return added
     return added
+
+
+def with_context(previous: list[str], texts: list[str], chars: int) -> list[str]:
+    """Each text after the last ``chars`` characters of the one before it."""
+    out = []
+    for before, text in zip(previous, texts, strict=True):
+        tail = before[-chars:].strip() if before else ""
+        out.append(f"{tail}\n{text}" if tail else text)
+    return out
+
+
+def _previous_text(conn: Connection, user_id: str, session_id: str, sid: int, seq: int) -> str:
+    """The searchable text of the session's last document before ``seq`` ("" if none)."""
+    row = conn.execute(
+        select(events.c.parts, events.c.payload, events.c.meta)
+        .join(
+            search_docs,
+            and_(
+                search_docs.c.sid == sid,
+                search_docs.c.seq == events.c.seq,
+            ),
+        )
+        .where(
+            events.c.user_id == user_id,
+            events.c.session_id == session_id,
+            events.c.seq < seq,
+        )
+        .order_by(events.c.seq.desc())
+        .limit(1)
+    ).first()
+    return "" if row is None else stored_event_text(row[0], row[1], row[2])
