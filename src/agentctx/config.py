@@ -15,6 +15,8 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agentctx.compaction.thread import ThreadSummaryConfig
+from agentctx.compaction.tool_output.compressor import ToolOutputConfig
 from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
 from agentctx.llm.config import LLMConfig
@@ -86,6 +88,16 @@ class Settings(BaseSettings):
     )
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Hybrid search: fusion and latency bounds."
+    )
+    thread_summary: ThreadSummaryConfig = Field(
+        default_factory=ThreadSummaryConfig,
+        description="The running summary of each session: when it is brought up to date "
+        "(every N messages or tokens) and its token budget.",
+    )
+    tool_output: ToolOutputConfig = Field(
+        default_factory=ToolOutputConfig,
+        description="How tool results are shortened in context windows, and when they are "
+        "offloaded behind a read_offloaded pointer.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

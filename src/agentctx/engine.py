@@ -9,12 +9,14 @@ from types import TracebackType
 from typing import Any
 
 from agentctx.agents import AgentConfig, AgentRegistry
+from agentctx.compaction.thread import ThreadSummarizer
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
 from agentctx.context.window import ContextWindow
-from agentctx.events import ImagePart
+from agentctx.events import Event, ImagePart
 from agentctx.jobs import Job, JobQueue
+from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import embedder_from_config
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.retrieval.index import SearchIndex
@@ -123,11 +125,26 @@ class ContextEngine:
             # background; otherwise searches catch up themselves (embedding at most
             # ``retrieval.inline_embed_limit`` events per search).
             self.on_turn_end("search_index", self.search_index.on_turn_end)
+        # Thread summaries: brought up to date by a turn-end job with a worker; otherwise a
+        # window reading them folds in one bounded step of what is new (as searches catch
+        # up the index), so appends never pay for summaries.
+        self.thread_summaries = ThreadSummarizer(
+            self.db,
+            self._service.events,
+            self.token_counter(),
+            llm_from_config(s.llm, "fast"),
+            config=s.thread_summary,
+            catch_up=s.jobs != "background",
+        )
+        if s.jobs == "background" and s.thread_summary.enabled:
+            self.on_turn_end("thread_summary", self.thread_summaries.on_turn_end)
         self.context_builder = ContextBuilder(
             load_events=self._service.events,
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,
+            summaries=self.thread_summaries if s.thread_summary.enabled else None,
+            tool_output=self._tool_output_text if s.tool_output.enabled else None,
         )
         if s.jobs == "background":
             self.jobs.start_worker()
@@ -264,6 +281,19 @@ class ContextEngine:
             query=query,
             budget=budget,
             system_prompt=prompt,
+        )
+
+    def _tool_output_text(
+        self, user_id: str, session_id: str, event: Event, counter: TokenCounter
+    ) -> str:
+        """A tool result as a window shows it: compressed, or previewed and offloaded."""
+        from agentctx.compaction.tool_output import (  # noqa: PLC0415 - imports sessions
+            compress_tool_result_for_window,
+        )
+
+        session = self.get_session(session_id, user_id=user_id)
+        return compress_tool_result_for_window(
+            session, event, counter=counter, config=self.settings.tool_output
         )
 
     def _image_bytes(self, user_id: str, part: ImagePart) -> bytes:

@@ -1,8 +1,9 @@
 """Retention and data control: deleting sessions and users, the sweep, blob collection.
 
-Deleting removes a session's events, turns, jobs, blob references and retrieval
-index rows in one transaction, then the blobs no other event references. The audit
-log is kept: it holds ids and outcomes, never content, and is what proves a deletion.
+Deleting removes a session's events, turns, jobs, blob references, summaries and
+retrieval index rows in one transaction, then the blobs no other event references.
+The audit log is kept: it holds ids and outcomes, never content, and is what proves a
+deletion.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ def _delete_report(
     indexed = counts["search_sessions"]  # the rest of their index rows go by cascade
     if indexed and purge:
         purge_deleted(conn)  # and their terms leave the full-text index's pages now
+    derived = {"search_sessions": indexed, "summaries": counts["summaries"]}
     return DeleteReport(
         sessions=counts["sessions"],
         events=counts["events"],
         turns=counts["turns"],
         jobs=counts["jobs"],
         blob_refs=counts["blob_refs"],
-        extra={"search_sessions": indexed} if indexed else {},
+        extra={name: count for name, count in derived.items() if count},
     )
 
 

@@ -19,6 +19,7 @@ from agentctx.sessions.recording import EventRecorder
 from agentctx.sessions.turns import Turn, current_turn
 
 if TYPE_CHECKING:
+    from agentctx.compaction.thread import Summary
     from agentctx.engine import ContextEngine
 
 StateModel = TypeVar("StateModel", bound=BaseModel)
@@ -322,6 +323,10 @@ class Session(EventRecorder):
         from agentctx.compaction.tool_output.offload import read_offloaded_page  # noqa: PLC0415
 
         return read_offloaded_page(self, offloaded_id, offset=offset, max_tokens=max_tokens).text
+
+    def summaries(self) -> list[Summary]:
+        """The session's stored summaries (every version), newest first."""
+        return self._engine.thread_summaries.list_summaries(self.user_id, self.id)
 
     def turns(self) -> list[TurnInfo]:
         """The session's turns, oldest first."""

@@ -375,6 +375,35 @@ search_codes = Table(
     sqlite_with_rowid=False,
 )
 
+# Summaries (agentctx.compaction): derived text that stands for an exact range of a
+# session's events, which stay in the log untouched. A summary is never updated: each
+# new one is the next ``version``, and the unique version per (user, session, kind) is
+# what lets two workers racing on the same summary write it once.
+
+summaries = Table(
+    "summaries",
+    metadata,
+    Column("summary_id", String(64), primary_key=True),
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("kind", String(16), nullable=False),  # thread | topic
+    Column("version", Integer, nullable=False),  # 1, 2, … per (user, session, kind)
+    Column("text", Text, nullable=False),
+    Column("first_seq", BigInteger, nullable=False),  # the covered range, inclusive
+    Column("last_seq", BigInteger, nullable=False),
+    Column("source_event_count", Integer, nullable=False),
+    Column("token_count", Integer, nullable=False),
+    Column("method", String(256), nullable=False),  # offline | llm:<model> | offline (…)
+    Column("created_at", UTCDateTime, nullable=False),
+    # Also the "latest per session and kind" index: its last entry is the newest version.
+    UniqueConstraint("user_id", "session_id", "kind", "version"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+)
+
 DERIVED_TABLE_PREFIXES = ("search_fts", "search_vec_")
 """Tables the retrieval index creates at run time (with SQLite's FTS5 and sqlite-vec
 shadow tables, which share the prefix). They are not in :data:`metadata`; schema
@@ -391,7 +420,15 @@ def include_name(name: str | None, type_: str, _parent_names: Any = None) -> boo
 # Tables deleted by delete_user_data, children before parents. The audit log is kept on
 # purpose: it holds ids and outcomes, never content, and is what proves the deletion.
 # ``search_sessions`` takes the rest of the retrieval index with it (ON DELETE CASCADE).
-USER_DATA_TABLES: tuple[Table, ...] = (search_sessions, blob_refs, jobs, turns, events, sessions)
+USER_DATA_TABLES: tuple[Table, ...] = (
+    summaries,
+    search_sessions,
+    blob_refs,
+    jobs,
+    turns,
+    events,
+    sessions,
+)
 
 ALL_TABLES = (
     agents,
@@ -408,4 +445,5 @@ ALL_TABLES = (
     search_embedders,
     search_dense,
     search_codes,
+    summaries,
 )
