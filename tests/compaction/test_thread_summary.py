@@ -46,7 +46,9 @@ def stored(engine: ContextEngine, session: Session) -> int:
 
 
 def make_engine(db_url: str, home: Path, **settings: Any) -> ContextEngine:
-    settings.setdefault("thread_summary", {"every_messages": 5, "budget_tokens": 60})
+    settings.setdefault(
+        "thread_summary", {"enabled": True, "every_messages": 5, "budget_tokens": 60}
+    )
     settings.setdefault("embeddings", {"provider": "hashing"})  # no model load in the worker
     return ContextEngine(url=db_url, home=home, **settings)
 
@@ -95,7 +97,7 @@ def test_message_threshold_triggers_and_coverage_is_exact(small: ContextEngine) 
 
 
 def test_token_threshold_triggers_alone(db_url: str, home: Path) -> None:
-    config = {"every_messages": 100, "every_tokens": 200, "budget_tokens": 60}
+    config = {"enabled": True, "every_messages": 100, "every_tokens": 200, "budget_tokens": 60}
     with make_engine(db_url, home, jobs="manual", thread_summary=config) as eng:
         session = eng.create_session(user_id="u1")
         session.add_message("user", "The invoice total is 40 dollars. " * 4)
@@ -223,7 +225,7 @@ def test_two_racing_workers_write_one_summary(small: ContextEngine) -> None:
             small.db,
             lambda *a, **k: small.get_session(session.id, "u1").events(**k),
             small.token_counter(),
-            config=ThreadSummaryConfig(every_messages=5, budget_tokens=60),
+            config=ThreadSummaryConfig(enabled=True, every_messages=5, budget_tokens=60),
         )
         try:
             draft = summarizer.plan("u1", session.id)
@@ -369,7 +371,12 @@ def test_deleting_a_session_or_a_user_removes_their_summaries(small: ContextEngi
 
 
 def test_a_long_backlog_is_folded_in_bounded_steps(db_url: str, home: Path) -> None:
-    settings = {"every_messages": 5, "budget_tokens": 60, "max_events_per_update": 20}
+    settings = {
+        "enabled": True,
+        "every_messages": 5,
+        "budget_tokens": 60,
+        "max_events_per_update": 20,
+    }
     with make_engine(db_url, home, jobs="manual", thread_summary=settings) as engine:
         session = engine.create_session(user_id="u1")
         chat(session, 47)

@@ -76,7 +76,11 @@ class ThreadSummaryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = Field(default=True, description="Keep a running summary of each session.")
+    enabled: bool = Field(
+        default=False,
+        description="Keep a running summary of each session (off by default: in windows "
+        "built for a query it takes room retrieved events would use).",
+    )
     every_messages: int = Field(
         default=20, ge=1, description="Summarize once this many new messages are unsummarized."
     )
