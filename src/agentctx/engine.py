@@ -284,16 +284,17 @@ class ContextEngine:
         )
 
     def _tool_output_text(
-        self, user_id: str, session_id: str, event: Event, counter: TokenCounter
-    ) -> str:
-        """A tool result as a window shows it: compressed, or previewed and offloaded."""
+        self, user_id: str, session_id: str
+    ) -> Callable[[Event, TokenCounter], str]:
+        """How one build shows tool results: compressed, or previewed and offloaded."""
         from agentctx.compaction.tool_output import (  # noqa: PLC0415 - imports sessions
             compress_tool_result_for_window,
         )
 
         session = self.get_session(session_id, user_id=user_id)
-        return compress_tool_result_for_window(
-            session, event, counter=counter, config=self.settings.tool_output
+        config = self.settings.tool_output
+        return lambda event, counter: compress_tool_result_for_window(
+            session, event, counter=counter, config=config
         )
 
     def _image_bytes(self, user_id: str, part: ImagePart) -> bytes:

@@ -15,6 +15,7 @@ from agentctx.retrieval import RetrievalConfig, SearchIndex
 from agentctx.retrieval.participants import (
     ParticipantCache,
     first_person,
+    may_name_someone,
     name_parts,
     named_participants,
 )
@@ -145,3 +146,10 @@ def test_new_authors_are_seen_after_the_first_search(engine: ContextEngine) -> N
     )
     hits = index.search("u1", session.id, "Where did Vanessa travel?", limit=3)
     assert hits[0].author == "Vanessa"
+
+
+def test_only_a_query_that_may_name_someone_needs_the_authors() -> None:
+    assert may_name_someone("What does Kevin know?")
+    assert may_name_someone("王小明最喜欢什么？")
+    assert not may_name_someone("what did we decide about the release?")
+    assert not may_name_someone("")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
 from agentctx.bench.report import print_store_report, store_markdown
 from agentctx.bench.store import StoreConfig, run_store_benchmark
-from agentctx.errors import AgentCtxError, MissingExtra
+from agentctx.errors import AgentCtxError
 
 bench_app = typer.Typer(help="Benchmarks (figures go to docs/benchmarks.md).", no_args_is_help=True)
 
@@ -27,6 +30,38 @@ class BackendChoice(enum.StrEnum):
     sqlite = "sqlite"
     postgresql = "postgresql"
     all = "all"
+
+
+Report = TypeVar("Report", bound=BaseModel)
+
+
+def _run_and_write(
+    console: Console,
+    run: Callable[[Callable[[str], None]], Report],
+    *,
+    show: Callable[[Report, Console], None],
+    markdown_of: Callable[[Report], str],
+    out: Path | None,
+    markdown: Path | None,
+) -> None:
+    """Run a benchmark with progress lines, print its report and write the files asked for.
+
+    An agentctx error (a missing extra, bad data) is printed in red and exits with 1.
+    """
+    try:
+        report = run(
+            lambda message: console.print(f"… {message}", style="dim", markup=False),
+        )
+    except AgentCtxError as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    show(report, console)
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        console.print(f"results written to {out}", markup=False, highlight=False)
+    if markdown is not None:
+        markdown.write_text(markdown_of(report), encoding="utf-8")
+        console.print(f"tables written to {markdown}", markup=False, highlight=False)
 
 
 def _parse_sizes(value: str | None) -> list[int] | None:
@@ -77,21 +112,14 @@ def store(  # noqa: PLR0917 - one parameter per command-line option
         config = StoreConfig.quick(**overrides) if quick else StoreConfig.model_validate(overrides)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    try:
-        report = run_store_benchmark(
-            config,
-            progress=lambda message: console.print(f"… {message}", style="dim", markup=False),
-        )
-    except MissingExtra as exc:
-        console.print(str(exc), style="red", markup=False, highlight=False)
-        raise typer.Exit(1) from exc
-    print_store_report(report, console)
-    if out is not None:
-        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        console.print(f"results written to {out}", markup=False, highlight=False)
-    if markdown is not None:
-        markdown.write_text(store_markdown(report), encoding="utf-8")
-        console.print(f"tables written to {markdown}", markup=False, highlight=False)
+    _run_and_write(
+        console,
+        lambda progress: run_store_benchmark(config, progress=progress),
+        show=print_store_report,
+        markdown_of=store_markdown,
+        out=out,
+        markdown=markdown,
+    )
 
 
 @bench_app.command("redact")
@@ -119,21 +147,14 @@ def redact(
     if entities is not None:
         overrides["entities"] = entities
     config = RedactConfig.quick(**overrides) if quick else RedactConfig.model_validate(overrides)
-    try:
-        report = run_redact_benchmark(
-            config,
-            progress=lambda message: console.print(f"… {message}", style="dim", markup=False),
-        )
-    except MissingExtra as exc:
-        console.print(str(exc), style="red", markup=False, highlight=False)
-        raise typer.Exit(1) from exc
-    print_redact_report(report, console)
-    if out is not None:
-        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        console.print(f"results written to {out}", markup=False, highlight=False)
-    if markdown is not None:
-        markdown.write_text(redact_markdown(report), encoding="utf-8")
-        console.print(f"tables written to {markdown}", markup=False, highlight=False)
+    _run_and_write(
+        console,
+        lambda progress: run_redact_benchmark(config, progress=progress),
+        show=print_redact_report,
+        markdown_of=redact_markdown,
+        out=out,
+        markdown=markdown,
+    )
 
 
 def _parse_budgets(value: str) -> list[int]:
@@ -205,21 +226,14 @@ def recall(  # noqa: PLR0917 - one parameter per command-line option
     if limit_questions is not None:
         overrides["limit_questions"] = limit_questions
     config = RecallConfig.quick(**overrides) if quick else RecallConfig.model_validate(overrides)
-    try:
-        report = run_recall_benchmark(
-            config,
-            progress=lambda message: console.print(f"… {message}", style="dim", markup=False),
-        )
-    except AgentCtxError as exc:
-        console.print(str(exc), style="red", markup=False, highlight=False)
-        raise typer.Exit(1) from exc
-    print_recall_report(report, console)
-    if out is not None:
-        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        console.print(f"results written to {out}", markup=False, highlight=False)
-    if markdown is not None:
-        markdown.write_text(recall_markdown(report), encoding="utf-8")
-        console.print(f"tables written to {markdown}", markup=False, highlight=False)
+    _run_and_write(
+        console,
+        lambda progress: run_recall_benchmark(config, progress=progress),
+        show=print_recall_report,
+        markdown_of=recall_markdown,
+        out=out,
+        markdown=markdown,
+    )
 
 
 @bench_app.command("context")

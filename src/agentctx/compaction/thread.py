@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -262,18 +262,7 @@ class ThreadSummarizer:
         None when the session is gone.
         """
         summary = Summary(
-            summary_id=f"sum_{new_id()}",
-            user_id=draft.user_id,
-            session_id=draft.session_id,
-            kind=THREAD,
-            version=draft.version,
-            text=draft.text,
-            first_seq=draft.first_seq,
-            last_seq=draft.last_seq,
-            source_event_count=draft.source_event_count,
-            token_count=draft.token_count,
-            method=draft.method,
-            created_at=utcnow(),
+            summary_id=f"sum_{new_id()}", kind=THREAD, created_at=utcnow(), **asdict(draft)
         )
         try:
             with self.db.write() as conn:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +80,7 @@ class Run:
         self.dropped_events: dict[int, DroppedEvent] = {}
         self._image_costs: dict[str, int] = {}
         self._tool_texts: dict[str, str] = {}  # event id -> window text, once per build
+        self._tool_output: Callable[[Event, TokenCounter], str] | None = None
         self._tool_text: ToolText | None = (
             self._shortened_tool_output if builder.tool_output is not None else None
         )
@@ -148,9 +149,10 @@ class Run:
     def _shortened_tool_output(self, event: Event) -> str:
         text = self._tool_texts.get(event.event_id)
         if text is None:
-            assert self.builder.tool_output is not None
-            text = self.builder.tool_output(self.user_id, self.session_id, event, self.counter)
-            self._tool_texts[event.event_id] = text
+            if self._tool_output is None:
+                assert self.builder.tool_output is not None
+                self._tool_output = self.builder.tool_output(self.user_id, self.session_id)
+            text = self._tool_texts[event.event_id] = self._tool_output(event, self.counter)
         return text
 
     def _limit_message(self, message: dict[str, Any], atom: Atom) -> None:

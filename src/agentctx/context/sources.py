@@ -75,7 +75,8 @@ class MemorySource(Protocol):
         ...
 
 
-ToolOutput = Callable[[str, str, Event, TokenCounter], str]
-"""(user_id, session_id, tool_result event, counter) -> the text the window shows for it:
-the output compressed by its tool's strategy, or a preview and a pointer to the
-offloaded original (``agentctx.compaction.tool_output``)."""
+ToolOutput = Callable[[str, str], Callable[[Event, TokenCounter], str]]
+"""(user_id, session_id) -> a function giving the text a window shows for a tool_result
+event: the output compressed by its tool's strategy, or a preview and a pointer to the
+offloaded original (``agentctx.compaction.tool_output``). Called at most once per build,
+on the first tool result the build renders."""

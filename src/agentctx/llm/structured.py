@@ -77,12 +77,14 @@ def _loads(text: str) -> JsonValue:
     return orjson.loads(text)
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """The bracketed JSON value that opens at ``text[start]``, or None if it never closes."""
-    closing = {"{": "}", "[": "]"}
-    stack = [closing[text[start]]]
+_CLOSES_NEXT = re.compile(r"[ \t\r\n]*[}\]]")
+
+
+def _structural(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """(index, char) of each character of ``text[start:]`` outside JSON string literals
+    (the quotes themselves excluded): where brackets and commas mean something."""
     in_string = escaped = False
-    for index in range(start + 1, len(text)):
+    for index in range(start, len(text)):
         char = text[index]
         if in_string:
             if escaped:
@@ -93,7 +95,16 @@ def _balanced(text: str, start: int) -> str | None:
                 in_string = False
         elif char == '"':
             in_string = True
-        elif char in closing:
+        else:
+            yield index, char
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The bracketed JSON value that opens at ``text[start]``, or None if it never closes."""
+    closing = {"{": "}", "[": "]"}
+    stack = [closing[text[start]]]
+    for index, char in _structural(text, start + 1):
+        if char in closing:
             stack.append(closing[char])
         elif char in "}]":
             if char != stack.pop():
@@ -105,26 +116,12 @@ def _balanced(text: str, start: int) -> str | None:
 
 def _without_trailing_commas(text: str) -> str:
     """``text`` with commas before ``}`` or ``]`` (outside strings) removed."""
-    out: list[str] = []
-    in_string = escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == ",":
-            following = index + 1
-            while following < len(text) and text[following] in " \t\r\n":
-                following += 1
-            if following < len(text) and text[following] in "}]":
-                continue
-        out.append(char)
-    return "".join(out)
+    dropped = {
+        index
+        for index, char in _structural(text)
+        if char == "," and _CLOSES_NEXT.match(text, index + 1)
+    }
+    return "".join(char for index, char in enumerate(text) if index not in dropped)
 
 
 def _candidates(text: str) -> list[str]:

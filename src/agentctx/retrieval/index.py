@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from agentctx.errors import InvalidInput
 from agentctx.jobs import Job
@@ -27,7 +27,12 @@ from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.config import RetrievalConfig
-from agentctx.retrieval.participants import ParticipantCache, first_person, named_participants
+from agentctx.retrieval.participants import (
+    ParticipantCache,
+    first_person,
+    may_name_someone,
+    named_participants,
+)
 from agentctx.retrieval.sync import (
     IndexState,
     SyncReport,
@@ -425,24 +430,27 @@ class SearchIndex:
 
     def _focus(self, user_id: str, session_id: str, query: str) -> str | None:
         """The one author of the session that ``query`` names, if exactly one is."""
-        if not query.strip():
+        if not may_name_someone(query):
             return None
         key = (user_id, session_id)
         known = self._participants.get(key)
         after = known[0] if known else 0
+        # One row per author of the events not read yet (with the newest seq of each).
         with self.db.read() as conn:
             rows = conn.execute(
-                select(events.c.author, events.c.seq)
+                select(events.c.author, func.max(events.c.seq))
                 .where(
                     events.c.user_id == user_id,
                     events.c.session_id == session_id,
                     events.c.seq > after,
                 )
-                .order_by(events.c.seq.desc())
+                .group_by(events.c.author)
             ).all()
         if rows:
             authors = self._participants.put(
-                key, int(rows[0][1]), [a for a, _ in rows if isinstance(a, str) and a]
+                key,
+                max(int(seq) for _, seq in rows),
+                [a for a, _ in rows if isinstance(a, str) and a],
             )
         else:
             authors = known[1] if known else frozenset()

@@ -78,6 +78,12 @@ def _capitalised(query: str) -> list[str]:
     return [_POSSESSIVE.sub("", w) for w in _WORD.findall(query) if w[:1].isupper() and len(w) >= 3]
 
 
+def may_name_someone(query: str) -> bool:
+    """Whether ``query`` has anything a name could be (a capitalised word, CJK text);
+    when it has not, no author needs to be looked up."""
+    return bool(_CJK.search(query)) or bool(_capitalised(query))
+
+
 def named_participants(query: str, authors: Iterable[str]) -> list[str]:
     """The authors ``query`` names, in sorted order."""
     words = _capitalised(query)
