@@ -390,6 +390,9 @@ summaries = Table(
     Column("version", Integer, nullable=False),  # 1, 2, … per (user, session, kind)
     # 0 for a summary of events; n + 1 for a summary of level-n summaries (recursive folds).
     Column("level", Integer, nullable=False, server_default=text("0")),
+    # The exact covered seqs when they are not the whole of first_seq..last_seq (a fold
+    # that keeps key events verbatim covers the ranges between them): [[a, b], …].
+    Column("seq_ranges", JsonColumn, nullable=True),
     Column("text", Text, nullable=False),
     Column("first_seq", BigInteger, nullable=False),  # the covered range, inclusive
     Column("last_seq", BigInteger, nullable=False),

@@ -4,7 +4,8 @@
   events, and the per-event link (one topic per event at most).
 * ``profile_facts``: what users said about themselves, with provenance.
 * ``reflections``: the agent's inner voice, one per assistant event.
-* ``summaries.level``: 0 for summaries of events, n + 1 for summaries of summaries.
+* ``summaries.level``: 0 for summaries of events, n + 1 for summaries of summaries;
+  ``summaries.seq_ranges``: the exact covered seqs when they are not one range.
 
 Revision ID: 0004
 Revises: 0003
@@ -40,6 +41,7 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("level", sa.Integer, nullable=False, server_default=sa.text("0"))
         )
+        batch.add_column(sa.Column("seq_ranges", JsonColumn, nullable=True))
     op.create_table(
         "topics",
         sa.Column("topic_id", sa.String(64), nullable=False),
@@ -118,4 +120,5 @@ def downgrade() -> None:
     op.drop_table("topic_events")
     op.drop_table("topics")
     with op.batch_alter_table("summaries") as batch:
+        batch.drop_column("seq_ranges")
         batch.drop_column("level")
