@@ -41,6 +41,8 @@ from agentctx.context.strategies import (
     BLOCK_HEADING,
     choose_older,
     estimated_tokens,
+    least_cost,
+    line_limit,
     measure,
     older_candidates,
     query_terms_of,
@@ -199,8 +201,14 @@ class ContextBuilder:
             room -= memory_tokens
         heading = {"role": "system", "content": BLOCK_HEADING + "\n"}
         terms = query_terms_of(query)
+        limit = line_limit(run)
         chosen, not_chosen = choose_older(
-            candidates, room, config, run.cost(heading), cost_of=lambda c: measure(run, c, terms)
+            candidates,
+            room,
+            config,
+            run.cost(heading),
+            cost_of=lambda c: measure(run, c, terms),
+            least_cost_of=lambda c: least_cost(c, limit),
         )
         for candidate in not_chosen:
             for event in candidate.atom.events:

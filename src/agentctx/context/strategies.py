@@ -27,7 +27,7 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.render import canonical_json, event_text
 from agentctx.context.sources import Retriever
 from agentctx.context.units import Atom, Unit, atoms_of
-from agentctx.events import Event, EventType, JsonPart
+from agentctx.events import Event, EventType, JsonPart, TextPart
 from agentctx.retrieval.terms import document_terms
 
 if TYPE_CHECKING:
@@ -62,14 +62,33 @@ def measure(run: Run, candidate: Candidate, terms: frozenset[str]) -> int:
         return candidate.tokens
     if candidate.as_messages:
         piece_of(run, candidate)
-    candidate.lines = tuple(_lines(candidate.atom, terms, run))
+    counted = _lines(candidate.atom, terms, run)
+    candidate.lines = tuple((day, body) for day, body, _ in counted)
     if candidate.as_messages and candidate.piece is not None:
         candidate.tokens = candidate.piece.tokens
     else:
-        candidate.tokens = (
-            sum(run.counter.count(body) + 1 for _, body in candidate.lines) + DAY_HEADING_SHARE
-        )
+        candidate.tokens = sum(tokens + 1 for _, _, tokens in counted) + DAY_HEADING_SHARE
     return candidate.tokens
+
+
+def least_cost(candidate: Candidate, line_limit: int) -> int:
+    """A bound below what ``candidate`` can cost as block lines, from stored estimates.
+
+    A line is the event's text (at most ``line_limit`` tokens once shortened) plus its
+    author; the stored estimate may be above the counted tokens, so only half of it is
+    taken. Lets the choice pass over candidates that cannot fit without rendering them.
+    """
+    if candidate.tokens is not None:
+        return candidate.tokens
+    if candidate.as_messages:
+        return 0  # rendered as messages, tool output may shrink: no cheap bound
+    return sum(
+        min(e.token_estimate, line_limit) // 2
+        for e in candidate.atom.events
+        # Images and JSON count in the estimate but not (or not all) in a line.
+        if e.type not in (EventType.STATE_DELTA, EventType.SUMMARY)
+        and all(isinstance(p, TextPart) for p in e.parts)
+    )
 
 
 def piece_of(run: Run, candidate: Candidate) -> Piece | None:
@@ -216,13 +235,15 @@ def choose_older(
     block_header: int,
     *,
     cost_of: Callable[[Candidate], int],
+    least_cost_of: Callable[[Candidate], int] = lambda _: 0,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """The best candidates that fit in ``room`` tokens, and the rest.
 
     ``block_header`` is what the retrieved block costs beyond its lines (heading and
     message framing), paid once by the first candidate that goes there. ``cost_of``
     measures a candidate (see :func:`measure`); it is called in rank order, and not at
-    all once the room left is too small for any line.
+    all once the room left is too small for any line, nor for a candidate whose
+    ``least_cost_of`` (a bound below its cost, see :func:`least_cost`) exceeds the room.
     """
     chosen: list[Candidate] = []
     rest: list[Candidate] = []
@@ -241,6 +262,11 @@ def choose_older(
         ):
             rest.append(candidate)
             continue
+        if least_cost_of(candidate) > room:
+            _passed_over(candidate, config)
+            rest.append(candidate)
+            full = newest_first_only
+            continue
         cost = cost_of(candidate)
         in_block = not candidate.as_messages
         if in_block and not header_paid:
@@ -250,12 +276,17 @@ def choose_older(
             room -= cost
             header_paid = header_paid or in_block
         else:
-            if config.strategy in ("adaptive", "semantic") and candidate.score < 0.05:
-                candidate.drop_reason = "not_relevant"
+            _passed_over(candidate, config)
             rest.append(candidate)
             # full and compressed keep an unbroken run of the newest turns.
             full = newest_first_only
     return chosen, rest
+
+
+def _passed_over(candidate: Candidate, config: ContextConfig) -> None:
+    """Why a candidate that did not fit is left out: barely relevant, or the budget."""
+    if config.strategy in ("adaptive", "semantic") and candidate.score < 0.05:
+        candidate.drop_reason = "not_relevant"
 
 
 SMALLEST_LINE = 4
@@ -301,16 +332,24 @@ DAY_HEADING_SHARE = 2
 """Tokens each line is charged towards its day's heading ("## 2024-03-01 (Friday)")."""
 
 
-def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str]]:
-    limit = max(48, run.max_message_tokens // 4)
+def line_limit(run: Run) -> int:
+    """The most tokens one retrieved line may take before it is shortened."""
+    return max(48, run.max_message_tokens // 4)
+
+
+def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str, int]]:
+    """(day, line, tokens) for each event of ``atom`` that shows as a line."""
+    limit = line_limit(run)
     out = []
     for event in atom.events:
         line = _line(event)
         if line is None:
             continue
-        if run.counter.count(line) > limit:
+        tokens = run.counter.count(line)
+        if tokens > limit:
             line = _shorten(line, terms, limit, run)
-        out.append((event.ts.strftime("%Y-%m-%d (%A)"), line))
+            tokens = run.counter.count(line)
+        out.append((event.ts.strftime("%Y-%m-%d (%A)"), line, tokens))
     return out
 
 
