@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentctx.compaction.thread import ThreadSummaryConfig
 from agentctx.compaction.tool_output.compressor import ToolOutputConfig
+from agentctx.compaction.topics.config import TopicArchiveConfig
 from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
 from agentctx.llm.config import LLMConfig
@@ -98,6 +99,12 @@ class Settings(BaseSettings):
         default_factory=ToolOutputConfig,
         description="How tool results are shortened in context windows, and when they are "
         "offloaded behind a read_offloaded pointer.",
+    )
+    topics: TopicArchiveConfig = Field(
+        default_factory=TopicArchiveConfig,
+        description="Topic archiving (seed 001): when unarchived messages pass a share of "
+        "the context, the oldest become titled, summarized topics, and windows show the "
+        "topic summaries and the messages still unarchived.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -9,12 +10,15 @@ from types import TracebackType
 from typing import Any
 
 from agentctx.agents import AgentConfig, AgentRegistry
-from agentctx.compaction.thread import ThreadSummarizer
+from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
+from agentctx.compaction.topics import TopicArchiver
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
+from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.context.window import ContextWindow
-from agentctx.events import Event, ImagePart
+from agentctx.errors import SessionNotFound
+from agentctx.events import Event, EventDraft, EventType, ImagePart
 from agentctx.jobs import Job, JobQueue
 from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import embedder_from_config
@@ -135,16 +139,35 @@ class ContextEngine:
             llm_from_config(s.llm, "fast"),
             config=s.thread_summary,
             catch_up=s.jobs != "background",
+            on_llm_failure=self._llm_failed,
         )
         if s.jobs == "background" and s.thread_summary.enabled:
-            self.on_turn_end("thread_summary", self.thread_summaries.on_turn_end)
+            self.on_turn_end(THREAD_JOB, self.thread_summaries.on_turn_end)
+        # Topic archiving: a turn-end job archives once unarchived messages pass the
+        # threshold, and a window that would need more room archives first (seed 001).
+        self.topics = TopicArchiver(
+            self.db,
+            self._service.events,
+            self.token_counter(),
+            llm_from_config(s.llm, "fast"),
+            config=s.topics,
+            on_llm_failure=self._llm_failed,
+        )
+        if s.topics.enabled:
+            self.on_turn_end("topics", self.topics.on_turn_end)
+        summary_sources: list[SummarySource] = []
+        if s.topics.enabled:
+            summary_sources.append(self.topics)
+        if s.thread_summary.enabled:
+            summary_sources.append(self.thread_summaries)
         self.context_builder = ContextBuilder(
             load_events=self._service.events,
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,
-            summaries=self.thread_summaries if s.thread_summary.enabled else None,
+            summaries=CombinedSummaries(tuple(summary_sources)) if summary_sources else None,
             tool_output=self._tool_output_text if s.tool_output.enabled else None,
+            archived_through=self.topics.archived_through if s.topics.enabled else None,
         )
         if s.jobs == "background":
             self.jobs.start_worker()
@@ -272,6 +295,10 @@ class ContextEngine:
             if system_prompt is not None
             else (agent.system_prompt if agent is not None else None)
         )
+        if self.settings.topics.enabled and effective.sections.summaries:
+            # Seed 001: when the unarchived messages would take more than the threshold of
+            # this window, archive before building it (blocking, but the window needs it).
+            self.topics.maybe_archive(info.user_id, info.session_id, context_limit=budget)
         return self.context_builder.build(
             user_id=info.user_id,
             session_id=info.session_id,
@@ -282,6 +309,34 @@ class ContextEngine:
             budget=budget,
             system_prompt=prompt,
         )
+
+    def _llm_failed(self, user_id: str, session_id: str, job: str, exc: Exception) -> None:
+        """Record in the session's log that a model failed and the offline method stood in.
+
+        The error event is its own turn; it does not run the turn-end jobs again (they
+        would find nothing due), so a failing model cannot make a loop of them.
+        """
+        code = getattr(exc, "code", type(exc).__name__)
+        # A session deleted meanwhile has nothing to record it in.
+        with contextlib.suppress(SessionNotFound):
+            self._service.append(
+                user_id,
+                session_id,
+                [
+                    EventDraft(
+                        type=EventType.ERROR,
+                        payload={
+                            "source": "compaction",
+                            "job": job,
+                            "error_code": code,
+                            "message": f"{job}: the model failed ({code}); offline method used",
+                        },
+                        author="agentctx",
+                    )
+                ],
+                turn_id=None,
+                request_id=None,
+            )
 
     def _tool_output_text(
         self, user_id: str, session_id: str

@@ -37,7 +37,7 @@ from agentctx.errors import ConfigError, SessionNotFound
 from agentctx.events import Event, EventType, utcnow
 from agentctx.ids import new_id
 from agentctx.jobs import Job
-from agentctx.llm.chat import LLM, LLMError
+from agentctx.llm.chat import LLM, LLMError, LLMFailureHook
 from agentctx.storage.database import Database
 from agentctx.storage.schema import summaries as summaries_table
 from agentctx.tokens import TokenCounter, truncate_text
@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 THREAD = "thread"
 """The ``kind`` of a thread summary."""
+
+THREAD_JOB = "thread_summary"
+"""The turn-end job that brings thread summaries up to date."""
 
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -173,6 +176,7 @@ class ThreadSummarizer:
         *,
         config: ThreadSummaryConfig | None = None,
         catch_up: bool = False,
+        on_llm_failure: LLMFailureHook | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
@@ -180,6 +184,7 @@ class ThreadSummarizer:
         self.llm = llm
         self.config = config or ThreadSummaryConfig()
         self.catch_up = catch_up
+        self.on_llm_failure = on_llm_failure
 
     # Reading ----------------------------------------------------------------------------
 
@@ -240,7 +245,7 @@ class ThreadSummarizer:
         due = len(messages) >= self.config.every_messages or tokens >= self.config.every_tokens
         if not messages or not (due or force):
             return None
-        text, method = self._summarize(messages, texts, previous)
+        text, method = self._summarize(user_id, session_id, messages, texts, previous)
         return SummaryDraft(
             user_id=user_id,
             session_id=session_id,
@@ -300,7 +305,12 @@ class ThreadSummarizer:
     # Summarizing ------------------------------------------------------------------------
 
     def _summarize(
-        self, messages: Sequence[Event], texts: Sequence[str], previous: Summary | None
+        self,
+        user_id: str,
+        session_id: str,
+        messages: Sequence[Event],
+        texts: Sequence[str],
+        previous: Summary | None,
     ) -> tuple[str, str]:
         """The merged summary text and the method that made it."""
         previous_text = previous.text if previous is not None else None
@@ -314,6 +324,8 @@ class ThreadSummarizer:
                 # The offline method does the job; the record says why.
                 log.warning("thread summary: llm failed (%s), offline instead: %s", exc.code, exc)
                 method = f"offline (llm failed: {exc.code})"
+                if self.on_llm_failure is not None:
+                    self.on_llm_failure(user_id, session_id, THREAD_JOB, exc)
         else:
             method = "offline"
         summary = extractive_summary(

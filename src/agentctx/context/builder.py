@@ -75,6 +75,7 @@ class ContextBuilder:
         summaries: SummarySource | None = None,
         memories: MemorySource | None = None,
         tool_output: ToolOutput | None = None,
+        archived_through: Callable[[str, str], int | None] | None = None,
     ) -> None:
         self._load = load_events
         self._counter_for = counter_for
@@ -83,6 +84,9 @@ class ContextBuilder:
         self.summaries = summaries
         self.memories = memories
         self.tool_output = tool_output
+        # Topic archiving: events up to this seq are stood for by topic summaries, and
+        # the recent window begins after them (seed 001: topics + unarchived messages).
+        self.archived_through = archived_through
 
     def build(
         self,
@@ -122,7 +126,14 @@ class ContextBuilder:
         recent_share = config.budget_split.get("recent", 0.0) + config.budget_split.get(
             "input", 0.0
         )
-        events, complete = run.load_recent(int(budget * recent_share) if searching else budget)
+        through = (
+            self.archived_through(user_id, session_id)
+            if self.archived_through is not None and config.sections.summaries
+            else None
+        )
+        events, complete = run.load_recent(
+            int(budget * recent_share) if searching else budget, after_seq=through
+        )
         timings["load_ms"] = elapsed_ms(started)
         units = units_of(events)
         if not complete and len(units) > 1:

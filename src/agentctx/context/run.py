@@ -92,12 +92,21 @@ class Run:
 
     # Reading ------------------------------------------------------------------------------
 
-    def load_recent(self, needed_tokens: int) -> tuple[list[Event], bool]:
-        """The newest events, enough to fill ``needed_tokens``; and whether that is all."""
+    def load_recent(
+        self, needed_tokens: int, *, after_seq: int | None = None
+    ) -> tuple[list[Event], bool]:
+        """The newest events, enough to fill ``needed_tokens``; and whether that is all.
+
+        ``after_seq``: only events after it (those before are archived into topics, which
+        stand for them in the summary section).
+        """
         limit = 64
+        first = (after_seq or 0) + 1
         while True:
-            events = self.builder._load(self.user_id, self.session_id, last=limit)
-            if len(events) < limit or (events and events[0].seq == 1):
+            events = self.builder._load(
+                self.user_id, self.session_id, last=limit, start_seq=first if after_seq else None
+            )
+            if len(events) < limit or (events and events[0].seq == first):
                 return events, True
             have = sum(e.token_estimate for e in events)
             if have >= needed_tokens * 1.25:

@@ -55,6 +55,17 @@ class SummarySource(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class CombinedSummaries:
+    """Several summary sources as one: each source's summaries, in the order given."""
+
+    sources: tuple[SummarySource, ...]
+
+    def summaries(self, user_id: str, session_id: str) -> Sequence[SummaryItem]:
+        """The summaries of every source, the first source's first."""
+        return [item for source in self.sources for item in source.summaries(user_id, session_id)]
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryItem:
     """A long-term memory chosen for the window."""
 

@@ -18,7 +18,7 @@ model slot and model, thread-safely.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -139,6 +139,11 @@ class Completion:
     latency_ms: float = 0.0
     attempts: int = 1
     repaired: bool = False
+
+
+LLMFailureHook = Callable[[str, str, str, Exception], None]
+"""``(user_id, session_id, job_kind, exc)``: a model failed and an offline method stood
+in. The engine records it as an ``error`` event in the session's log."""
 
 
 @runtime_checkable

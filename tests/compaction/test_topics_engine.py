@@ -1,0 +1,94 @@
+"""Topic archiving inside the engine: windows of topics + unarchived messages, the
+archive-before-the-call path, turn-end jobs, and model failures recorded as error events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentctx import ContextEngine
+from agentctx.sessions.session import Session
+from compaction.topics_data import POOL, TRIP
+from llm.openai_chat_server import Reply, start_chat_server
+
+TOPICS = {"enabled": True, "min_archive_messages": 20, "keep_recent_messages": 10}
+
+
+def make_engine(db_url: str, home: Path, **settings: Any) -> ContextEngine:
+    settings.setdefault("embeddings", {"provider": "hashing"})
+    settings.setdefault("topics", TOPICS)
+    return ContextEngine(url=db_url, home=home, **settings)
+
+
+def converse(session: Session, messages: list[tuple[str, str]]) -> None:
+    for role, text in messages:
+        session.add_message(role, text)
+
+
+def test_a_window_is_topic_summaries_then_the_unarchived_messages(db_url: str, home: Path) -> None:
+    with make_engine(db_url, home, jobs="manual") as engine:
+        session = engine.create_session(user_id="u1")
+        converse(session, TRIP + POOL)
+        assert engine.topics.archived_through("u1", session.id) is None
+        # 60 messages far past 70% of a 1,500-token window: the build archives first.
+        window = session.build_context(budget=1500)
+        through = engine.topics.archived_through("u1", session.id)
+        assert through is not None and through <= 60 - TOPICS["keep_recent_messages"]
+        summary = next(s for s in window.report.sections if s.name == "summary")
+        recent = next(s for s in window.report.sections if s.name == "recent")
+        assert summary.event_ids and all(i.startswith("topic") or i for i in summary.event_ids)
+        assert "[Topic summary]" in " ".join(str(m["content"]) for m in window.messages)
+        shown = {e.event_id: e.seq for e in session.events()}
+        assert recent.event_ids and all(shown[i] > through for i in recent.event_ids)
+        assert window.tokens <= 1500
+        # Archived events stay in the log, untouched.
+        assert len(session.events()) == 60 and session.verify().ok
+
+
+def test_the_turn_end_job_archives_when_the_threshold_is_passed(db_url: str, home: Path) -> None:
+    topics = {**TOPICS, "context_limit": 1200}
+    with make_engine(db_url, home, jobs="inline", topics=topics) as engine:
+        session = engine.create_session(user_id="u1")
+        converse(session, TRIP[:15])
+        assert engine.topics.topics("u1", session.id) == []  # below 20 messages
+        converse(session, TRIP[15:] + POOL)
+        stored = engine.topics.topics("u1", session.id)
+        assert stored and stored[0].first_seq == 1
+        assert engine.topics.profile("u1")["preferred_name"].value == "Maya Chen"
+
+
+def test_with_archiving_off_windows_show_the_archived_messages(db_url: str, home: Path) -> None:
+    with make_engine(db_url, home, jobs="manual") as engine:
+        session = engine.create_session(user_id="u1")
+        converse(session, TRIP + POOL)
+        engine.topics.archive("u1", session.id, force=True)
+        through = engine.topics.archived_through("u1", session.id)
+        assert through is not None
+        window = session.build_context(budget=20_000, config={"sections": {"summaries": False}})
+        recent = next(s for s in window.report.sections if s.name == "recent")
+        # Without the summary section nothing stands for archived events: they are shown.
+        assert len(recent.event_ids) == 60
+
+
+def test_a_failing_model_is_recorded_as_an_error_event(db_url: str, home: Path) -> None:
+    with start_chat_server() as server:
+        server.script(*[Reply.server_error()] * 4)
+        llm = {
+            "provider": "openai",
+            "base_url": server.url,
+            "api_key": "sk-test",
+            "fast_model": "test-model",
+            "max_retries": 0,
+            "timeout": 5,
+        }
+        with make_engine(db_url, home, jobs="manual", llm=llm) as engine:
+            session = engine.create_session(user_id="u1")
+            converse(session, TRIP + POOL)
+            stored = engine.topics.archive("u1", session.id, force=True)
+            assert stored and all(t.method.startswith("offline (llm failed") for t in stored)
+            errors = session.events(types=["error"])
+            assert len(errors) == 1
+            assert errors[0].payload["job"] == "topics"
+            assert errors[0].payload["error_code"] == "llm_unavailable"
+            # The error is not archived and does not break the log.
+            assert session.verify().ok
