@@ -15,6 +15,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agentctx.compaction.fold.config import FoldConfig
 from agentctx.compaction.thread import ThreadSummaryConfig
 from agentctx.compaction.tool_output.compressor import ToolOutputConfig
 from agentctx.compaction.topics.config import TopicArchiveConfig
@@ -105,6 +106,12 @@ class Settings(BaseSettings):
         description="Topic archiving (seed 001): when unarchived messages pass a share of "
         "the context, the oldest become titled, summarized topics, and windows show the "
         "topic summaries and the messages still unarchived.",
+    )
+    fold: FoldConfig = Field(
+        default_factory=FoldConfig,
+        description="Hybrid compaction of the event log (seed 003): past high_tokens, the "
+        "oldest events other than key events fold into summaries (recursively) until "
+        "low_tokens remain; windows show the folds in place of what they cover.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any
 
 from agentctx.agents import AgentConfig, AgentRegistry
+from agentctx.compaction.fold import FOLD_JOB, EventFolder
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
 from agentctx.compaction.topics import TopicArchiver
 from agentctx.config import Settings, load_settings
@@ -155,9 +156,24 @@ class ContextEngine:
         )
         if s.topics.enabled:
             self.on_turn_end("topics", self.topics.on_turn_end)
+        # Hybrid compaction: older non-key events fold into summaries (seed 003); like
+        # thread summaries, by a turn-end job with a worker, else when a window reads them.
+        self.folds = EventFolder(
+            self.db,
+            self._service.events,
+            self.token_counter(),
+            llm_from_config(s.llm, "fast"),
+            config=s.fold,
+            on_llm_failure=self._llm_failed,
+            catch_up=s.jobs != "background",
+        )
+        if s.jobs == "background" and s.fold.enabled:
+            self.on_turn_end(FOLD_JOB, self.folds.on_turn_end)
         summary_sources: list[SummarySource] = []
         if s.topics.enabled:
             summary_sources.append(self.topics)
+        if s.fold.enabled:
+            summary_sources.append(self.folds)
         if s.thread_summary.enabled:
             summary_sources.append(self.thread_summaries)
         self.context_builder = ContextBuilder(

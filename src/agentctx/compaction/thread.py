@@ -200,6 +200,7 @@ class ThreadSummarizer:
             .where(
                 summaries_table.c.user_id == user_id,
                 summaries_table.c.session_id == session_id,
+                summaries_table.c.kind == THREAD,
             )
             .order_by(summaries_table.c.created_at.desc(), summaries_table.c.version.desc())
         )

@@ -20,8 +20,9 @@ first so provider prompt caches hit; dated, query-dependent parts come after the
 
 from __future__ import annotations
 
+import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentctx.context.budget import allocate
@@ -36,7 +37,13 @@ from agentctx.context.run import (
     goal_of,
     input_tokens,
 )
-from agentctx.context.sources import MemorySource, Retriever, SummarySource, ToolOutput
+from agentctx.context.sources import (
+    MemorySource,
+    Retriever,
+    SummaryItem,
+    SummarySource,
+    ToolOutput,
+)
 from agentctx.context.strategies import (
     BLOCK_HEADING,
     choose_older,
@@ -60,6 +67,37 @@ from agentctx.tokens import TokenCounter
 MIN_BUDGET = 50
 
 EventLoader = Callable[..., list[Event]]
+
+
+SUMMARY_LABELS = {
+    "topic": "Topic summary",
+    "thread": "Conversation summary",
+    "fold": "Earlier conversation, folded",
+}
+"""How each kind of summary is introduced in the summary section."""
+
+
+def folded(items: Sequence[SummaryItem]) -> Callable[[int], bool] | None:
+    """Whether a seq is covered by one of the fold summaries in ``items`` (None: none).
+
+    A fold stands for the events it covers, so the recent window leaves them out; other
+    summaries (thread, topic) sit beside the events they cover.
+    """
+    ranges: list[tuple[int, int]] = []
+    for start, end in sorted(r for item in items if item.kind == "fold" for r in item.seq_ranges):
+        if ranges and start <= ranges[-1][1] + 1:  # overlapping or adjacent: one range
+            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], end))
+        else:
+            ranges.append((start, end))
+    if not ranges:
+        return None
+    starts = [start for start, _ in ranges]
+
+    def covered(seq: int) -> bool:
+        i = bisect.bisect_right(starts, seq) - 1
+        return i >= 0 and ranges[i][0] <= seq <= ranges[i][1]
+
+    return covered
 
 
 class ContextBuilder:
@@ -131,8 +169,15 @@ class ContextBuilder:
             if self.archived_through is not None and config.sections.summaries
             else None
         )
+        summary_items = (
+            list(self.summaries.summaries(user_id, session_id))
+            if config.sections.summaries and self.summaries is not None
+            else []
+        )
         events, complete = run.load_recent(
-            int(budget * recent_share) if searching else budget, after_seq=through
+            int(budget * recent_share) if searching else budget,
+            after_seq=through,
+            hidden=folded(summary_items),
         )
         timings["load_ms"] = elapsed_ms(started)
         units = units_of(events)
@@ -147,11 +192,10 @@ class ContextBuilder:
         task = task_from_state(state) if wants_task else None
         if sections.system and system_prompt:
             plan.system.append({"role": "system", "content": system_prompt})
-        if sections.summaries and self.summaries is not None:
-            for item in self.summaries.summaries(user_id, session_id):
-                label = "Topic summary" if item.kind == "topic" else "Conversation summary"
-                plan.summary.append({"role": "system", "content": f"[{label}] {item.text}"})
-                plan.summary_ids.append(item.summary_id)
+        for item in summary_items:
+            label = SUMMARY_LABELS.get(item.kind, "Conversation summary")
+            plan.summary.append({"role": "system", "content": f"[{label}] {item.text}"})
+            plan.summary_ids.append(item.summary_id)
         memory_lines: list[str] = []
         if sections.memories and self.memories is not None:
             for memory in self.memories.memories(user_id, agent_id, query, limit=20):

@@ -93,20 +93,26 @@ class Run:
     # Reading ------------------------------------------------------------------------------
 
     def load_recent(
-        self, needed_tokens: int, *, after_seq: int | None = None
+        self,
+        needed_tokens: int,
+        *,
+        after_seq: int | None = None,
+        hidden: Callable[[int], bool] | None = None,
     ) -> tuple[list[Event], bool]:
         """The newest events, enough to fill ``needed_tokens``; and whether that is all.
 
         ``after_seq``: only events after it (those before are archived into topics, which
-        stand for them in the summary section).
+        stand for them in the summary section). ``hidden``: seqs left out (folded into a
+        summary that stands for them); they do not count towards ``needed_tokens``.
         """
         limit = 64
         first = (after_seq or 0) + 1
         while True:
-            events = self.builder._load(
+            read = self.builder._load(
                 self.user_id, self.session_id, last=limit, start_seq=first if after_seq else None
             )
-            if len(events) < limit or (events and events[0].seq == first):
+            events = [e for e in read if not hidden(e.seq)] if hidden is not None else read
+            if len(read) < limit or (read and read[0].seq == first):
                 return events, True
             have = sum(e.token_estimate for e in events)
             if have >= needed_tokens * 1.25:
@@ -115,7 +121,7 @@ class Run:
                 return events, False
             # Jump to about as many events as the tokens still missing need (at what
             # the events read so far cost), rather than re-reading a growing tail.
-            per_event = max(1.0, have / len(events))
+            per_event = max(1.0, have / max(1, len(events)))
             wanted = int(needed_tokens * 1.25 / per_event * 1.2) + 1
             limit = max(limit * 2, min(wanted, limit * 16))
 

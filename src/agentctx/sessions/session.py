@@ -19,7 +19,9 @@ from agentctx.sessions.recording import EventRecorder
 from agentctx.sessions.turns import Turn, current_turn
 
 if TYPE_CHECKING:
+    from agentctx.compaction.fold import FoldSummary
     from agentctx.compaction.thread import Summary
+    from agentctx.compaction.topics import Topic
     from agentctx.engine import ContextEngine
 
 StateModel = TypeVar("StateModel", bound=BaseModel)
@@ -325,8 +327,16 @@ class Session(EventRecorder):
         return read_offloaded_page(self, offloaded_id, offset=offset, max_tokens=max_tokens).text
 
     def summaries(self) -> list[Summary]:
-        """The session's stored summaries (every version), newest first."""
+        """The session's thread summaries (every version), newest first."""
         return self._engine.thread_summaries.list_summaries(self.user_id, self.id)
+
+    def topics(self) -> list[Topic]:
+        """The session's archived topics, oldest first (topic archiving, seed 001)."""
+        return self._engine.topics.topics(self.user_id, self.id)
+
+    def folds(self) -> list[FoldSummary]:
+        """Every fold summary of the session at every level, in version order."""
+        return self._engine.folds.folds(self.user_id, self.id)
 
     def turns(self) -> list[TurnInfo]:
         """The session's turns, oldest first."""

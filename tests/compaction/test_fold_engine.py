@@ -1,0 +1,48 @@
+"""Folds inside the engine: windows show fold summaries in place of the events they
+cover, keep key events and tool pairs, and stay within the budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentctx import ContextEngine
+from agentctx.events import EventType
+from compaction.fold_session import long_session
+
+FOLD = {"enabled": True, "low_tokens": 1500, "high_tokens": 3000}
+
+
+@pytest.mark.parametrize("budget", [2000, 20_000])
+def test_windows_show_folds_instead_of_what_they_cover(
+    db_url: str, home: Path, budget: int
+) -> None:
+    with ContextEngine(
+        url=db_url, home=home, jobs="manual", fold=FOLD, embeddings={"provider": "hashing"}
+    ) as engine:
+        session = long_session(engine, 24)
+        window = session.build_context(budget=budget)  # catches the folds up first
+        folds = engine.folds.top_folds("u1", session.id)
+        assert folds, "24 turns pass high_tokens"
+        folded = {s for f in folds for a, b in f.seq_ranges for s in range(a, b + 1)}
+        summary = next(s for s in window.report.sections if s.name == "summary")
+        recent = next(s for s in window.report.sections if s.name == "recent")
+        seq_of = {e.event_id: e for e in session.events()}
+        # Nothing a shown fold stands for is shown again.
+        shown = [seq_of[i] for i in recent.event_ids]
+        assert shown and not any(e.seq in folded for e in shown)
+        assert window.tokens <= budget
+        text = " ".join(str(m.get("content")) for m in window.messages)
+        if budget == 20_000:
+            # Room for everything: every fold, and every unfolded event.
+            assert set(summary.event_ids) == {f.summary_id for f in folds}
+            assert "[Earlier conversation, folded]" in text
+            unfolded = [e for e in session.events() if e.seq not in folded]
+            assert {e.seq for e in shown} == {e.seq for e in unfolded}
+            assert any(e.type is EventType.USER_INPUT and e.seq < folds[-1].last_seq for e in shown)
+        # A tool call and its result are in the window together or not at all.
+        calls = {e.call_id for e in shown if e.type is EventType.TOOL_CALL}
+        results = {e.call_id for e in shown if e.type is EventType.TOOL_RESULT}
+        assert calls == results
+        assert session.verify().ok and len(session.folds()) >= len(folds)
