@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentctx.compaction.fold.config import FoldConfig
+from agentctx.compaction.reflection import ReflectionConfig
 from agentctx.compaction.thread import ThreadSummaryConfig
 from agentctx.compaction.tool_output.compressor import ToolOutputConfig
 from agentctx.compaction.topics.config import TopicArchiveConfig
@@ -112,6 +113,12 @@ class Settings(BaseSettings):
         description="Hybrid compaction of the event log (seed 003): past high_tokens, the "
         "oldest events other than key events fold into summaries (recursively) until "
         "low_tokens remain; windows show the folds in place of what they cover.",
+    )
+    reflection: ReflectionConfig = Field(
+        default_factory=ReflectionConfig,
+        description="The agent's inner voice (seed 001): a short structured reflection on "
+        "each assistant message, written by a turn-end job onto that message's record; "
+        "never in the history or a window.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

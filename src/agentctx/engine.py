@@ -11,6 +11,7 @@ from typing import Any
 
 from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.compaction.fold import FOLD_JOB, EventFolder
+from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
 from agentctx.compaction.topics import TopicArchiver
 from agentctx.config import Settings, load_settings
@@ -169,6 +170,17 @@ class ContextEngine:
         )
         if s.jobs == "background" and s.fold.enabled:
             self.on_turn_end(FOLD_JOB, self.folds.on_turn_end)
+        # Reflections on assistant messages: a turn-end job, never part of any window.
+        self.reflector = Reflector(
+            self.db,
+            self._service.events,
+            self.token_counter(),
+            llm_from_config(s.llm, "fast"),
+            config=s.reflection,
+            on_llm_failure=self._llm_failed,
+        )
+        if s.reflection.enabled:
+            self.on_turn_end(REFLECTION_JOB, self.reflector.on_turn_end)
         summary_sources: list[SummarySource] = []
         if s.topics.enabled:
             summary_sources.append(self.topics)

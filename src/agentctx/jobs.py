@@ -10,10 +10,39 @@ error kept. Handlers must therefore be idempotent.
 
 On PostgreSQL, claims use ``FOR UPDATE SKIP LOCKED`` so any number of replicas
 can work the same queue.
+
+Jobs of one session run one at a time (the compaction lock). While a job of
+(user_id, session_id) is ``running`` with an unexpired lease, no other job of that
+session is claimed, by any worker in any process; those jobs stay ``pending`` and
+are claimed after it finishes, lowest ``job_id`` first. A claim takes at most one
+job per session, so two jobs of a session are never held at once, not even by one
+worker. A worker that dies mid-job releases its session when its lease expires.
+The guarantee assumes handlers finish within the lease (``job_lease``): a job that
+outlives its lease is treated as abandoned, as before. Jobs without a session are
+not affected and are claimed many at a time.
+
+The check-and-claim is atomic: on SQLite every write transaction is exclusive, so
+checking "is the session busy?" and marking the job ``running`` cannot interleave
+with another claim. On PostgreSQL (READ COMMITTED) two workers could each see the
+session idle and claim two different jobs of it in the same instant, so a claim
+takes a transaction-scoped advisory lock per session
+(``pg_try_advisory_xact_lock``) and checks again under it. Every claimer of the
+session checks under the same lock, and the lock is released only when the
+claiming transaction commits, so the re-check sees any claim made before it. The
+lock is tried, never waited for: a worker that finds the session's lock taken
+skips the session this round instead of queuing behind another claim. An advisory
+lock was chosen over locking the ``sessions`` row (appends lock that row, and a
+claim should neither wait for nor delay a write) and over a conditional
+``UPDATE … WHERE NOT EXISTS`` (under READ COMMITTED two such updates of different
+rows do not see each other and both succeed).
+
+A job skipped because its session is busy is not lost: the worker holding the
+session claims again when its job finishes, and sees it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -23,7 +52,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.events import utcnow
@@ -129,16 +158,17 @@ class JobQueue:
         if not self._handlers:
             return []  # jobs of kinds nobody handles wait for a handler
         now = utcnow()
-        runnable = or_(
-            and_(jobs.c.status == "pending", jobs.c.run_after <= now),
-            and_(jobs.c.status == "running", jobs.c.lease_until < now),
+        query = (
+            select(jobs)
+            .where(_claimable(now, list(self._handlers), session))
+            .order_by(jobs.c.job_id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
         )
-        query = select(jobs).where(runnable, jobs.c.kind.in_(list(self._handlers)))
-        if session is not None:
-            query = query.where(jobs.c.user_id == session[0], jobs.c.session_id == session[1])
-        query = query.order_by(jobs.c.job_id).limit(limit).with_for_update(skip_locked=True)
         with self._db.write() as conn:
             rows = list(conn.execute(query).mappings())
+            if self._db.dialect == "postgresql":
+                rows = self._lock_sessions(conn, rows, now)
             if not rows:
                 return []
             conn.execute(
@@ -164,6 +194,30 @@ class JobQueue:
             )
             for row in rows
         ]
+
+    @staticmethod
+    def _lock_sessions(conn: Connection, rows: list[RowMapping], now: datetime) -> list[RowMapping]:
+        """PostgreSQL: keep the rows whose session lock this claim holds and that are still free.
+
+        The first query ran on a snapshot that may predate another worker's claim of the
+        same session. Under the session's advisory lock a new statement sees every claim
+        of that session committed before, so the session is checked again here.
+        """
+        session_rows = [row for row in rows if row["session_id"] is not None]
+        if not session_rows:
+            return rows
+        locked = [
+            row
+            for row in session_rows
+            if conn.execute(select(func.pg_try_advisory_xact_lock(_session_lock_key(row)))).scalar()
+        ]
+        still_free: set[int] = set()
+        if locked:
+            recheck = select(jobs.c.job_id).where(
+                jobs.c.job_id.in_([row["job_id"] for row in locked]), ~_session_busy(now)
+            )
+            still_free = {job_id for (job_id,) in conn.execute(recheck)}
+        return [row for row in rows if row["session_id"] is None or row["job_id"] in still_free]
 
     def _finish(self, job: Job, error: BaseException | None) -> str:
         now = utcnow()
@@ -258,3 +312,67 @@ class JobQueue:
         self._wake.set()
         self._thread.join(timeout)
         self._thread = None
+
+
+def _runnable(table: Any, now: datetime) -> Any:
+    """Due pending jobs, and running jobs whose worker let the lease lapse."""
+    return or_(
+        and_(table.c.status == "pending", table.c.run_after <= now),
+        and_(table.c.status == "running", table.c.lease_until < now),
+    )
+
+
+def _session_busy(now: datetime) -> Any:
+    """``jobs`` rows whose session has another job running under a live lease."""
+    other = jobs.alias("busy")
+    return exists().where(
+        other.c.user_id == jobs.c.user_id,
+        other.c.session_id == jobs.c.session_id,
+        other.c.job_id != jobs.c.job_id,
+        other.c.status == "running",
+        other.c.lease_until >= now,
+    )
+
+
+def _claimable(now: datetime, kinds: list[str], session: tuple[str, str] | None) -> Any:
+    """The jobs a claim may take: runnable, of a handled kind, and at most one per session.
+
+    A session's candidate is its lowest runnable ``job_id`` (so its jobs run in the
+    order they were queued), and only while no other job of the session is running.
+    With ``session`` (user_id, session_id), only that session's jobs.
+    """
+    first = jobs.alias("first")
+    first_per_session = (
+        select(func.min(first.c.job_id))
+        .where(
+            _runnable(first, now),
+            first.c.kind.in_(kinds),
+            first.c.session_id.is_not(None),
+        )
+        .group_by(first.c.user_id, first.c.session_id)
+    )
+    if session is not None:
+        first_per_session = first_per_session.where(
+            first.c.user_id == session[0], first.c.session_id == session[1]
+        )
+        return and_(
+            _runnable(jobs, now),
+            jobs.c.user_id == session[0],
+            jobs.c.session_id == session[1],
+            jobs.c.job_id.in_(first_per_session),
+            ~_session_busy(now),
+        )
+    return and_(
+        _runnable(jobs, now),
+        jobs.c.kind.in_(kinds),
+        or_(
+            jobs.c.session_id.is_(None),
+            and_(jobs.c.job_id.in_(first_per_session), ~_session_busy(now)),
+        ),
+    )
+
+
+def _session_lock_key(row: RowMapping) -> int:
+    """A stable signed 64-bit advisory lock key for a job's session."""
+    name = f"agentctx-job-session\0{row['user_id']}\0{row['session_id']}".encode()
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)

@@ -20,6 +20,7 @@ from agentctx.sessions.turns import Turn, current_turn
 
 if TYPE_CHECKING:
     from agentctx.compaction.fold import FoldSummary
+    from agentctx.compaction.reflection import Reflection
     from agentctx.compaction.thread import Summary
     from agentctx.compaction.topics import Topic
     from agentctx.engine import ContextEngine
@@ -333,6 +334,13 @@ class Session(EventRecorder):
     def topics(self) -> list[Topic]:
         """The session's archived topics, oldest first (topic archiving, seed 001)."""
         return self._engine.topics.topics(self.user_id, self.id)
+
+    def reflections(self) -> list[Reflection]:
+        """The agent's reflections on this session's assistant messages, in seq order.
+
+        They annotate events and are never part of :meth:`events` or a window.
+        """
+        return self._engine.reflector.reflections(self.user_id, self.id)
 
     def folds(self) -> list[FoldSummary]:
         """Every fold summary of the session at every level, in version order."""
