@@ -9,7 +9,7 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.events import EventType
-from compaction.fold_session import long_session
+from compaction.fold_session import long_session, tool_turn
 
 FOLD = {"enabled": True, "low_tokens": 1500, "high_tokens": 3000}
 
@@ -46,3 +46,21 @@ def test_windows_show_folds_instead_of_what_they_cover(
         results = {e.call_id for e in shown if e.type is EventType.TOOL_RESULT}
         assert calls == results
         assert session.verify().ok and len(session.folds()) >= len(folds)
+
+
+def test_a_settled_session_folds_again_once_it_grows(db_url: str, home: Path) -> None:
+    with ContextEngine(
+        url=db_url, home=home, jobs="manual", fold=FOLD, embeddings={"provider": "hashing"}
+    ) as engine:
+        session = long_session(engine, 16)
+        session.build_context(budget=4000)
+        before = engine.folds.folds("u1", session.id)
+        session.build_context(budget=4000)  # nothing new: nothing read, nothing folded
+        assert engine.folds.folds("u1", session.id) == before
+        for i in range(16, 40):
+            tool_turn(session, i)
+        session.build_context(budget=4000)
+        after = engine.folds.folds("u1", session.id)
+        assert len(after) > len(before)
+        # The new folds reach into the turns added after the session had settled.
+        assert max(f.last_seq for f in after) > max(f.last_seq for f in before)

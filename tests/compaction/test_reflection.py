@@ -349,7 +349,7 @@ def test_the_engine_reflects_after_each_turn_when_enabled(db_url: str, home: Pat
         seq = refund_turn(session, "I do not know whether the refund was sent.")
         refund_turn(session, "The refund of 40 euros was sent on Monday.")
         stored_reflections = session.reflections()
-        assert [r.seq for r in stored_reflections][0] == seq
+        assert stored_reflections[0].seq == seq
         assert len(stored_reflections) == 2
         assert stored_reflections[0].open_question and not stored_reflections[1].open_question
         assert all(r.method == "offline" for r in stored_reflections)

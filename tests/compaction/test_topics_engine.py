@@ -92,3 +92,28 @@ def test_a_failing_model_is_recorded_as_an_error_event(db_url: str, home: Path) 
             assert errors[0].payload["error_code"] == "llm_unavailable"
             # The error is not archived and does not break the log.
             assert session.verify().ok
+
+
+def test_with_a_query_summaries_take_only_the_room_retrieval_leaves(
+    db_url: str, home: Path
+) -> None:
+    with make_engine(db_url, home, jobs="manual") as engine:
+        session = engine.create_session(user_id="u1")
+        converse(session, TRIP + POOL)
+        engine.topics.archive("u1", session.id, force=True)
+        query = "Which hotel did I reserve in Lisbon, and for which nights?"
+        plain = session.build_context(budget=4000)
+        small = session.build_context(query=query, budget=600)
+        large = session.build_context(query=query, budget=20_000)
+
+    def section(window: Any, name: str) -> Any:
+        return next(s for s in window.report.sections if s.name == name)
+
+    # Without a query the summaries have their share; with one, retrieved events come
+    # first, and summaries fill what is left: none in a small window, all in a large one.
+    assert section(plain, "summary").event_ids
+    assert section(small, "retrieved").event_ids and not section(small, "summary").event_ids
+    texts = " ".join(str(m["content"]) for m in small.messages)
+    assert "Memmo Alfama for four nights" in texts
+    assert len(section(large, "summary").event_ids) == len(engine.topics.topics("u1", session.id))
+    assert small.tokens <= 600 and large.tokens <= 20_000

@@ -241,10 +241,20 @@ class Run:
 
     def fit_summary(self, plan: Plan, allowed: int) -> None:
         """Oldest summaries go first when they do not all fit."""
-        while plan.summary and self.cost_all(plan.summary) > allowed:
-            plan.summary.pop(0)
-            plan.summary_ids.pop(0)
-            plan.notes.append("a summary was left out to fit")
+        costs = [self.cost(message) for message in plan.summary]  # each counted once
+        total = sum(costs)
+        left_out = 0
+        while left_out < len(costs) and total > allowed:
+            total -= costs[left_out]
+            left_out += 1
+        if left_out:
+            del plan.summary[:left_out]
+            del plan.summary_ids[:left_out]
+            plan.notes.append(
+                "a summary was left out to fit"
+                if left_out == 1
+                else f"{left_out} summaries were left out to fit"
+            )
 
     def fit_core(self, core: list[Unit], pieces: list[Piece], allowed: int) -> list[Piece]:
         """The recent core within ``allowed``: older core turns go first, then the current
@@ -366,16 +376,20 @@ class Run:
         block = self.block_message(plan)
         return [m for m in (plan.memories, block) if m is not None]
 
+    def messages_of(self, plan: Plan) -> list[dict[str, Any]]:
+        """The window's messages as planned so far, in their final order."""
+        return (
+            plan.system
+            + plan.summary
+            + self.retrieved_messages(plan)
+            + [m for p in plan.recent for m in p.messages]
+            + plan.tail
+        )
+
     def finish(self, plan: Plan) -> tuple[list[dict[str, Any]], int]:
         """The final messages, counted; trimmed until they fit the budget."""
         while True:
-            messages = (
-                plan.system
-                + plan.summary
-                + self.retrieved_messages(plan)
-                + [m for p in plan.recent for m in p.messages]
-                + plan.tail
-            )
+            messages = self.messages_of(plan)
             tokens = self.cost_all(messages) + REPLY_PRIMING
             if tokens <= self.budget:
                 return messages, tokens

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,7 @@ from agentctx.ids import new_id
 from agentctx.jobs import Job
 from agentctx.llm.chat import LLM, LLMError, LLMFailureHook
 from agentctx.storage.database import Database
+from agentctx.storage.schema import sessions as sessions_table
 from agentctx.storage.schema import summaries as summaries_table
 from agentctx.tokens import TokenCounter, truncate_text
 
@@ -47,6 +50,7 @@ ViewItem = Event | FoldSummary
 
 _METHOD_CHARS = 256  # the width of the ``method`` column
 _LINE_TOKENS = 600  # the most one event shows in the model's prompt
+_SETTLED_SESSIONS = 10_000  # sessions remembered as having nothing due
 _MAX_STEPS = 10_000  # a guard: every step covers new events or lowers the top-level count
 
 _EVENTS_INSTRUCTIONS = (
@@ -128,6 +132,11 @@ class EventFolder:
         self.config = config or FoldConfig()
         self.on_llm_failure = on_llm_failure
         self.catch_up = catch_up
+        # Catching up reads a whole session; a session whose last seq has not moved
+        # since a pass found nothing due has nothing due now (folds only lower the live
+        # tokens), so windows of a settled session skip that read.
+        self._settled: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._settled_lock = threading.Lock()
 
     # Reading ----------------------------------------------------------------------------
 
@@ -143,8 +152,7 @@ class EventFolder:
     def view(self, user_id: str, session_id: str) -> list[ViewItem]:
         """What enters the window, in seq order: events no fold covers, verbatim, and each
         top-level fold at its first covered seq. Every event is in exactly one item."""
-        if self.catch_up and self.config.enabled:
-            self.maybe_fold(user_id, session_id)
+        self._catch_up(user_id, session_id)
         state = self._state(user_id, session_id)
         items: list[ViewItem] = [*state.unfolded, *state.tops]
         return sorted(items, key=lambda item: item.seq)
@@ -155,8 +163,7 @@ class EventFolder:
         Their ``seq_ranges`` name the events they stand for; a window that shows them
         leaves those events out (see :meth:`view`).
         """
-        if self.catch_up and self.config.enabled:
-            self.maybe_fold(user_id, session_id)
+        self._catch_up(user_id, session_id)
         return [fold.item() for fold in self.top_folds(user_id, session_id)]
 
     def live_tokens(self, user_id: str, session_id: str) -> int:
@@ -270,6 +277,29 @@ class EventFolder:
             self.maybe_fold(job.user_id, job.session_id)
 
     # Internals --------------------------------------------------------------------------
+
+    def _catch_up(self, user_id: str, session_id: str) -> None:
+        """With ``catch_up``, fold what is due before a read, unless the session is settled."""
+        if not (self.catch_up and self.config.enabled):
+            return
+        key = (user_id, session_id)
+        with self.db.read() as conn:
+            last_seq = conn.execute(
+                select(sessions_table.c.last_seq).where(
+                    sessions_table.c.user_id == user_id, sessions_table.c.session_id == session_id
+                )
+            ).scalar()
+        if last_seq is None:
+            return
+        with self._settled_lock:
+            if self._settled.get(key) == last_seq:
+                return
+        self.maybe_fold(user_id, session_id)
+        with self._settled_lock:
+            self._settled[key] = last_seq
+            self._settled.move_to_end(key)
+            while len(self._settled) > _SETTLED_SESSIONS:
+                self._settled.popitem(last=False)
 
     def _state(self, user_id: str, session_id: str) -> _State:
         # Folds are read before events: a fold never covers an event not yet written.
