@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentctx import ContextEngine
+from agentctx import ContextEngine, ContextWindow
+from agentctx.context.render import event_text
 from agentctx.events import EventType
 from compaction.fold_session import long_session, tool_turn
 
@@ -64,3 +65,46 @@ def test_a_settled_session_folds_again_once_it_grows(db_url: str, home: Path) ->
         assert len(after) > len(before)
         # The new folds reach into the turns added after the session had settled.
         assert max(f.last_seq for f in after) > max(f.last_seq for f in before)
+
+
+def test_a_folded_event_inside_the_recent_span_can_still_be_retrieved(
+    db_url: str, home: Path
+) -> None:
+    wide_core = {"adaptive": {"min_recent": 60}}  # the recent core spans many turns
+    with ContextEngine(
+        url=db_url, home=home, jobs="manual", fold=FOLD, embeddings={"provider": "hashing"}
+    ) as engine:
+        session = long_session(engine, 24)
+        session.build_context(budget=20_000)  # folds caught up
+        folded = {
+            s
+            for f in engine.folds.top_folds("u1", session.id)
+            for a, b in f.seq_ranges
+            for s in range(a, b + 1)
+        }
+        seq_of = {e.event_id: e.seq for e in session.events()}
+
+        def recent_start(window: ContextWindow) -> int:
+            recent = next(s for s in window.report.sections if s.name == "recent")
+            return min(seq_of[i] for i in recent.event_ids)
+
+        start = recent_start(
+            session.build_context(query="flights", budget=20_000, config=wide_core)
+        )
+        # A folded reply inside the recent core's span: only its fold stands for it there.
+        thinking = max(
+            (e for e in session.events(types=["agent_response"]) if e.seq in folded),
+            key=lambda e: e.seq,
+        )
+        assert thinking.seq > start
+        route = str(event_text(thinking)).split("route ")[1].split()[0]  # e.g. "R17"
+        window = session.build_context(
+            query=f"route {route} evening flight lands after the last train",
+            budget=20_000,
+            config=wide_core,
+        )
+        retrieved = next(s for s in window.report.sections if s.name == "retrieved")
+        assert recent_start(window) < thinking.seq
+        # The search still finds it, and the window shows it verbatim.
+        assert thinking.event_id in retrieved.event_ids
+        assert window.tokens <= 20_000

@@ -174,10 +174,11 @@ class ContextBuilder:
             if config.sections.summaries and self.summaries is not None
             else []
         )
+        hidden = folded(summary_items)
         events, complete = run.load_recent(
             int(budget * recent_share) if searching else budget,
             after_seq=through,
-            hidden=folded(summary_items),
+            hidden=hidden,
         )
         timings["load_ms"] = elapsed_ms(started)
         units = units_of(events)
@@ -235,6 +236,7 @@ class ContextBuilder:
             core_start=core[0].first_seq if core else last_seq + 1,
             query=query if sections.retrieved else None,
             retriever=self.retriever if sections.retrieved else None,
+            hidden=hidden,
         )
         timings["retrieve_ms"] = elapsed_ms(retrieve_started)
 

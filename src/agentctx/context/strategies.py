@@ -116,8 +116,13 @@ def older_candidates(
     core_start: int,
     query: str | None,
     retriever: Retriever | None,
+    hidden: Callable[[int], bool] | None = None,
 ) -> list[Candidate]:
-    """Every older atom the strategy may use, scored (higher first)."""
+    """Every older atom the strategy may use, scored (higher first).
+
+    ``hidden``: seqs folded into a summary and so left out of the recent window; they
+    may lie inside the recent core's span, and are searched there too.
+    """
     config = run.config
     strategy = config.strategy
     terms = query_terms_of(query)
@@ -156,20 +161,25 @@ def older_candidates(
     important = _keyword_pattern(adaptive.important_keywords)
     relevance: dict[int, float] = {}
     if query and retriever is not None:
+
+        def searchable(seq: int) -> bool:  # not already shown in the recent core
+            return 0 < seq < core_start or (hidden is not None and hidden(seq))
+
         hits = retriever.retrieve(
             run.user_id,
             run.session_id,
             query,
             # Enough candidates to fill the room a large budget leaves.
             limit=max(adaptive.retrieval_candidates, run.budget // TOKENS_PER_CANDIDATE),
-            before_seq=core_start,
+            before_seq=core_start if hidden is None else None,
         )
+        hits = [hit for hit in hits if searchable(hit.seq)]
         top = max((h.score for h in hits), default=0.0) or 1.0
         for hit in hits:
             relevance[hit.seq] = max(relevance.get(hit.seq, 0.0), hit.score / top)
             for offset in range(1, adaptive.neighbours + 1):
                 for seq in (hit.seq - offset, hit.seq + offset):
-                    if 0 < seq < core_start:
+                    if searchable(seq):
                         near = adaptive.neighbour_weight * hit.score / top / offset
                         relevance[seq] = max(relevance.get(seq, 0.0), near)
     elif query:
