@@ -281,3 +281,80 @@ def context(  # noqa: PLR0917 - one parameter per command-line option
     if markdown is not None:
         markdown.write_text("\n".join(tables_markdown(specs)) + "\n", encoding="utf-8")
         console.print(f"tables written to {markdown}")
+
+
+@bench_app.command("compaction")
+def compaction(  # noqa: PLR0917 - one parameter per command-line option
+    data: Path = typer.Option(
+        ...,
+        "--data",
+        exists=True,
+        dir_okay=False,
+        help="A LoCoMo or REALTALK JSON file; its first conversation gives the session's words.",
+    ),
+    turns: int = typer.Option(200, "--turns", min=2, help="Turns in the generated session."),
+    budget: int = typer.Option(
+        8000, "--budget", min=200, help="Token budget of each compacted model call."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the synthetic tool calls."),
+    tool_rate: float = typer.Option(
+        0.4, "--tool-rate", min=0.0, max=1.0, help="Share of turns that call tools."
+    ),
+    llm_server: bool = typer.Option(
+        False,
+        "--llm-server",
+        help="Summaries by a local OpenAI-compatible server the bench starts (default: offline).",
+    ),
+    embedder: str = typer.Option(
+        "auto", "--embedder", help="Embeddings provider: auto, local, hashing or none."
+    ),
+    recall_data: list[Path] | None = typer.Option(
+        None,
+        "--recall-data",
+        help="LoCoMo/REALTALK file or folder for the recall comparison (default: --data).",
+    ),
+    recall_budget: str = typer.Option(
+        "1000,2000,4000,8000", "--recall-budget", help="Recall budgets, comma-separated."
+    ),
+    recall_limit: int | None = typer.Option(
+        None, "--recall-limit", min=1, help="Ask at most N questions per conversation."
+    ),
+    recall: bool = typer.Option(
+        True, "--recall/--no-recall", help="Compare evidence recall with compaction off and on."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """Compaction: tokens per model call over a long tool-using session, its latency, recall."""
+    from agentctx.bench.compaction import (  # noqa: PLC0415 - loads the engine lazily
+        CompactionConfig,
+        run_compaction_benchmark,
+    )
+    from agentctx.bench.compaction_report import (  # noqa: PLC0415
+        compaction_markdown,
+        print_compaction_report,
+    )
+
+    config = CompactionConfig(
+        data=data,
+        turns=turns,
+        budget=budget,
+        seed=seed,
+        tool_rate=tool_rate,
+        llm_server=llm_server,
+        embedder=embedder,
+        recall=recall,
+        recall_data=recall_data or None,
+        recall_budgets=_parse_budgets(recall_budget),
+        recall_limit=recall_limit,
+    )
+    _run_and_write(
+        Console(),
+        lambda progress: run_compaction_benchmark(config, progress=progress),
+        show=print_compaction_report,
+        markdown_of=compaction_markdown,
+        out=out,
+        markdown=markdown,
+    )
