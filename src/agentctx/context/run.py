@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
-from agentctx.context.render import ImageURL, ToolText, render_events
+from agentctx.context.render import ImageURL, ToolText, event_text, render_events
 from agentctx.context.strategies import BLOCK_HEADING, Candidate, compact_lines, piece_of
 from agentctx.context.units import Atom, Unit
 from agentctx.context.window import ContextReport, DroppedEvent, SectionReport, TruncatedEvent
@@ -160,6 +160,13 @@ class Run:
         for message in messages:
             self._limit_message(message, atom)
         return Piece(atom, messages, sum(self.cost(m) for m in messages))
+
+    def tool_result_text(self, event: Event) -> str:
+        """What a window shows of a tool result: compressed or previewed by its tool's
+        strategy when tool output compaction is on, else its whole text."""
+        if self._tool_text is not None:
+            return self._tool_text(event)
+        return event_text(event)
 
     def _shortened_tool_output(self, event: Event) -> str:
         text = self._tool_texts.get(event.event_id)

@@ -85,8 +85,9 @@ def least_cost(candidate: Candidate, line_limit: int) -> int:
     return sum(
         min(e.token_estimate, line_limit) // 2
         for e in candidate.atom.events
-        # Images and JSON count in the estimate but not (or not all) in a line.
-        if e.type not in (EventType.STATE_DELTA, EventType.SUMMARY)
+        # Images and JSON count in the estimate but not (or not all) in a line, and a
+        # tool result's line shows its shortened output.
+        if e.type not in (EventType.STATE_DELTA, EventType.SUMMARY, EventType.TOOL_RESULT)
         and all(isinstance(p, TextPart) for p in e.parts)
     )
 
@@ -352,7 +353,7 @@ def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str, 
     limit = line_limit(run)
     out = []
     for event in atom.events:
-        line = _line(event)
+        line = _line(event, run)
         if line is None:
             continue
         tokens = run.counter.count(line)
@@ -363,11 +364,13 @@ def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str, 
     return out
 
 
-def _line(event: Event) -> str | None:
+def _line(event: Event, run: Run) -> str | None:
     if event.type in (EventType.STATE_DELTA, EventType.SUMMARY):
         return None
     who = event.author or (event.role.value if event.role is not None else event.type.value)
-    text = " ".join(event_text(event).split())
+    # A tool result shows as its messages would: shortened by its tool's strategy.
+    shown = run.tool_result_text(event) if event.type is EventType.TOOL_RESULT else None
+    text = " ".join((shown if shown is not None else event_text(event)).split())
     if event.type is EventType.TOOL_CALL:
         args = next((canonical_json(p.data) for p in event.parts if isinstance(p, JsonPart)), "{}")
         return f"{who} called {event.meta.tool_name or 'tool'}({args})"

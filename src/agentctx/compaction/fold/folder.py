@@ -317,10 +317,11 @@ class EventFolder:
             tokens=self._costs(unfolded),
         )
 
-    def _costs(self, events: Sequence[Event]) -> list[int]:
-        texts = [event_text(e) if e.type not in NOT_RENDERED else "" for e in events]
-        counts = self.counter.count_many(texts) if texts else []
-        return [count if text else 0 for count, text in zip(counts, texts, strict=True)]
+    @staticmethod
+    def _costs(events: Sequence[Event]) -> list[int]:
+        # The estimate stored with each event at write time: counting every event's text
+        # again on every pass would make each turn's fold cost grow with the history.
+        return [0 if e.type in NOT_RENDERED else e.token_estimate for e in events]
 
     def _fold_events(self, state: _State, events: Sequence[Event]) -> FoldDraft:
         shown = [e for e in events if e.type not in NOT_RENDERED]
