@@ -184,8 +184,13 @@ class EventFolder:
         """
         written: list[FoldSummary] = []
         continuing = False
+        # The events are read once per pass (folds are re-read every step): a pass
+        # folds what was written when it began; later events wait for the next pass.
+        events: list[Event] | None = None
         for _ in range(_MAX_STEPS):
-            draft = self.plan(user_id, session_id, continuing=continuing)
+            state = self._state(user_id, session_id, events)
+            events = state.events
+            draft = self._plan(state, continuing=continuing)
             if draft is None:
                 break
             stored, ours = self._commit(draft)
@@ -206,8 +211,12 @@ class EventFolder:
         ``high_tokens``.
         """
         if not self.config.enabled:
+            return None  # without reading the session
+        return self._plan(self._state(user_id, session_id), continuing=continuing)
+
+    def _plan(self, state: _State, *, continuing: bool) -> FoldDraft | None:
+        if not self.config.enabled:
             return None
-        state = self._state(user_id, session_id)
         threshold = self.config.low_tokens if continuing else self.config.high_tokens
         live = state.live_tokens
         if live > threshold:
@@ -301,10 +310,12 @@ class EventFolder:
             while len(self._settled) > _SETTLED_SESSIONS:
                 self._settled.popitem(last=False)
 
-    def _state(self, user_id: str, session_id: str) -> _State:
+    def _state(self, user_id: str, session_id: str, events: list[Event] | None = None) -> _State:
         # Folds are read before events: a fold never covers an event not yet written.
+        # (Events read earlier in a pass are older than any fold read now.)
         folds = self.folds(user_id, session_id)
-        events = self._load(user_id, session_id)
+        if events is None:
+            events = self._load(user_id, session_id)
         covered = merge_ranges(*(fold.seq_ranges for fold in folds))
         unfolded = [e for e in events if not _covered(e.seq, covered)]
         return _State(

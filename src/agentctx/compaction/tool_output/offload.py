@@ -51,7 +51,7 @@ _ID = re.compile(r"^(?:out_([0-9a-f]{24})|([0-9a-f]{64}))$")
 # A page probes at most this many characters per token asked for: a token spanning
 # more is rare enough that a page a little short of max_tokens does no harm.
 _CHARS_PER_TOKEN_CAP = 64
-_CACHE_SIZE = 256
+_CACHE_SIZE = 2048
 
 
 def offloaded_id(blob_id: str) -> str:
@@ -248,7 +248,7 @@ def offload(
 
 
 class _WindowCache:
-    """Window texts of write-time offloaded outputs (large: counting them is the cost)."""
+    """Window texts of tool outputs (large: reading and counting them is the cost)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
@@ -298,13 +298,16 @@ def compress_tool_result_for_window(
     parts = _content_parts(event)
     name = getattr(counter, "name", None)
     key: tuple[str, ...] | None = None
-    if (
-        compressor is None
-        and isinstance(name, str)
-        and len(parts) == 1
-        and isinstance(parts[0], BlobPart)
-    ):
-        key = (parts[0].blob_id, event.meta.tool_name or "", name, config.model_dump_json())
+    if compressor is None and isinstance(name, str):
+        # The same output gives the same text: keyed by its blob, or (inline) by the
+        # event's hash, which covers its content. Windows rebuilt turn after turn then
+        # do not compress the same outputs again.
+        content = (
+            parts[0].blob_id
+            if len(parts) == 1 and isinstance(parts[0], BlobPart)
+            else f"event:{event.hash}"
+        )
+        key = (content, event.meta.tool_name or "", name, config.model_dump_json())
         cached = _window_cache.get(key)
         if cached is not None:
             return cached
