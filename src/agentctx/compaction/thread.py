@@ -28,9 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, RowMapping, insert, select
-from sqlalchemy.exc import IntegrityError
 
 from agentctx.compaction.offline.summarize import extractive_summary
+from agentctx.compaction.versions import write_version_once
 from agentctx.context.render import event_text
 from agentctx.context.sources import SummaryItem
 from agentctx.errors import ConfigError, SessionNotFound
@@ -270,23 +270,17 @@ class ThreadSummarizer:
         summary = Summary(
             summary_id=f"sum_{new_id()}", kind=THREAD, created_at=utcnow(), **asdict(draft)
         )
-        try:
-            with self.db.write() as conn:
-                self._insert(conn, summary)
+        written, stored = write_version_once(
+            self.db,
+            lambda conn: self._insert(conn, summary),
+            user_id=draft.user_id,
+            session_id=draft.session_id,
+            kind=THREAD,
+            version=draft.version,
+        )
+        if written:
             return summary
-        except IntegrityError:
-            pass  # the version exists (or the session was deleted meanwhile)
-        with self.db.read() as conn:
-            row = (
-                conn.execute(
-                    _select_kind(draft.user_id, draft.session_id).where(
-                        summaries_table.c.version == draft.version
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        return Summary.from_row(row) if row is not None else None
+        return Summary.from_row(stored) if stored is not None else None
 
     def _insert(self, conn: Connection, summary: Summary) -> None:
         """Insert the row inside the caller's write transaction."""

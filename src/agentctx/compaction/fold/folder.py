@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
-from sqlalchemy.exc import IntegrityError
 
 from agentctx.compaction.fold.config import FoldConfig
 from agentctx.compaction.fold.plan import (
@@ -28,6 +27,7 @@ from agentctx.compaction.fold.plan import (
 )
 from agentctx.compaction.offline.summarize import extractive_summary
 from agentctx.compaction.thread import SUMMARY_SCHEMA, EventLoader
+from agentctx.compaction.versions import write_version_once
 from agentctx.context.render import NOT_RENDERED, event_text
 from agentctx.context.sources import SummaryItem
 from agentctx.errors import ConfigError, SessionNotFound
@@ -256,23 +256,17 @@ class EventFolder:
             method=draft.method,
             created_at=utcnow(),
         )
-        try:
-            with self.db.write() as conn:
-                self._insert(conn, fold)
+        written, stored = write_version_once(
+            self.db,
+            lambda conn: self._insert(conn, fold),
+            user_id=draft.user_id,
+            session_id=draft.session_id,
+            kind=FOLD,
+            version=draft.version,
+        )
+        if written:
             return fold, True
-        except IntegrityError:
-            pass  # the version exists (or the session was deleted meanwhile)
-        with self.db.read() as conn:
-            row = (
-                conn.execute(
-                    _select_folds(draft.user_id, draft.session_id).where(
-                        summaries_table.c.version == draft.version
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        return (FoldSummary.from_row(row) if row is not None else None), False
+        return (FoldSummary.from_row(stored) if stored is not None else None), False
 
     def _insert(self, conn: Connection, fold: FoldSummary) -> None:
         """Insert the row inside the caller's write transaction."""
