@@ -154,6 +154,9 @@ class ContextEngine:
             llm_from_config(s.llm, "fast"),
             config=s.topics,
             on_llm_failure=self._llm_failed,
+            tool_result_tokens=(
+                s.tool_output.compress_over_tokens if s.tool_output.enabled else None
+            ),
         )
         if s.topics.enabled:
             self.on_turn_end("topics", self.topics.on_turn_end)

@@ -117,3 +117,22 @@ def test_with_a_query_summaries_take_only_the_room_retrieval_leaves(
     assert "Memmo Alfama for four nights" in texts
     assert len(section(large, "summary").event_ids) == len(engine.topics.topics("u1", session.id))
     assert small.tokens <= 600 and large.tokens <= 20_000
+
+
+def test_a_long_tool_result_counts_as_much_as_a_window_shows_of_it(
+    db_url: str, home: Path
+) -> None:
+    with make_engine(db_url, home, jobs="manual") as engine:
+        session = engine.create_session(user_id="u1")
+        with session.turn() as turn:
+            turn.add_message("user", "Fetch the access log.")
+            call = turn.add_tool_call("read_log", {"name": "access"})
+            turn.add_tool_result(call.call_id, content="GET /index.html 200 " * 3000)
+        messages, tokens = engine.topics.unarchived_tokens("u1", session.id)
+        raw = sum(e.token_estimate for e in session.events())
+        cap = engine.settings.tool_output.compress_over_tokens
+        assert messages == 3 and raw > 10 * cap
+        # The result counts as the shortened output a window carries, not its raw size.
+        assert tokens == raw - session.events()[-1].token_estimate + cap
+    with make_engine(db_url, home, jobs="manual", tool_output={"enabled": False}) as engine:
+        assert engine.topics.unarchived_tokens("u1", session.id) == (3, raw)

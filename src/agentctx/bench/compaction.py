@@ -52,7 +52,6 @@ from agentctx.bench.recall import DEFAULT_BUDGETS, ingest, measure_agentctx
 from agentctx.bench.recall_data import data_files, load_dataset
 from agentctx.bench.recall_score import AGENTCTX, QuestionResult, aggregate
 from agentctx.bench.stats import Latency, summarize
-from agentctx.config import Settings
 from agentctx.context.render import render_events
 from agentctx.engine import TURN_END_PREFIX, ContextEngine
 from agentctx.errors import InvalidInput
@@ -67,26 +66,25 @@ BENCH_USER = "compaction-bench"
 BENCH_AGENT = "compaction-bench"
 
 
-def compaction_overrides(enabled: bool) -> dict[str, Any]:
+def compaction_overrides(enabled: bool, context_limit: int | None = None) -> dict[str, Any]:
     """The engine settings that switch compaction on or off: the one place they are named.
 
     Both engines of a run get everything else alike. ``tool_output`` compresses and
     offloads tool results in windows; ``thread_summary`` keeps a running summary of
-    the session; ``topics`` (topic archiving) and ``fold`` (folding old turns into
-    summary events) join when the engine's settings have them.
+    the session; ``topics`` archives old messages into topics once they pass 70% of
+    ``context_limit`` (the model call's budget: the turn-end job then archives before
+    the next window needs it; default the engine's); ``fold`` folds old events into
+    summaries between the engine's default low/high thresholds.
     """
-    overrides: dict[str, Any] = {
+    topics: dict[str, Any] = {"enabled": enabled}
+    if context_limit is not None:
+        topics["context_limit"] = context_limit
+    return {
         "thread_summary": {"enabled": enabled},
         "tool_output": {"enabled": enabled},
+        "topics": topics,
+        "fold": {"enabled": enabled},
     }
-    # ---- topics / fold: switched with the rest as soon as Settings has them. ----------
-    # Their thresholds (topics: context_threshold x context_limit; fold: low_tokens /
-    # high_tokens) are the engine's defaults; set them here to measure other values.
-    if "topics" in Settings.model_fields:
-        overrides["topics"] = {"enabled": enabled}
-    if "fold" in Settings.model_fields:
-        overrides["fold"] = {"enabled": enabled}
-    return overrides
 
 
 class JobTimer:
@@ -119,6 +117,8 @@ class JobTimer:
 _CATCH_UP_JOBS: dict[str, str] = {"thread_summaries": "thread_summary", "folds": "fold"}
 # Compaction the engine always runs as turn-end jobs: engine attribute -> job name.
 _TURN_END_JOBS: dict[str, str] = {"topics": "topics"}
+INDEX_JOB = "search_index"
+"""The turn-end job that indexes and embeds a turn's events (not compaction)."""
 
 
 def register_compaction_jobs(engine: ContextEngine, timer: JobTimer | None = None) -> None:
@@ -145,6 +145,10 @@ def register_compaction_jobs(engine: ContextEngine, timer: JobTimer | None = Non
             # As with a background worker: windows read what is stored and do not fold
             # new events in themselves, so this is turn-end work only.
             component.catch_up = False
+    if f"{TURN_END_PREFIX}{INDEX_JOB}" not in engine.jobs.kinds:
+        # As with a background worker, the turn's events are indexed and embedded after
+        # the turn, not by the next window's search; timed apart from compaction.
+        engine.on_turn_end(INDEX_JOB, timer.wrap(INDEX_JOB, engine.search_index.on_turn_end))
 
 
 class CompactionConfig(BaseModel):
@@ -184,7 +188,8 @@ class TurnPoint(BaseModel):
     tokens_off: int  # the whole history as chat messages (no compaction, no budget)
     tokens_on: int  # the window at the budget, compaction on
     build_on_ms: float
-    compaction_ms: float  # run_pending for the session after the turn ended
+    compaction_ms: float  # run_pending for the session after the turn, less indexing
+    indexing_ms: float = 0.0  # the search index's turn-end job (embedding the turn)
     compaction_by_kind: dict[str, float] = {}  # ms per job (thread_summary, fold, topics)
     summarized: bool  # a thread summary version was written at this turn's end
 
@@ -237,6 +242,7 @@ class CompactionReport(BaseModel):
     compaction_by_kind: dict[str, Latency] = {}  # per turn, each job kind's share
     compaction_other: Latency | None = None  # per turn, the rest (claiming, other kinds)
     build_on: Latency
+    indexing: Latency | None = None  # per turn, the search index's turn-end job
     summaries: int
     summary_methods: list[str]
     llm_requests: int | None = None
@@ -264,6 +270,7 @@ def open_engine(
     embedder: str,
     llm: Mapping[str, Any] | None,
     timer: JobTimer | None = None,
+    context_limit: int | None = None,
 ) -> ContextEngine:
     """An engine for one side of the comparison (its own SQLite file under ``home``)."""
     home.mkdir(parents=True, exist_ok=True)
@@ -275,7 +282,7 @@ def open_engine(
         embeddings={"provider": embedder},
         llm=dict(llm) if llm is not None else {"provider": "none"},
         jobs="manual",
-        **compaction_overrides(compaction),
+        **compaction_overrides(compaction, context_limit),
     )
     register_compaction_jobs(engine, timer)
     return engine
@@ -346,7 +353,9 @@ def replay(
             timer.take()  # work done inside the turn (none with jobs="manual") is not counted
         started = time.perf_counter()
         engine.jobs.run_pending(session=(session.user_id, session.id))
-        compaction_s = time.perf_counter() - started
+        turn_end_s = time.perf_counter() - started
+        by_kind = timer.take() if timer is not None else {}
+        indexing_s = by_kind.pop(INDEX_JOB, 0.0)
         points.append(
             TurnPoint(
                 turn=turn.index + 1,
@@ -354,11 +363,9 @@ def replay(
                 tokens_off=tokens_off,
                 tokens_on=tokens_on,
                 build_on_ms=build[0] * 1e3,
-                compaction_ms=compaction_s * 1e3,
-                compaction_by_kind={
-                    kind: seconds * 1e3
-                    for kind, seconds in (timer.take() if timer is not None else {}).items()
-                },
+                compaction_ms=(turn_end_s - indexing_s) * 1e3,
+                indexing_ms=indexing_s * 1e3,
+                compaction_by_kind={kind: seconds * 1e3 for kind, seconds in by_kind.items()},
                 summarized=_summary_version(engine, session) > before,
             )
         )
@@ -527,7 +534,12 @@ def run_compaction_benchmark(
         llm = server.settings() if server is not None else None
         timer = JobTimer()
         engine = open_engine(
-            home / "session", compaction=True, embedder=config.embedder, llm=llm, timer=timer
+            home / "session",
+            compaction=True,
+            embedder=config.embedder,
+            llm=llm,
+            timer=timer,
+            context_limit=config.budget,
         )
         try:
             counter = engine.token_counter()
@@ -560,8 +572,8 @@ def run_compaction_benchmark(
         started_at=started,
         machine=machine,
         config=config,
-        settings_on=compaction_overrides(True),
-        settings_off=compaction_overrides(False),
+        settings_on=compaction_overrides(True, config.budget),
+        settings_off=compaction_overrides(False, config.budget),
         token_counter=counter.name,
         embedder=embedder,
         conversation=f"{config.data.name} {conversation.sample_id}".strip(),
@@ -581,6 +593,7 @@ def run_compaction_benchmark(
             [max(0.0, p.compaction_ms - sum(p.compaction_by_kind.values())) / 1e3 for p in curve]
         ),
         build_on=summarize([p.build_on_ms / 1e3 for p in curve]),
+        indexing=summarize([p.indexing_ms / 1e3 for p in curve]),
         summaries=len(stored),
         summary_methods=sorted({s.method for s in stored}),
         llm_requests=llm_requests,

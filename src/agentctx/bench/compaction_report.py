@@ -77,11 +77,12 @@ def compaction_tables(report: CompactionReport) -> list[TableSpec]:
 
     latency = TableSpec("Latency per turn (ms)", ["what", "turns", "p50", "p95", "p99", "max"])
     rows: list[tuple[str, Latency | None]] = [
-        ("turn-end compaction (run_pending)", report.compaction),
+        ("turn-end compaction (run_pending, less indexing)", report.compaction),
         *((f"… of which {kind} jobs", value) for kind, value in report.compaction_by_kind.items()),
         ("… of which the job queue and other jobs", report.compaction_other),
         ("turn-end compaction, turns that wrote a thread summary", report.compaction_summarizing),
         ("build_context with compaction", report.build_on),
+        ("search index turn-end job (not compaction)", report.indexing),
     ]
     if report.llm_ms is not None:
         rows.append(("model server, per request", report.llm_ms))

@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.compaction.topics.config import TopicArchiveConfig
@@ -106,6 +106,7 @@ class TopicArchiver:
         *,
         config: TopicArchiveConfig | None = None,
         on_llm_failure: LLMFailureHook | None = None,
+        tool_result_tokens: int | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
@@ -113,6 +114,9 @@ class TopicArchiver:
         self.llm = llm
         self.config = config or TopicArchiveConfig()
         self.on_llm_failure = on_llm_failure
+        # What a tool result costs a window at most (when windows shorten tool output):
+        # the threshold is about the context a model sees, not the raw output's size.
+        self.tool_result_tokens = tool_result_tokens
 
     # Reading ----------------------------------------------------------------------------
 
@@ -125,12 +129,21 @@ class TopicArchiver:
     def unarchived_tokens(self, user_id: str, session_id: str) -> tuple[int, int]:
         """(messages, tokens) after the archived prefix, by the events' stored estimates.
 
-        Summary and state-change events do not count. One query; no event is loaded.
+        Summary and state-change events do not count; a tool result counts at most
+        ``tool_result_tokens``. One query; no event is loaded.
         """
         through = func.coalesce(_through_query(user_id, session_id).scalar_subquery(), 0)
-        query = select(
-            func.count(), func.coalesce(func.sum(events_table.c.token_estimate), 0)
-        ).where(
+        tokens: Any = events_table.c.token_estimate
+        if self.tool_result_tokens is not None:
+            tokens = case(
+                (
+                    (events_table.c.type == str(EventType.TOOL_RESULT))
+                    & (events_table.c.token_estimate > self.tool_result_tokens),
+                    self.tool_result_tokens,
+                ),
+                else_=events_table.c.token_estimate,
+            )
+        query = select(func.count(), func.coalesce(func.sum(tokens), 0)).where(
             events_table.c.user_id == user_id,
             events_table.c.session_id == session_id,
             events_table.c.seq > through,
