@@ -134,6 +134,8 @@ class ContextEngine:
         # Thread summaries: brought up to date by a turn-end job with a worker; otherwise a
         # window reading them folds in one bounded step of what is new (as searches catch
         # up the index), so appends never pay for summaries.
+        # What a tool result costs a window at most, when windows shorten tool output.
+        tool_result_tokens = s.tool_output.compress_over_tokens if s.tool_output.enabled else None
         self.thread_summaries = ThreadSummarizer(
             self.db,
             self._service.events,
@@ -142,6 +144,7 @@ class ContextEngine:
             config=s.thread_summary,
             catch_up=s.jobs != "background",
             on_llm_failure=self._llm_failed,
+            tool_result_tokens=tool_result_tokens,
         )
         if s.jobs == "background" and s.thread_summary.enabled:
             self.on_turn_end(THREAD_JOB, self.thread_summaries.on_turn_end)
@@ -154,9 +157,7 @@ class ContextEngine:
             llm_from_config(s.llm, "fast"),
             config=s.topics,
             on_llm_failure=self._llm_failed,
-            tool_result_tokens=(
-                s.tool_output.compress_over_tokens if s.tool_output.enabled else None
-            ),
+            tool_result_tokens=tool_result_tokens,
         )
         if s.topics.enabled:
             self.on_turn_end("topics", self.topics.on_turn_end)

@@ -389,3 +389,20 @@ def test_a_long_backlog_is_folded_in_bounded_steps(db_url: str, home: Path) -> N
         assert [(s.version, s.last_seq) for s in versions] == [(3, 47), (2, 40), (1, 20)]
         assert all(s.first_seq == 1 and s.token_count <= 60 for s in versions)
         assert versions[0].source_event_count == 47
+
+
+def test_a_large_tool_result_counts_and_reads_as_its_head(db_url: str, home: Path) -> None:
+    with make_engine(db_url, home, jobs="manual") as eng:
+        session = eng.create_session(user_id="u1")
+        with session.turn() as turn:
+            turn.add_message("user", "Read the export log and tell me what failed.")
+            call = turn.add_tool_call("read_log", {"name": "export"})
+            turn.add_tool_result(
+                call.call_id, content="export ok\n" * 4000 + "FATAL: disk full on /var\n"
+            )
+        cap = eng.settings.tool_output.compress_over_tokens
+        assert eng.thread_summaries.tool_result_tokens == cap
+        draft = eng.thread_summaries.plan("u1", session.id, force=True)
+        assert draft is not None
+        # The tail of the output is past what a window shows, so not in the summary.
+        assert "FATAL" not in draft.text

@@ -177,6 +177,7 @@ class ThreadSummarizer:
         config: ThreadSummaryConfig | None = None,
         catch_up: bool = False,
         on_llm_failure: LLMFailureHook | None = None,
+        tool_result_tokens: int | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
@@ -185,6 +186,9 @@ class ThreadSummarizer:
         self.config = config or ThreadSummaryConfig()
         self.catch_up = catch_up
         self.on_llm_failure = on_llm_failure
+        # A tool result is read as far as a window would show it (its head): what the
+        # summary and the token threshold see, rather than every byte of a large output.
+        self.tool_result_tokens = tool_result_tokens
 
     # Reading ----------------------------------------------------------------------------
 
@@ -241,7 +245,7 @@ class ThreadSummarizer:
         if not events:
             return None
         messages = [e for e in events if e.type not in _SKIPPED_TYPES]
-        texts = [event_text(e) for e in messages]
+        texts = [self._text(e) for e in messages]
         tokens = sum(self.counter.count_many(texts)) if texts else 0
         due = len(messages) >= self.config.every_messages or tokens >= self.config.every_tokens
         if not messages or not (due or force):
@@ -298,6 +302,14 @@ class ThreadSummarizer:
                 pass
 
     # Summarizing ------------------------------------------------------------------------
+
+    def _text(self, event: Event) -> str:
+        text = event_text(event)
+        cap = self.tool_result_tokens
+        if cap is not None and event.type is EventType.TOOL_RESULT and len(text) > cap * 4:
+            # Cut by characters first (counting a huge output is the cost saved).
+            text = truncate_text(self.counter, text[: cap * 8], cap, keep="head")
+        return text
 
     def _summarize(
         self,
