@@ -15,6 +15,7 @@ from sqlalchemy import Connection, insert, select
 from agentctx.compaction.fold.config import FoldConfig
 from agentctx.compaction.fold.plan import (
     FOLD,
+    EventHead,
     FoldSummary,
     Ranges,
     atoms_of,
@@ -36,6 +37,7 @@ from agentctx.ids import new_id
 from agentctx.jobs import Job
 from agentctx.llm.chat import LLM, LLMError, LLMFailureHook
 from agentctx.storage.database import Database
+from agentctx.storage.schema import events as events_table
 from agentctx.storage.schema import sessions as sessions_table
 from agentctx.storage.schema import summaries as summaries_table
 from agentctx.tokens import TokenCounter, truncate_text
@@ -89,10 +91,10 @@ class _State:
 
     user_id: str
     session_id: str
-    events: list[Event]
+    events: list[EventHead]
     folds: list[FoldSummary]
     tops: list[FoldSummary]
-    unfolded: list[Event]
+    unfolded: list[EventHead]
     tokens: list[int]  # the live cost of each unfolded event
 
     @property
@@ -154,7 +156,8 @@ class EventFolder:
         top-level fold at its first covered seq. Every event is in exactly one item."""
         self._catch_up(user_id, session_id)
         state = self._state(user_id, session_id)
-        items: list[ViewItem] = [*state.unfolded, *state.tops]
+        unfolded = self._load(user_id, session_id, seqs=[e.seq for e in state.unfolded])
+        items: list[ViewItem] = [*unfolded, *state.tops]
         return sorted(items, key=lambda item: item.seq)
 
     def summaries(self, user_id: str, session_id: str) -> Sequence[SummaryItem]:
@@ -186,7 +189,7 @@ class EventFolder:
         continuing = False
         # The events are read once per pass (folds are re-read every step): a pass
         # folds what was written when it began; later events wait for the next pass.
-        events: list[Event] | None = None
+        events: list[EventHead] | None = None
         for _ in range(_MAX_STEPS):
             state = self._state(user_id, session_id, events)
             events = state.events
@@ -304,12 +307,15 @@ class EventFolder:
             while len(self._settled) > _SETTLED_SESSIONS:
                 self._settled.popitem(last=False)
 
-    def _state(self, user_id: str, session_id: str, events: list[Event] | None = None) -> _State:
+    def _state(
+        self, user_id: str, session_id: str, events: list[EventHead] | None = None
+    ) -> _State:
         # Folds are read before events: a fold never covers an event not yet written.
-        # (Events read earlier in a pass are older than any fold read now.)
+        # (Events read earlier in a pass are older than any fold read now.) Only the
+        # events' heads are read: planning needs no content, and a session is long.
         folds = self.folds(user_id, session_id)
         if events is None:
-            events = self._load(user_id, session_id)
+            events = self._heads(user_id, session_id)
         covered = merge_ranges(*(fold.seq_ranges for fold in folds))
         unfolded = [e for e in events if not _covered(e.seq, covered)]
         return _State(
@@ -322,13 +328,33 @@ class EventFolder:
             tokens=self._costs(unfolded),
         )
 
+    def _heads(self, user_id: str, session_id: str) -> list[EventHead]:
+        query = (
+            select(
+                events_table.c.seq,
+                events_table.c.type,
+                events_table.c.call_id,
+                events_table.c.turn_id,
+                events_table.c.token_estimate,
+            )
+            .where(events_table.c.user_id == user_id, events_table.c.session_id == session_id)
+            .order_by(events_table.c.seq)
+        )
+        with self.db.read() as conn:
+            rows = conn.execute(query).all()
+        return [
+            EventHead(int(seq), EventType(kind), call_id, turn_id, int(tokens))
+            for seq, kind, call_id, turn_id, tokens in rows
+        ]
+
     @staticmethod
-    def _costs(events: Sequence[Event]) -> list[int]:
+    def _costs(events: Sequence[EventHead | Event]) -> list[int]:
         # The estimate stored with each event at write time: counting every event's text
         # again on every pass would make each turn's fold cost grow with the history.
         return [0 if e.type in NOT_RENDERED else e.token_estimate for e in events]
 
-    def _fold_events(self, state: _State, events: Sequence[Event]) -> FoldDraft:
+    def _fold_events(self, state: _State, heads: Sequence[EventHead]) -> FoldDraft:
+        events = self._load(state.user_id, state.session_id, seqs=[e.seq for e in heads])
         shown = [e for e in events if e.type not in NOT_RENDERED]
         lines = [line for line in (_line(e) for e in shown) if line]
         # Never longer than what it replaces.

@@ -18,7 +18,7 @@ from sqlalchemy import RowMapping
 
 from agentctx.compaction.fold.config import FoldConfig
 from agentctx.context.sources import SummaryItem
-from agentctx.events import Event, EventType
+from agentctx.events import EventType
 
 FOLD = "fold"
 """The ``kind`` of a fold summary in the ``summaries`` table."""
@@ -163,10 +163,21 @@ def top_level(folds: Sequence[FoldSummary]) -> list[FoldSummary]:
 
 
 @dataclass(frozen=True, slots=True)
+class EventHead:
+    """What planning needs of an event (no content): read for a whole session cheaply."""
+
+    seq: int
+    type: EventType
+    call_id: str | None
+    turn_id: str | None
+    token_estimate: int
+
+
+@dataclass(frozen=True, slots=True)
 class Atom:
     """Events a fold takes or leaves together: a tool call and its results, or one event."""
 
-    events: tuple[Event, ...]
+    events: tuple[EventHead, ...]
     tokens: int
     kept: bool  # a key event, a call awaiting its result, or the newest turn
 
@@ -175,12 +186,12 @@ class Atom:
         return self.events[0].seq
 
 
-def atoms_of(events: Sequence[Event], tokens: Sequence[int], config: FoldConfig) -> list[Atom]:
+def atoms_of(events: Sequence[EventHead], tokens: Sequence[int], config: FoldConfig) -> list[Atom]:
     """The unfolded ``events`` (seq order; ``tokens`` their live cost) grouped into atoms."""
     key_seqs = _key_seqs(events, config)
     newest_turn = _newest_turn_start(events)
     cost = dict(zip((e.seq for e in events), tokens, strict=True))
-    results: dict[str, list[Event]] = {}
+    results: dict[str, list[EventHead]] = {}
     calls = {e.call_id for e in events if e.type == EventType.TOOL_CALL and e.call_id}
     for event in events:
         if event.type == EventType.TOOL_RESULT and event.call_id in calls:
@@ -205,14 +216,14 @@ def atoms_of(events: Sequence[Event], tokens: Sequence[int], config: FoldConfig)
     return atoms
 
 
-def _key_seqs(events: Sequence[Event], config: FoldConfig) -> set[int]:
+def _key_seqs(events: Sequence[EventHead], config: FoldConfig) -> set[int]:
     keys = [e.seq for e in events if e.type in config.key_types]
     if config.keep_key_events is not None:
         keys = keys[-config.keep_key_events :]
     return set(keys)
 
 
-def _newest_turn_start(events: Sequence[Event]) -> int | None:
+def _newest_turn_start(events: Sequence[EventHead]) -> int | None:
     """The first seq of the newest turn (every event of it is kept verbatim)."""
     if not events:
         return None
