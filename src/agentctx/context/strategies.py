@@ -17,6 +17,7 @@ can be answered.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Callable
@@ -223,9 +224,15 @@ def older_candidates(
     # Retrieved events older than what was loaded.
     older = sorted(seq for seq in relevance if seq not in loaded)
     if older:
+        # Events read for the search are older than what was loaded, except folded ones
+        # (left out of the recent read): those take the recency of the turn they sit in.
+        starts = sorted((unit.first_seq, 1.0 - order / n) for order, unit in enumerate(ordered))
+        first_seqs = [start for start, _ in starts]
         fetched = run.fetch(older)
         for atom in atoms_of(fetched):
-            candidates.append(_scored_atom(atom, relevance, 0.0, importance_weight, important))
+            at = bisect.bisect_right(first_seqs, atom.first_seq) - 1
+            recency = starts[at][1] * recency_weight if at >= 0 else 0.0
+            candidates.append(_scored_atom(atom, relevance, recency, importance_weight, important))
     if strategy == "semantic" and relevance:
         for candidate in candidates:
             if candidate.score <= 0:
