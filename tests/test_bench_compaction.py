@@ -12,13 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agentctx.bench.compaction import (
-    CompactionConfig,
-    compaction_overrides,
-    open_engine,
-    replay,
-    run_compaction_benchmark,
-)
+from agentctx.bench.compaction import CompactionConfig, replay, run_compaction_benchmark
+from agentctx.bench.compaction_engine import compaction_overrides, open_engine
 from agentctx.bench.compaction_server import API_KEY, running_chat_server, schema_value
 from agentctx.bench.compaction_session import MAX_OUTPUT_CHARS, generate_session
 from agentctx.bench.recall_data import load_dataset

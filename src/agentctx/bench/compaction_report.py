@@ -158,15 +158,8 @@ def summary_lines(report: CompactionReport) -> list[str]:
         "compaction on: "
         + ", ".join(f"{k}={v}" for k, v in report.settings_on.items())
         + f"; tokenizer {report.token_counter}; embeddings {report.embedder}",
-        f"CPU: {m.cpu_model}, {m.nproc} cores; memory: {m.memory_gb} GB",
-        f"Python {m.python}; SQLite {m.sqlite}; agentctx {m.agentctx}"
-        + (f" (git {m.revision})" if m.revision else ""),
-        f"load average (1/5/15 min) at start: {m.load_average_start}, at end: {m.load_average_end}",
+        *m.fact_lines(),
     ]
-    if m.agentctx_settings:
-        lines.append(
-            "agentctx settings: " + ", ".join(f"{k}={v}" for k, v in m.agentctx_settings.items())
-        )
     return lines + list(report.notes)
 
 

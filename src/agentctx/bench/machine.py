@@ -40,6 +40,22 @@ class Machine(BaseModel):
     peer_sqlite_synchronous: int | None = None
     agentctx_settings: dict[str, str] = {}
 
+    def fact_lines(self) -> list[str]:
+        """CPU, software, load and the settings the figures were measured with, a line each."""
+        lines = [
+            f"CPU: {self.cpu_model}, {self.nproc} cores; memory: {self.memory_gb} GB",
+            f"Python {self.python}; SQLite {self.sqlite}; agentctx {self.agentctx}"
+            + (f" (git {self.revision})" if self.revision else ""),
+            f"load average (1/5/15 min) at start: {self.load_average_start}, "
+            f"at end: {self.load_average_end}",
+        ]
+        if self.agentctx_settings:
+            lines.append(
+                "agentctx settings: "
+                + ", ".join(f"{key}={value}" for key, value in self.agentctx_settings.items())
+            )
+        return lines
+
 
 def cpu_model() -> str:
     """The CPU model name from /proc/cpuinfo (or the platform's processor string)."""

@@ -173,17 +173,7 @@ def summary_lines(report: RecallReport) -> list[str]:
             f"{f.skipped_adversarial} adversarial and {f.skipped_no_evidence} without valid "
             f"evidence; {f.dropped_evidence_ids} evidence ids named no turn"
         )
-    lines += [
-        f"CPU: {m.cpu_model}, {m.nproc} cores; memory: {m.memory_gb} GB",
-        f"Python {m.python}; SQLite {m.sqlite}; agentctx {m.agentctx}"
-        + (f" (git {m.revision})" if m.revision else ""),
-        f"load average (1/5/15 min) at start: {m.load_average_start}, at end: {m.load_average_end}",
-    ]
-    if m.agentctx_settings:
-        lines.append(
-            "agentctx settings: " + ", ".join(f"{k}={v}" for k, v in m.agentctx_settings.items())
-        )
-    return lines + list(report.notes)
+    return lines + m.fact_lines() + list(report.notes)
 
 
 def print_recall_report(report: RecallReport, console: Console) -> None:
