@@ -171,6 +171,7 @@ class ContextEngine:
             config=s.fold,
             on_llm_failure=self._llm_failed,
             catch_up=s.jobs != "background",
+            tool_result_tokens=tool_result_tokens,
         )
         if s.jobs == "background" and s.fold.enabled:
             self.on_turn_end(FOLD_JOB, self.folds.on_turn_end)

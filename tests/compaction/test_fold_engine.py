@@ -108,3 +108,24 @@ def test_a_folded_event_inside_the_recent_span_can_still_be_retrieved(
         # The search still finds it, and the window shows it verbatim.
         assert thinking.event_id in retrieved.event_ids
         assert window.tokens <= 20_000
+
+
+def test_a_long_tool_result_counts_as_much_as_a_window_shows_of_it(
+    db_url: str, home: Path
+) -> None:
+    with ContextEngine(
+        url=db_url, home=home, jobs="manual", fold=FOLD, embeddings={"provider": "hashing"}
+    ) as engine:
+        session = engine.create_session(user_id="u1")
+        with session.turn() as turn:
+            turn.add_message("user", "Fetch the access log.")
+            call = turn.add_tool_call("read_log", {"name": "access"})
+            turn.add_tool_result(call.call_id, content="GET /index.html 200 " * 3000)
+        events = session.events()
+        cap = engine.settings.tool_output.compress_over_tokens
+        assert events[-1].token_estimate > 10 * cap
+        live = engine.folds.live_tokens("u1", session.id)
+        assert live == sum(e.token_estimate for e in events[:-1]) + cap
+        # Under high_tokens as a window counts it: nothing folds for one large output.
+        session.build_context(budget=4000)
+        assert engine.folds.folds("u1", session.id) == []

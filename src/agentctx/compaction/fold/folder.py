@@ -126,6 +126,7 @@ class EventFolder:
         config: FoldConfig | None = None,
         on_llm_failure: LLMFailureHook | None = None,
         catch_up: bool = False,
+        tool_result_tokens: int | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
@@ -134,6 +135,9 @@ class EventFolder:
         self.config = config or FoldConfig()
         self.on_llm_failure = on_llm_failure
         self.catch_up = catch_up
+        # What a tool result costs a window at most, when windows shorten tool output:
+        # live tokens count what a window would carry, not the raw output's size.
+        self.tool_result_tokens = tool_result_tokens
         # Catching up reads a whole session; a session whose last seq has not moved
         # since a pass found nothing due has nothing due now (folds only lower the live
         # tokens), so windows of a settled session skip that read.
@@ -347,11 +351,18 @@ class EventFolder:
             for seq, kind, call_id, turn_id, tokens in rows
         ]
 
-    @staticmethod
-    def _costs(events: Sequence[EventHead | Event]) -> list[int]:
+    def _costs(self, events: Sequence[EventHead | Event]) -> list[int]:
         # The estimate stored with each event at write time: counting every event's text
         # again on every pass would make each turn's fold cost grow with the history.
-        return [0 if e.type in NOT_RENDERED else e.token_estimate for e in events]
+        cap = self.tool_result_tokens
+        return [
+            0
+            if e.type in NOT_RENDERED
+            else min(e.token_estimate, cap)
+            if cap is not None and e.type is EventType.TOOL_RESULT
+            else e.token_estimate
+            for e in events
+        ]
 
     def _fold_events(self, state: _State, heads: Sequence[EventHead]) -> FoldDraft:
         events = self._load(state.user_id, state.session_id, seqs=[e.seq for e in heads])
