@@ -13,7 +13,7 @@ from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.compaction.fold import FOLD_JOB, EventFolder
 from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
-from agentctx.compaction.topics import TopicArchiver
+from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
@@ -131,16 +131,19 @@ class ContextEngine:
             # background; otherwise searches catch up themselves (embedding at most
             # ``retrieval.inline_embed_limit`` events per search).
             self.on_turn_end("search_index", self.search_index.on_turn_end)
+        # Compaction. One chat model (the fast slot) serves every job, and all of them
+        # count a tool result as what a window shows of it, when windows shorten tool
+        # output, rather than by the raw output's size.
+        fast_llm = llm_from_config(s.llm, "fast")
+        tool_result_tokens = s.tool_output.compress_over_tokens if s.tool_output.enabled else None
         # Thread summaries: brought up to date by a turn-end job with a worker; otherwise a
         # window reading them folds in one bounded step of what is new (as searches catch
         # up the index), so appends never pay for summaries.
-        # What a tool result costs a window at most, when windows shorten tool output.
-        tool_result_tokens = s.tool_output.compress_over_tokens if s.tool_output.enabled else None
         self.thread_summaries = ThreadSummarizer(
             self.db,
             self._service.events,
             self.token_counter(),
-            llm_from_config(s.llm, "fast"),
+            fast_llm,
             config=s.thread_summary,
             catch_up=s.jobs != "background",
             on_llm_failure=self._llm_failed,
@@ -154,20 +157,20 @@ class ContextEngine:
             self.db,
             self._service.events,
             self.token_counter(),
-            llm_from_config(s.llm, "fast"),
+            fast_llm,
             config=s.topics,
             on_llm_failure=self._llm_failed,
             tool_result_tokens=tool_result_tokens,
         )
         if s.topics.enabled:
-            self.on_turn_end("topics", self.topics.on_turn_end)
+            self.on_turn_end(TOPICS_JOB, self.topics.on_turn_end)
         # Hybrid compaction: older non-key events fold into summaries (seed 003); like
         # thread summaries, by a turn-end job with a worker, else when a window reads them.
         self.folds = EventFolder(
             self.db,
             self._service.events,
             self.token_counter(),
-            llm_from_config(s.llm, "fast"),
+            fast_llm,
             config=s.fold,
             on_llm_failure=self._llm_failed,
             catch_up=s.jobs != "background",
@@ -180,7 +183,7 @@ class ContextEngine:
             self.db,
             self._service.events,
             self.token_counter(),
-            llm_from_config(s.llm, "fast"),
+            fast_llm,
             config=s.reflection,
             on_llm_failure=self._llm_failed,
         )
@@ -346,8 +349,10 @@ class ContextEngine:
     def _llm_failed(self, user_id: str, session_id: str, job: str, exc: Exception) -> None:
         """Record in the session's log that a model failed and the offline method stood in.
 
-        The error event is its own turn; it does not run the turn-end jobs again (they
-        would find nothing due), so a failing model cannot make a loop of them.
+        The error event is its own one-event turn. Its turn-end jobs are queued like any
+        turn's (they run with the next turn when jobs run inline); one new event is never
+        enough to make a summary, topic or fold due again, so a failing model cannot
+        start a loop of failing jobs.
         """
         code = getattr(exc, "code", type(exc).__name__)
         # A session deleted meanwhile has nothing to record it in.
