@@ -20,6 +20,7 @@ from agentctx.compaction.reflection import ReflectionConfig
 from agentctx.compaction.thread import ThreadSummaryConfig
 from agentctx.compaction.tool_output.compressor import ToolOutputConfig
 from agentctx.compaction.topics.config import TopicArchiveConfig
+from agentctx.compaction.visual.config import VisualConfig
 from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
 from agentctx.llm.config import LLMConfig
@@ -119,6 +120,12 @@ class Settings(BaseSettings):
         description="The agent's inner voice (seed 001): a short structured reflection on "
         "each assistant message, written by a turn-end job onto that message's record; "
         "never in the history or a window.",
+    )
+    visual: VisualConfig = Field(
+        default_factory=VisualConfig,
+        description="Screenshots (seed 000): perceptual dedup on arrival, turn-end visual "
+        "compaction (anchor, result and error frames kept, others placeholders), and "
+        "cold-storage retention.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

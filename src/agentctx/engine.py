@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -14,12 +14,18 @@ from agentctx.compaction.fold import FOLD_JOB, EventFolder
 from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
 from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
+from agentctx.compaction.visual import (
+    VISUAL_JOB,
+    CleanupReport,
+    VisualCompactor,
+    cleanup_cold_storage,
+)
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
 from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.context.window import ContextWindow
-from agentctx.errors import SessionNotFound
+from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart
 from agentctx.jobs import Job, JobQueue
 from agentctx.llm.config import llm_from_config
@@ -33,10 +39,11 @@ from agentctx.sessions.redaction import ScopedRedactors, session_allow_list
 from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
-from agentctx.sessions.writer import EventWriter
+from agentctx.sessions.writer import EventWriter, TurnCondition
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
+from agentctx.storage.images import turn_has_images
 from agentctx.tokens import TokenCounter, counter_from_spec
 
 TURN_END_PREFIX = "turn_end:"
@@ -96,6 +103,7 @@ class ContextEngine:
         self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
         self.agents = AgentRegistry(self.db)
         self._turn_end_kinds: list[str] = []
+        self._turn_end_conditions: dict[str, TurnCondition] = {}
         writer = EventWriter(
             self.db,
             self.audit,
@@ -103,6 +111,7 @@ class ContextEngine:
             self.blobs,
             session_ttl=s.session_ttl,
             turn_end_kinds=lambda: self._turn_end_kinds,
+            turn_end_conditions=self._turn_end_conditions,
         )
         preparer = Preparer(
             redactor=self.redactor,
@@ -110,6 +119,7 @@ class ContextEngine:
             max_inline_bytes=s.max_inline_bytes,
             max_blob_bytes=s.max_blob_bytes,
             preview_chars=s.blob_preview_chars,
+            dedup=s.visual.dedup,
         )
         self._service = SessionService(
             self.db,
@@ -189,6 +199,11 @@ class ContextEngine:
         )
         if s.reflection.enabled:
             self.on_turn_end(REFLECTION_JOB, self.reflector.on_turn_end)
+        # Visual compaction (seed 000): when a turn ends, its images other than anchor,
+        # result and error frames become placeholders in windows.
+        self.visual = VisualCompactor(self.db, self._service.events, config=s.visual)
+        if s.visual.compaction:
+            self.on_turn_end(VISUAL_JOB, self.visual.on_turn_end, when=turn_has_images)
         summary_sources: list[SummarySource] = []
         if s.topics.enabled:
             summary_sources.append(self.topics)
@@ -204,6 +219,7 @@ class ContextEngine:
             summaries=CombinedSummaries(tuple(summary_sources)) if summary_sources else None,
             tool_output=self._tool_output_text if s.tool_output.enabled else None,
             archived_through=self.topics.archived_through if s.topics.enabled else None,
+            image_states=self.visual.image_states,
         )
         if s.jobs == "background":
             self.jobs.start_worker()
@@ -285,8 +301,24 @@ class ContextEngine:
         return self._service.get_blob(user_id, blob_id)
 
     def restore_image(self, image_id: str, user_id: str) -> bytes:
-        """The bytes behind an image id (``img_…``)."""
+        """The original bytes behind an image id (``img_…``), e.g. of a
+        ``[Visual_Placeholder: img_…]``; ``ImageExpired`` once cold-storage retention
+        removed them, ``BlobNotFound`` for an image no event of the user references."""
         return self._service.restore_image(user_id, image_id)
+
+    def cleanup(
+        self, retention_days: int | None = None, *, now: datetime | None = None
+    ) -> CleanupReport:
+        """Cold-storage retention: remove the bytes of images older than
+        ``retention_days`` (default ``visual.retention_days``, 30) that no live window
+        needs (every reference compressed or in an expired session), and orphaned
+        blobs. Their metadata stays, so a restore says the image expired."""
+        days = retention_days if retention_days is not None else self.settings.visual.retention_days
+        if days < 1:
+            raise InvalidInput(f"retention_days must be at least 1, got {days}")
+        report = cleanup_cold_storage(self.db, self.blobs, days, now=now)
+        self._retention.collect_blobs()
+        return report
 
     # Context ----------------------------------------------------------------------------
 
@@ -409,8 +441,15 @@ class ContextEngine:
         """Create or replace an agent's configuration."""
         return self.agents.put(config)
 
-    def on_turn_end(self, name: str, handler: Callable[[Job], None]) -> None:
-        """Run ``handler`` (durably, as a job) after every turn ends.
+    def on_turn_end(
+        self,
+        name: str,
+        handler: Callable[[Job], None],
+        *,
+        when: TurnCondition | None = None,
+    ) -> None:
+        """Run ``handler`` (durably, as a job) after every turn ends, or only after the
+        turns for which ``when(conn, user_id, session_id, turn_id)`` holds.
 
         Jobs are queued in the transaction that ends the turn, so none is lost to a
         crash; they may run more than once, so handlers must be idempotent.
@@ -419,6 +458,10 @@ class ContextEngine:
         self.jobs.register(kind, handler)
         if kind not in self._turn_end_kinds:
             self._turn_end_kinds.append(kind)
+        if when is not None:
+            self._turn_end_conditions[kind] = when
+        else:
+            self._turn_end_conditions.pop(kind, None)
 
     def _after_turn(self, user_id: str, session_id: str) -> None:
         if self.settings.jobs == "inline" and self._turn_end_kinds:

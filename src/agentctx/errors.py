@@ -5,7 +5,7 @@ carries a stable machine-readable ``code`` (used by the REST API and the audit
 log) so callers can branch on the kind of failure without parsing messages.
 
 ``AgentCtxError``
-    ``NotFound`` (``SessionNotFound``, ``BlobNotFound``, ``TurnNotFound``)
+    ``NotFound`` (``SessionNotFound``, ``BlobNotFound`` (``ImageExpired``), ``TurnNotFound``)
     ``Conflict`` (``StaleSession``, ``IdempotencyConflict``, ``SessionExists``)
     ``InvalidInput`` (``InvalidEvent``, ``BlobTooLarge``), also a ``ValueError``
     ``RedactionRequired``
@@ -20,6 +20,8 @@ somebody else's data exists.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 
 class AgentCtxError(Exception):
@@ -52,6 +54,21 @@ class BlobNotFound(NotFound):
     def __init__(self, blob_id: str) -> None:
         super().__init__(f"blob {blob_id!r} not found")
         self.blob_id = blob_id
+
+
+class ImageExpired(BlobNotFound):
+    """The image existed, but cold-storage retention has removed its bytes."""
+
+    code = "image_expired"
+
+    def __init__(self, image_id: str, expired_at: datetime) -> None:
+        NotFound.__init__(
+            self,
+            f"image {image_id!r} has expired: cold-storage retention removed its bytes on "
+            f"{expired_at:%Y-%m-%d %H:%M} UTC; only its metadata remains",
+        )
+        self.blob_id = image_id
+        self.expired_at = expired_at
 
 
 class TurnNotFound(NotFound):

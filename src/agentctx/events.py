@@ -79,7 +79,13 @@ class JsonPart(_Frozen):
 
 
 class ImagePart(_Frozen):
-    """A reference to an image held in the blob store."""
+    """A reference to an image held in the blob store.
+
+    ``dedup_distance`` is set when the submitted image was a near-duplicate of the
+    session's previous image (within the perceptual-hash threshold): the part then
+    references that image, the submitted bytes were not stored, and ``source_blob_id``
+    is their sha256 (what a retried write of the same bytes is recognised by).
+    """
 
     kind: Literal["image"] = "image"
     image_id: str
@@ -88,6 +94,8 @@ class ImagePart(_Frozen):
     width: int
     height: int
     size: int
+    dedup_distance: int | None = None
+    source_blob_id: str | None = None
 
 
 class BlobPart(_Frozen):
@@ -142,6 +150,12 @@ _META_DEFAULTS: dict[str, Any] = {
     "duration_ms": None,
     "status": None,
     "extra": {},
+}
+
+# Fields added to a part type after events were first stored: their defaults, so a
+# stored part written before them reads like a new one.
+_PART_DEFAULTS: dict[str, dict[str, Any]] = {
+    "image": {"dedup_distance": None, "source_blob_id": None}
 }
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -284,6 +298,14 @@ _FIELD_SETS: dict[type[BaseModel], set[str]] = {
 }
 
 
+def _trusted_part(part: dict[str, Any]) -> TextPart | JsonPart | ImagePart | BlobPart:
+    kind = part["kind"]
+    defaults = _PART_DEFAULTS.get(kind)
+    if defaults is not None and len(part) != len(_FIELD_SETS[_PART_TYPES[kind]]):
+        part = {**defaults, **part}
+    return _trusted(_PART_TYPES[kind], part)
+
+
 def trusted_event(  # noqa: PLR0917 - positional on purpose: the row decoder's hot loop
     event_id: str,
     seq: int,
@@ -321,7 +343,7 @@ def trusted_event(  # noqa: PLR0917 - positional on purpose: the row decoder's h
             "request_id": request_id,
             "call_id": call_id,
             "idempotency_key": idempotency_key,
-            "parts": tuple([_trusted(_PART_TYPES[part["kind"]], part) for part in parts]),
+            "parts": tuple([_trusted_part(part) for part in parts]),
             "payload": payload,
             "meta": _trusted(
                 EventMeta, meta if len(meta) == len(_META_DEFAULTS) else {**_META_DEFAULTS, **meta}

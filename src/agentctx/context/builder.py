@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentctx.context.budget import allocate
 from agentctx.context.config import ContextConfig
+from agentctx.context.images import RenderedImageCache
 from agentctx.context.run import (
     REPLY_PRIMING,
     Piece,
@@ -62,6 +63,7 @@ from agentctx.context.window import (
 )
 from agentctx.errors import InvalidInput
 from agentctx.events import Event, ImagePart
+from agentctx.storage.images import ImageState
 from agentctx.tokens import TokenCounter
 
 MIN_BUDGET = 50
@@ -114,6 +116,7 @@ class ContextBuilder:
         memories: MemorySource | None = None,
         tool_output: ToolOutput | None = None,
         archived_through: Callable[[str, str], int | None] | None = None,
+        image_states: Callable[[str, str], Mapping[tuple[str, int], ImageState]] | None = None,
     ) -> None:
         self._load = load_events
         self._counter_for = counter_for
@@ -125,6 +128,10 @@ class ContextBuilder:
         # Topic archiving: events up to this seq are stood for by topic summaries, and
         # the recent window begins after them (seed 001: topics + unarchived messages).
         self.archived_through = archived_through
+        # Visual compaction: the frame and flag of each image of ended turns, by (event
+        # id, part index); and the downscaled copies of the images windows show.
+        self.image_states = image_states
+        self.rendered_images = RenderedImageCache()
 
     def build(
         self,

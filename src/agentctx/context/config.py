@@ -128,6 +128,28 @@ class ContextConfig(_Strict):
         default="inline",
         description="inline: image bytes as data URLs; placeholder: a text reference only.",
     )
+    image_max_width: int | None = Field(
+        default=768,
+        ge=16,
+        description="Images wider than this are sent downscaled to it (seed 000: 768 px, "
+        "about 1,500 tokens for a screenshot); None sends them at their stored size.",
+    )
+    history_image_detail: Literal["auto", "low"] = Field(
+        default="low",
+        description="Kept frames (anchor, result, error) of compacted turns older than the "
+        "last history_full_turns: 'low' sends them within 512x512 at OpenAI's low detail "
+        "(85 tokens), 'auto' as the active turn's images.",
+    )
+    history_full_turns: int = Field(
+        default=1,
+        ge=0,
+        description="The newest compacted turns whose kept frames go at full detail.",
+    )
+    restore_images: tuple[str, ...] = Field(
+        default=(),
+        description="Image ids (img_…) to show in full in this window although visual "
+        "compaction replaced them with placeholders.",
+    )
     full: FullSettings = Field(default_factory=FullSettings)
     compressed: CompressedSettings = Field(default_factory=CompressedSettings)
     adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings)

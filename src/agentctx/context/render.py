@@ -15,13 +15,15 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentctx.events import BlobPart, Event, EventType, ImagePart, JsonPart, TextPart
 
-ImageURL = Callable[[ImagePart], str | None]
-"""Returns a ``data:`` URL for an image, or None to show a text reference instead."""
+ImageContent = Callable[[Event, int, ImagePart], dict[str, Any]]
+"""The content part that shows image ``part`` (part ``index`` of ``event``) in a window:
+an ``image_url`` part, or a text part standing for the image."""
 
 NOT_RENDERED = frozenset({EventType.STATE_DELTA, EventType.SUMMARY})
 
@@ -58,17 +60,38 @@ def image_reference(part: ImagePart) -> str:
     return f"[Image {part.image_id}: {part.width}x{part.height} {part.media_type}]"
 
 
+PLACEHOLDER_PATTERN = re.compile(r"\[Visual_Placeholder: (img_[0-9a-f]+)\]")
+"""Finds the image ids of visual placeholders in a text."""
+
+
+def visual_placeholder(image_id: str) -> str:
+    """The text that stands for an image visual compaction took out of ended turns
+    (seed 000's format); ``restore_image`` gives its bytes back."""
+    return f"[Visual_Placeholder: {image_id}]"
+
+
+def image_url_part(url: str, detail: str = "auto") -> dict[str, Any]:
+    """An OpenAI ``image_url`` content part."""
+    return {"type": "image_url", "image_url": {"url": url, "detail": detail}}
+
+
+def _reference_content(event: Event, index: int, part: ImagePart) -> dict[str, Any]:
+    return {"type": "text", "text": image_reference(part)}
+
+
 ToolText = Callable[[Event], str]
 """What a tool result shows in a window (compressed, or a preview and a pointer)."""
 
 
 def render_events(
     events: Sequence[Event],
-    image_url: ImageURL | None = None,
+    image_content: ImageContent | None = None,
     tool_text: ToolText | None = None,
 ) -> list[dict[str, Any]]:
-    """The chat messages for ``events`` (in the order given). ``tool_text`` gives a tool
-    result's text (default: the whole of it)."""
+    """The chat messages for ``events`` (in the order given). ``image_content`` shows an
+    image (default: a text reference); ``tool_text`` gives a tool result's text (default:
+    the whole of it)."""
+    image_content = image_content or _reference_content
     messages: list[dict[str, Any]] = []
     pending_images: list[dict[str, Any]] = []
 
@@ -104,15 +127,20 @@ def render_events(
             messages.append(
                 {"role": "tool", "tool_call_id": event.call_id or event.event_id, "content": text}
             )
-            pending_images.extend(_image_parts(event, image_url))
+            pending_images.extend(_image_parts(event, image_content))
             continue
         flush_images()
-        messages.append(_plain_message(event, image_url))
+        message = _plain_message(event, image_content)
+        messages.append(message)
+        if event.type in _SYSTEM_TYPES and event.images:
+            # System messages hold text only: an error event's screenshot (an error
+            # frame) follows in a user message, as a tool result's images do.
+            pending_images.extend(_image_parts(event, image_content))
     flush_images()
     return messages
 
 
-def _plain_message(event: Event, image_url: ImageURL | None) -> dict[str, Any]:
+def _plain_message(event: Event, image_content: ImageContent) -> dict[str, Any]:
     text = event_text(event)
     if event.type in _USER_TYPES:
         role = "user"
@@ -124,8 +152,8 @@ def _plain_message(event: Event, image_url: ImageURL | None) -> dict[str, Any]:
         role = "assistant"
         if event.type in _NOTE_TYPES:
             text = f"[{event.type.value}] {text}"
-    images = _image_parts(event, image_url)
-    if images and role != "system":
+    images = _image_parts(event, image_content) if role != "system" else []
+    if images:
         content: Any = ([{"type": "text", "text": text}] if text else []) + images
     else:
         content = text
@@ -136,15 +164,12 @@ def _plain_message(event: Event, image_url: ImageURL | None) -> dict[str, Any]:
     return message
 
 
-def _image_parts(event: Event, image_url: ImageURL | None) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for image in event.images:
-        url = image_url(image) if image_url is not None else None
-        if url is None:
-            parts.append({"type": "text", "text": image_reference(image)})
-        else:
-            parts.append({"type": "image_url", "image_url": {"url": url, "detail": "auto"}})
-    return parts
+def _image_parts(event: Event, image_content: ImageContent) -> list[dict[str, Any]]:
+    return [
+        image_content(event, index, part)
+        for index, part in enumerate(event.parts)
+        if isinstance(part, ImagePart)
+    ]
 
 
 def _arguments(event: Event) -> str:

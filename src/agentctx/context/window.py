@@ -52,6 +52,15 @@ class TruncatedEvent(_Frozen):
     tokens_after: int
 
 
+class ImagesReport(_Frozen):
+    """The images of a window: sent as images (some at low detail) or as placeholders."""
+
+    inline: tuple[str, ...] = ()
+    low_detail: tuple[str, ...] = ()
+    placeholders: tuple[str, ...] = ()
+    image_tokens: int = 0
+
+
 class ContextReport(_Frozen):
     """What ``build_context`` did."""
 
@@ -71,6 +80,7 @@ class ContextReport(_Frozen):
     )
     notes: tuple[str, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    images: ImagesReport = Field(default_factory=ImagesReport)
 
     def section(self, name: str) -> SectionReport | None:
         """The report of section ``name``, if the window has it."""

@@ -32,8 +32,16 @@ from agentctx.events import (
     utcnow,
 )
 from agentctx.ids import image_id_for, is_valid_id, new_id
+from agentctx.perception import (
+    DedupConfig,
+    ImageHashes,
+    SessionImages,
+    StoredImage,
+    duplicate_distance,
+    perceptual_hashes,
+)
 from agentctx.privacy.redactor import Redactor
-from agentctx.storage.blobs import BlobStore
+from agentctx.storage.blobs import BlobStore, blob_id_of
 from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
 _IMAGE_FORMATS = {
@@ -58,6 +66,10 @@ class BlobRow:
     image_id: str | None = None
     width: int | None = None
     height: int | None = None
+    hashes: ImageHashes | None = None
+    # Perceptual dedup: the part reuses a stored image (``data`` is empty: the submitted
+    # near-duplicate's bytes are not kept) at this Hamming distance.
+    dedup_distance: int | None = None
 
 
 @dataclass(slots=True)
@@ -74,10 +86,22 @@ class PreparedEvent:
 
 
 def fingerprint_of(row: Any) -> bytes:
-    """The identity of an event's content, for idempotency checks."""
+    """The identity of an event's content, for idempotency checks.
+
+    An image counts as the bytes that were submitted, not as the stored image a
+    near-duplicate was replaced by: a retry compares against whatever image is the
+    session's latest by then, so the reference it gets may differ from the first try's.
+    """
+    parts = [_part_identity(part) for part in row["parts"]]
     return jsonvalue.canonical_json(
-        [row["type"], row["call_id"], row["author"], row["parts"], row["payload"]]
+        [row["type"], row["call_id"], row["author"], parts, row["payload"]]
     )
+
+
+def _part_identity(part: dict[str, Any]) -> Any:
+    if part.get("kind") != "image":
+        return part
+    return ["image", part.get("source_blob_id") or part["blob_id"]]
 
 
 class Preparer:
@@ -91,12 +115,14 @@ class Preparer:
         max_inline_bytes: int,
         max_blob_bytes: int,
         preview_chars: int,
+        dedup: DedupConfig | None = None,
     ) -> None:
         self.redactor = redactor
         self.blobs = blobs
         self.max_inline_bytes = max_inline_bytes
         self.max_blob_bytes = max_blob_bytes
         self.preview_chars = preview_chars
+        self.dedup = dedup or DedupConfig(enabled=False)
 
     def prepare(
         self,
@@ -105,10 +131,14 @@ class Preparer:
         draft: EventDraft,
         request_id: str | None,
         redactor: Redactor | None = None,
+        *,
+        images: SessionImages | None = None,
     ) -> PreparedEvent:
         """One draft → a prepared event (raises InvalidEvent on bad input).
 
         ``redactor`` replaces the engine's (the session's, with its allow-lists).
+        ``images``: the session's latest image, the baseline of perceptual dedup (one
+        per write, shared by its drafts); without it images are never deduplicated.
         """
         _validate(draft)
         redactor = redactor or self.redactor
@@ -148,7 +178,7 @@ class Preparer:
                     parts.append({"kind": "json", "data": clean.value})
                     tokens += estimate_text_tokens(encoded.decode())
             else:
-                image = self._store_image(part, index, prepared)
+                image = self._store_image(part, index, prepared, images)
                 parts.append(image.model_dump())
                 tokens += estimate_image_tokens(image.width, image.height)
 
@@ -215,7 +245,13 @@ class Preparer:
         prepared.blobs.append(blob)
         return blob
 
-    def _store_image(self, part: ImageData, index: int, prepared: PreparedEvent) -> ImagePart:
+    def _store_image(
+        self,
+        part: ImageData,
+        index: int,
+        prepared: PreparedEvent,
+        images: SessionImages | None,
+    ) -> ImagePart:
         data = part.data
         if len(data) > self.max_blob_bytes:
             raise BlobTooLarge(
@@ -231,9 +267,33 @@ class Preparer:
             raise InvalidEvent(
                 f"image part {index}: format not supported (use PNG, JPEG, WebP or GIF)"
             )
+        hashes = None
+        if images is not None and self.dedup.enabled:
+            try:
+                hashes = perceptual_hashes(data)
+            except InvalidInput as exc:
+                raise InvalidEvent(f"image part {index} is not a readable image: {exc}") from exc
+            previous = images.latest()
+            digest = blob_id_of(data)
+            if previous is not None and previous.blob_id != digest:
+                distance = duplicate_distance(self.dedup, hashes, previous)
+                if distance is not None:
+                    return self._reuse(previous, distance, digest, index, prepared)
         blob = self._offload(data, media_type, index, prepared)
         blob.image_id = image_id_for(blob.blob_id)
-        blob.width, blob.height = width, height
+        blob.width, blob.height, blob.hashes = width, height, hashes
+        if images is not None:
+            images.stored(
+                StoredImage(
+                    blob_id=blob.blob_id,
+                    image_id=blob.image_id,
+                    media_type=media_type,
+                    width=width,
+                    height=height,
+                    size=len(data),
+                    hashes=hashes,
+                )
+            )
         return ImagePart(
             image_id=blob.image_id,
             blob_id=blob.blob_id,
@@ -241,6 +301,35 @@ class Preparer:
             width=width,
             height=height,
             size=len(data),
+        )
+
+    @staticmethod
+    def _reuse(
+        previous: StoredImage, distance: int, source: str, index: int, prepared: PreparedEvent
+    ) -> ImagePart:
+        """A part referencing ``previous`` in place of its near-duplicate."""
+        prepared.blobs.append(
+            BlobRow(
+                blob_id=previous.blob_id,
+                size=previous.size,
+                media_type=previous.media_type,
+                part_index=index,
+                image_id=previous.image_id,
+                width=previous.width,
+                height=previous.height,
+                hashes=previous.hashes,
+                dedup_distance=distance,
+            )
+        )
+        return ImagePart(
+            image_id=previous.image_id,
+            blob_id=previous.blob_id,
+            media_type=previous.media_type,
+            width=previous.width,
+            height=previous.height,
+            size=previous.size,
+            dedup_distance=distance,
+            source_blob_id=source,
         )
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from agentctx import jsonvalue
 from agentctx.errors import (
     BlobNotFound,
+    ImageExpired,
     InvalidInput,
     SessionExists,
     SessionNotFound,
@@ -27,6 +28,7 @@ from agentctx.errors import (
 from agentctx.events import Event, EventDraft, EventType, JsonPart, utcnow
 from agentctx.ids import is_valid_id, new_id
 from agentctx.jobs import JobQueue
+from agentctx.perception import ImageHashes, SessionImages, StoredImage
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.audit import AuditLog, AuditRecord
 from agentctx.sessions.models import (
@@ -37,14 +39,12 @@ from agentctx.sessions.models import (
 )
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.writer import EventWriter, StateChange
+from agentctx.storage import images as image_index
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import GENESIS_HASH, chain_hash
 from agentctx.storage.database import Database
-from agentctx.storage.schema import (
-    blob_refs,
-    sessions,
-)
+from agentctx.storage.schema import blob_refs, blobs, sessions
 
 
 class SessionService:
@@ -258,8 +258,9 @@ class SessionService:
         """
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
+        images = SessionImages(lambda: self._latest_image(user_id, session_id))
         prepared = [
-            self.preparer.prepare(user_id, session_id, draft, request_id, redactor)
+            self.preparer.prepare(user_id, session_id, draft, request_id, redactor, images=images)
             for draft in drafts
         ]
         result = self.writer.write(
@@ -419,20 +420,52 @@ class SessionService:
         )
         return self._read_blob(user_id, query, blob_id)
 
-    def restore_image(self, user_id: str, image_id: str) -> bytes:
-        """The original bytes of an image (e.g. behind a ``[Visual_Placeholder: img_…]``)."""
+    def restore_image(self, user_id: str, image_id: str, session_id: str | None = None) -> bytes:
+        """The original bytes of an image (e.g. behind a ``[Visual_Placeholder: img_…]``),
+        if an event of this user (of ``session_id``, when given) references it."""
         query = select(blob_refs.c.blob_id).where(
             blob_refs.c.user_id == user_id, blob_refs.c.image_id == image_id
         )
+        if session_id is not None:
+            query = query.where(blob_refs.c.session_id == session_id)
         return self._read_blob(user_id, query, image_id)
 
+    def _latest_image(self, user_id: str, session_id: str) -> StoredImage | None:
+        """The session's most recent image whose bytes are still stored."""
+        with self.db.read() as conn:
+            row = image_index.latest_image_row(conn, user_id, session_id)
+        if row is None:
+            return None
+        hashes = (
+            ImageHashes(row.phash, row.dhash, row.ahash, row.mean_color)
+            if row.phash and row.dhash and row.ahash and row.mean_color
+            else None
+        )
+        return StoredImage(
+            blob_id=row.blob_id,
+            image_id=row.image_id,
+            media_type=row.media_type,
+            width=row.width or 0,
+            height=row.height or 0,
+            size=row.size,
+            hashes=hashes,
+        )
+
     def _read_blob(self, user_id: str, query: Any, name: str) -> bytes:
+        query = query.add_columns(blobs.c.expired_at).join(
+            blobs, blobs.c.blob_id == blob_refs.c.blob_id
+        )
         with self.db.read() as conn:
             row = conn.execute(query.limit(1)).first()
         if row is None:
             self.audit.deny(
                 AuditRecord(action="blob_read", user_id=user_id, meta={"id": name}),
                 BlobNotFound(name),
+            )
+        if row.expired_at is not None:
+            self.audit.deny(
+                AuditRecord(action="blob_read", user_id=user_id, meta={"id": name}),
+                ImageExpired(name, row.expired_at),
             )
         return self.blobs.get(row[0])
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentctx.compaction.reflection import Reflection
     from agentctx.compaction.thread import Summary
     from agentctx.compaction.topics import Topic
+    from agentctx.compaction.visual import ImageFrame
     from agentctx.engine import ContextEngine
 
 StateModel = TypeVar("StateModel", bound=BaseModel)
@@ -221,6 +222,7 @@ class Session(EventRecorder):
         budget_split: dict[str, float] | None = None,
         system_prompt: str | None = None,
         config: dict[str, Any] | None = None,
+        restore_images: Sequence[str] = (),
     ) -> ContextWindow:
         """The context window for the next model call, within ``budget`` tokens.
 
@@ -228,9 +230,13 @@ class Session(EventRecorder):
         message); ``strategy`` ("full", "compressed", "adaptive", "semantic"),
         ``budget_split`` and ``config`` (any ``ContextConfig`` field) override the agent's
         settings for this call; ``system_prompt`` overrides the agent's system prompt.
-        The session state is re-read, so the active task is current.
+        The session state is re-read, so the active task is current. ``restore_images``:
+        image ids shown in full although visual compaction replaced them with
+        ``[Visual_Placeholder: …]``.
         """
         self.refresh()
+        if restore_images:
+            config = {**(config or {}), "restore_images": tuple(restore_images)}
         return self._engine.build_context(
             self._info,
             query=query,
@@ -326,6 +332,19 @@ class Session(EventRecorder):
         from agentctx.compaction.tool_output.offload import read_offloaded_page  # noqa: PLC0415
 
         return read_offloaded_page(self, offloaded_id, offset=offset, max_tokens=max_tokens).text
+
+    def restore_image(self, image_id: str) -> bytes:
+        """The original bytes of an image of this session (behind a
+        ``[Visual_Placeholder: img_…]``). An image of another session raises
+        ``BlobNotFound``, like an unknown one; one removed by cold-storage retention
+        ``ImageExpired``."""
+        return self._engine._service.restore_image(self.user_id, image_id, self.id)
+
+    def images(self) -> list[ImageFrame]:
+        """Every image reference of the session, in log order, with its frame (anchor,
+        result, error, pinned, process; None until its turn is compacted), whether windows
+        show it as a placeholder, and its dedup distance."""
+        return self._engine.visual.frames(self.user_id, self.id)
 
     def summaries(self) -> list[Summary]:
         """The session's thread summaries (every version), newest first."""

@@ -17,12 +17,12 @@ Guarantees, on SQLite and PostgreSQL alike:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -33,6 +33,7 @@ from agentctx.errors import (
     RedactionRequired,
     SessionNotFound,
     StaleSession,
+    StorageError,
     TurnError,
 )
 from agentctx.events import Event, EventType, utcnow
@@ -67,6 +68,11 @@ class WriteResult:
     turn_ended: str | None
 
 
+TurnCondition = Callable[[Connection, str, str, str], bool]
+"""Whether a turn-end job is wanted for (user id, session id, turn id), asked inside the
+transaction that ends the turn."""
+
+
 class EventWriter:
     """Runs append and state-update transactions."""
 
@@ -79,6 +85,7 @@ class EventWriter:
         *,
         session_ttl: timedelta | None,
         turn_end_kinds: Callable[[], Sequence[str]],
+        turn_end_conditions: Mapping[str, TurnCondition] | None = None,
     ) -> None:
         self._db = db
         self._audit = audit
@@ -86,6 +93,7 @@ class EventWriter:
         self._blobs = blob_store
         self._ttl = session_ttl
         self._turn_end_kinds = turn_end_kinds
+        self._turn_end_conditions = turn_end_conditions if turn_end_conditions is not None else {}
 
     def write(
         self,
@@ -291,8 +299,12 @@ class EventWriter:
     def enqueue_turn_end(
         self, conn: Connection, user_id: str, session_id: str, turn_id: str
     ) -> None:
-        """Queue every turn-end hook for this turn, in the caller's transaction."""
+        """Queue every turn-end hook for this turn (those with a condition only when it
+        holds), in the caller's transaction."""
         for kind in self._turn_end_kinds():
+            condition = self._turn_end_conditions.get(kind)
+            if condition is not None and not condition(conn, user_id, session_id, turn_id):
+                continue
             self._jobs.enqueue(
                 conn,
                 kind,
@@ -385,12 +397,17 @@ class EventWriter:
         ref_rows = []
         for item in fresh:
             for blob in item.blobs:
+                hashes = blob.hashes
                 blob_rows[blob.blob_id] = {
                     "blob_id": blob.blob_id,
                     "size": blob.size,
                     "media_type": blob.media_type,
                     "width": blob.width,
                     "height": blob.height,
+                    "phash": hashes.phash if hashes else None,
+                    "dhash": hashes.dhash if hashes else None,
+                    "ahash": hashes.ahash if hashes else None,
+                    "mean_color": hashes.mean_color if hashes else None,
                     "created_at": now,
                 }
                 ref_rows.append(
@@ -402,6 +419,9 @@ class EventWriter:
                         "blob_id": blob.blob_id,
                         "image_id": blob.image_id,
                         "created_at": now,
+                        "seq": item.row["seq"],
+                        "turn_id": item.row["turn_id"],
+                        "dedup_distance": blob.dedup_distance,
                     }
                 )
         if not blob_rows:
@@ -415,7 +435,27 @@ class EventWriter:
         conn.execute(insert(blob_refs), ref_rows)
         # Blob collection may have removed a file between our put() and this transaction;
         # under the gate no collection runs, so a file present now stays until we commit.
+        # Cold-storage retention may have expired a blob we reference: it is live again
+        # (its bytes re-stored if they are gone). Under the gate, retention's file
+        # removal re-checks the flag, so a blob un-expired here keeps its file.
+        expired = set(
+            conn.execute(
+                select(blobs.c.blob_id).where(
+                    blobs.c.blob_id.in_(list(blob_rows)), blobs.c.expired_at.is_not(None)
+                )
+            ).scalars()
+        )
         for item in fresh:
             for blob in item.blobs:
-                if not self._blobs.exists(blob.blob_id):
-                    self._blobs.put(blob.data)
+                if self._blobs.exists(blob.blob_id):
+                    continue
+                if not blob.data:
+                    # A near-duplicate reuses a stored image and kept no bytes of its
+                    # own; cold-storage retention removed that image meanwhile.
+                    raise StorageError(
+                        f"image {blob.image_id} expired while a near-duplicate of it was "
+                        "being written; write the event again"
+                    )
+                self._blobs.put(blob.data)
+        if expired:
+            conn.execute(update(blobs).where(blobs.c.blob_id.in_(expired)).values(expired_at=None))

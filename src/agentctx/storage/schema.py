@@ -33,6 +33,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -246,7 +247,15 @@ blobs = Table(
     Column("media_type", String(ID), nullable=False),
     Column("width", Integer, nullable=True),
     Column("height", Integer, nullable=True),
+    # Images: perceptual hashes (16 hex digits) and mean colour, for deduplication.
+    Column("phash", String(16), nullable=True),
+    Column("dhash", String(16), nullable=True),
+    Column("ahash", String(16), nullable=True),
+    Column("mean_color", String(6), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # Set when cold-storage retention removed the bytes; the row stays, so a restore
+    # can say the image expired rather than that it never existed.
+    Column("expired_at", UTCDateTime, nullable=True),
 )
 
 blob_refs = Table(
@@ -259,6 +268,16 @@ blob_refs = Table(
     Column("blob_id", String(64), nullable=False),
     Column("image_id", String(64), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # Where the referencing event sits (NULL on references written before 0005).
+    Column("seq", BigInteger, nullable=True),
+    Column("turn_id", String(64), nullable=True),
+    # Visual compaction (seed 000): the image's role in its ended turn (anchor, result,
+    # error, process) and whether windows show a placeholder instead of it.
+    Column("frame", String(16), nullable=True),
+    Column("is_compressed", Boolean, nullable=False, server_default=false()),
+    Column("compressed_at", UTCDateTime, nullable=True),
+    # Perceptual dedup: bits between the submitted image and the one it reused.
+    Column("dedup_distance", Integer, nullable=True),
     PrimaryKeyConstraint("user_id", "session_id", "event_id", "part_index"),
     ForeignKeyConstraint(
         ["user_id", "session_id"],
@@ -267,6 +286,8 @@ blob_refs = Table(
     ),
     Index(None, "blob_id"),
     Index(None, "user_id", "image_id"),
+    Index(None, "user_id", "session_id", "seq"),
+    Index(None, "user_id", "session_id", "turn_id"),
 )
 
 audit = Table(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from agentctx.compaction.tool_output.offload import read_offloaded_page
-from agentctx.errors import InvalidInput
+from agentctx.tooling import parse_tool_arguments, tool_definition
 
 if TYPE_CHECKING:
     from agentctx.sessions.session import Session
@@ -55,18 +54,7 @@ def read_offloaded_tool(format: Literal["openai", "anthropic"] = "openai") -> di
     ``"openai"``: a Chat Completions ``tools`` entry (``{"type": "function", …}``);
     ``"anthropic"``: a Messages API tool (``{"name", "description", "input_schema"}``).
     """
-    if format == "openai":
-        return {
-            "type": "function",
-            "function": {
-                "name": TOOL_NAME,
-                "description": _DESCRIPTION,
-                "parameters": _schema(),
-            },
-        }
-    if format == "anthropic":
-        return {"name": TOOL_NAME, "description": _DESCRIPTION, "input_schema": _schema()}
-    raise InvalidInput(f"unknown tool format {format!r}; accepted: 'openai', 'anthropic'")
+    return tool_definition(TOOL_NAME, _DESCRIPTION, _schema(), format)
 
 
 class ReadOffloadedArgs(BaseModel):
@@ -82,23 +70,7 @@ class ReadOffloadedArgs(BaseModel):
 def parse_read_offloaded_args(arguments: dict[str, Any] | str) -> ReadOffloadedArgs:
     """Validate a model's ``read_offloaded`` arguments (a dict, or JSON text as OpenAI
     sends them); ``InvalidInput`` says what is wrong."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"read_offloaded arguments are not JSON: {exc}") from exc
-    if not isinstance(arguments, dict):
-        raise InvalidInput(
-            f"read_offloaded arguments must be an object, not {type(arguments).__name__}"
-        )
-    try:
-        return ReadOffloadedArgs.model_validate(arguments)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise InvalidInput(f"invalid read_offloaded arguments: {problems}") from exc
+    return parse_tool_arguments(TOOL_NAME, arguments, ReadOffloadedArgs)
 
 
 def handle_read_offloaded(

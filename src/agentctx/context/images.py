@@ -1,0 +1,121 @@
+"""Images as windows send them: downscaled to a maximum width, as ``data:`` URLs.
+
+A 1280x800 screenshot sent whole costs a provider as much as the pixels it is charged
+for; seed 000 assumes screenshots go to the model at 768 px wide (about 1,500 tokens).
+Downscaled copies are made on first use and kept in a byte-bounded in-process cache,
+keyed by content and width, so the windows of an agent loop pay for each image once.
+The stored original never changes, and ``restore_image`` returns it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from PIL import Image
+
+from agentctx.events import ImagePart
+
+# The formats a downscaled copy is encoded in: screenshots stay lossless (text must
+# stay legible); photographs stay JPEG.
+_ENCODINGS = {
+    "image/png": ("PNG", "image/png", {"compress_level": 3}),
+    "image/gif": ("PNG", "image/png", {"compress_level": 3}),
+    "image/webp": ("WEBP", "image/webp", {"quality": 90, "method": 0}),
+    "image/jpeg": ("JPEG", "image/jpeg", {"quality": 88}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedImage:
+    """An image ready for a window: its data URL and the size it is sent at."""
+
+    url: str
+    width: int
+    height: int
+
+
+LOW_DETAIL_SIDE = 512
+"""OpenAI's low detail looks at a 512x512 version of an image (85 tokens); history
+frames sent at low detail are downscaled to fit that box, so no provider is charged
+for pixels it would not look at."""
+
+
+def scaled_size(
+    width: int, height: int, max_width: int | None, max_height: int | None = None
+) -> tuple[int, int]:
+    """The size an image of ``width`` x ``height`` is sent at: within the box, never
+    scaled up, aspect kept."""
+    scale = 1.0
+    if max_width is not None:
+        scale = min(scale, max_width / width)
+    if max_height is not None:
+        scale = min(scale, max_height / height)
+    if scale >= 1.0:
+        return width, height
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def render_image(
+    data: bytes, part: ImagePart, max_width: int | None, max_height: int | None = None
+) -> RenderedImage:
+    """``data`` (the bytes behind ``part``) as a data URL within the box."""
+    width, height = scaled_size(part.width, part.height, max_width, max_height)
+    if (width, height) == (part.width, part.height):
+        encoded = base64.b64encode(data).decode("ascii")
+        return RenderedImage(f"data:{part.media_type};base64,{encoded}", width, height)
+    fmt, media_type, options = _ENCODINGS.get(part.media_type, _ENCODINGS["image/png"])
+    with Image.open(io.BytesIO(data)) as image:
+        image.draft("RGB", (width, height))  # JPEG decodes straight at a smaller scale
+        frame = image.convert("RGBA" if fmt == "PNG" and "A" in image.getbands() else "RGB")
+    small = frame.resize((width, height), Image.Resampling.LANCZOS, reducing_gap=2.0)
+    buffer = io.BytesIO()
+    small.save(buffer, fmt, **options)
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return RenderedImage(f"data:{media_type};base64,{encoded}", width, height)
+
+
+class RenderedImageCache:
+    """Downscaled images by (blob id, box), least recently used first out.
+
+    Bounded by the bytes of the URLs it holds; thread-safe. Content-addressed keys
+    never go stale: a blob id always names the same bytes.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, int | None, int | None], RenderedImage] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(
+        self, blob_id: str, max_width: int | None, max_height: int | None
+    ) -> RenderedImage | None:
+        """The cached copy of ``blob_id`` for this box, if any."""
+        key = (blob_id, max_width, max_height)
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+            return item
+
+    def put(
+        self, blob_id: str, max_width: int | None, max_height: int | None, item: RenderedImage
+    ) -> None:
+        """Keep ``item`` as the copy of ``blob_id`` for this box."""
+        size = len(item.url)
+        if size > self.max_bytes:
+            return
+        key = (blob_id, max_width, max_height)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.url)
+            self._items[key] = item
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, evicted = self._items.popitem(last=False)
+                self._bytes -= len(evicted.url)
