@@ -154,3 +154,11 @@ class FitTable:
     def add_row(self, values: Mapping[str, RenderableType], style: str | None = None) -> None:
         """Add a row given as column name -> cell; cells of dropped columns are ignored."""
         self.table.add_row(*(values[column.name] for column in self.columns), style=style)
+
+
+def print_counts(lines: Sequence[tuple[str, int]]) -> None:
+    """Name/count lines on stdout, names left and counts right aligned."""
+    console = out()
+    width = max((len(name) for name, _ in lines), default=0) + 2
+    for name, value in lines:
+        console.print(f"{name:<{width}}{value:>10}")

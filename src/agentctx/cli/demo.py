@@ -25,6 +25,17 @@ def demo(
         console.print()
         report = session.verify()
         print_verify(console, report, session.user_id)
+        frames = session.images()
+        kinds = ", ".join(
+            f"{frame.frame or 'active'}{' (placeholder)' if frame.is_compressed else ''}"
+            + (
+                f" (same screen, {frame.dedup_distance} bits)"
+                if frame.dedup_distance is not None
+                else ""
+            )
+            for frame in frames
+        )
+        console.print(f"screenshots: {len(frames)}: {kinds}")
         first = next(image for event in session.events() for image in event.images)
         restored = engine.restore_image(first.image_id, user_id=session.user_id)
         intact = hashlib.sha256(restored).hexdigest() == first.blob_id

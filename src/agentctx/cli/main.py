@@ -1,7 +1,7 @@
 """The ``agentctx`` command: global options and the command groups.
 
 ``agentctx [--url URL] [--home DIR] COMMAND …``; each group lives in a module of
-its own (``db``, ``sessions``, ``demo``, ``bench``).
+its own (``db``, ``sessions``, ``blobs``, ``demo``, ``bench``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import typer
 from agentctx import __version__
 from agentctx.cli._common import CliOptions
 from agentctx.cli.bench import bench_app
+from agentctx.cli.blobs import blobs_app
 from agentctx.cli.db import db_app
 from agentctx.cli.demo import demo
 from agentctx.cli.sessions import sessions_app
@@ -62,6 +63,7 @@ def main(
 
 app.add_typer(db_app, name="db")
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(blobs_app, name="blobs")
 app.add_typer(bench_app, name="bench")
 app.command("demo")(demo)
 

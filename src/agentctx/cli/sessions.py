@@ -29,6 +29,7 @@ from agentctx.cli._common import (
     one_line,
     open_engine,
     out,
+    print_counts,
     short_ts,
 )
 from agentctx.engine import ContextEngine
@@ -339,9 +340,7 @@ def sweep(ctx: typer.Context) -> None:
         ("abandoned turns closed", report.abandoned_turns),
         ("audit records trimmed", report.audit_records),
     )
-    console = out()
-    for name, value in lines:
-        console.print(f"{name:<26}{value:>8}")
+    print_counts(lines)
 
 
 @sessions_app.command("export")
