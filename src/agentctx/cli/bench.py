@@ -358,3 +358,39 @@ def compaction(  # noqa: PLR0917 - one parameter per command-line option
         out=out,
         markdown=markdown,
     )
+
+
+@bench_app.command("visual")
+def visual(
+    turns: int = typer.Option(50, "--turns", min=1, help="Turns of the simulated desktop task."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the task (the same seed, the same frames)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """Visual compaction: history image tokens, kept frames, restores, dedup, latency."""
+    import sys  # noqa: PLC0415
+
+    from agentctx.bench.visual import (  # noqa: PLC0415 - loads the engine lazily
+        VisualBenchConfig,
+        run_visual_benchmark,
+    )
+    from agentctx.bench.visual_report import (  # noqa: PLC0415
+        print_visual_report,
+        visual_markdown,
+    )
+
+    config = VisualBenchConfig(
+        turns=turns, seed=seed, command=" ".join(["agentctx", *sys.argv[1:]])
+    )
+    _run_and_write(
+        Console(),
+        lambda progress: run_visual_benchmark(config, progress=progress),
+        show=print_visual_report,
+        markdown_of=visual_markdown,
+        out=out,
+        markdown=markdown,
+    )
