@@ -25,6 +25,7 @@ from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
 from agentctx.llm.config import LLMConfig
 from agentctx.llm.embeddings import EmbeddingConfig
+from agentctx.memory.config import MemoryConfig
 from agentctx.privacy.config import RedactionConfig
 from agentctx.retrieval.config import RetrievalConfig
 
@@ -126,6 +127,11 @@ class Settings(BaseSettings):
         description="Screenshots (seed 000): perceptual dedup on arrival, turn-end visual "
         "compaction (anchor, result and error frames kept, others placeholders), and "
         "cold-storage retention.",
+    )
+    memory: MemoryConfig = Field(
+        default_factory=MemoryConfig,
+        description="Long-term memory (seed 003): extraction after each turn, "
+        "consolidation, trust rules and the ## Memory (Verified) block of windows.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

@@ -30,6 +30,7 @@ from agentctx.events import Event, EventDraft, EventType, ImagePart
 from agentctx.jobs import Job, JobQueue
 from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import embedder_from_config
+from agentctx.memory import MEMORY_JOB, build_memory_service
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.retrieval.index import SearchIndex
 from agentctx.sessions.audit import AUDIT_LOGGER, AuditLog, attach_audit_file
@@ -204,6 +205,18 @@ class ContextEngine:
         self.visual = VisualCompactor(self.db, self._service.events, config=s.visual)
         if s.visual.compaction:
             self.on_turn_end(VISUAL_JOB, self.visual.on_turn_end, when=turn_has_images)
+        # Long-term memory (seed 003): extracted after each turn, consolidated per user,
+        # injected as ## Memory (Verified) when enabled; CRUD and search always work.
+        self.memory = build_memory_service(
+            self.db,
+            self._service.events,
+            config=s.memory,
+            embedder=embedder,
+            llm=fast_llm,
+            on_llm_failure=self._llm_failed,
+        )
+        if s.memory.enabled:
+            self.on_turn_end(MEMORY_JOB, self.memory.on_turn_end)
         summary_sources: list[SummarySource] = []
         if s.topics.enabled:
             summary_sources.append(self.topics)
@@ -220,6 +233,7 @@ class ContextEngine:
             tool_output=self._tool_output_text if s.tool_output.enabled else None,
             archived_through=self.topics.archived_through if s.topics.enabled else None,
             image_states=self.visual.image_states,
+            memories=self.memory if s.memory.enabled else None,
         )
         if s.jobs == "background":
             self.jobs.start_worker()
@@ -396,7 +410,7 @@ class ContextEngine:
                     EventDraft(
                         type=EventType.ERROR,
                         payload={
-                            "source": "compaction",
+                            "source": "memory" if job == MEMORY_JOB else "compaction",
                             "job": job,
                             "error_code": code,
                             "message": f"{job}: the model failed ({code}); offline method used",
@@ -428,12 +442,23 @@ class ContextEngine:
     # Data control -----------------------------------------------------------------------
 
     def delete_user_data(self, user_id: str) -> DeleteReport:
-        """Remove everything stored for a user; the report counts what went."""
-        return self._retention.delete_user_data(user_id)
+        """Remove everything stored for a user, long-term memories and their history
+        included; the report counts what went."""
+        report = self._retention.delete_user_data(user_id)
+        purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
+        return report.model_copy(update={"extra": {**report.extra, **purged}})
 
     def sweep(self) -> SweepReport:
-        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
-        return self._retention.sweep()
+        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
+        log, and delete memories past their kind's time to live."""
+        report = self._retention.sweep()
+        expired = self.memory.purge_expired()
+        if expired:
+            extra = {**report.deleted.extra, "memories": expired}
+            report = report.model_copy(
+                update={"deleted": report.deleted.model_copy(update={"extra": extra})}
+            )
+        return report
 
     # Agents and hooks -------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ carries a stable machine-readable ``code`` (used by the REST API and the audit
 log) so callers can branch on the kind of failure without parsing messages.
 
 ``AgentCtxError``
-    ``NotFound`` (``SessionNotFound``, ``BlobNotFound`` (``ImageExpired``), ``TurnNotFound``)
-    ``Conflict`` (``StaleSession``, ``IdempotencyConflict``, ``SessionExists``)
+    ``NotFound`` (``SessionNotFound``, ``BlobNotFound`` (``ImageExpired``), ``TurnNotFound``,
+    ``MemoryNotFound``)
+    ``Conflict`` (``StaleSession``, ``StaleMemory``, ``IdempotencyConflict``, ``SessionExists``)
     ``InvalidInput`` (``InvalidEvent``, ``BlobTooLarge``), also a ``ValueError``
     ``RedactionRequired``
     ``TurnError``
@@ -92,6 +93,30 @@ class StaleSession(Conflict):
         super().__init__(message)
         self.expected = expected
         self.actual = actual
+
+
+class StaleMemory(Conflict):
+    """A compare-and-set memory write named a version that is no longer current."""
+
+    code = "stale_memory"
+
+    def __init__(self, memory_id: str, *, expected: int, actual: int) -> None:
+        super().__init__(
+            f"memory {memory_id!r} is at version {actual}, not {expected}: reload and retry"
+        )
+        self.memory_id = memory_id
+        self.expected = expected
+        self.actual = actual
+
+
+class MemoryNotFound(NotFound):
+    """No memory with this id exists for this user."""
+
+    code = "memory_not_found"
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"memory {memory_id!r} not found")
+        self.memory_id = memory_id
 
 
 class IdempotencyConflict(Conflict):

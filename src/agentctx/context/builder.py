@@ -39,6 +39,7 @@ from agentctx.context.run import (
     input_tokens,
 )
 from agentctx.context.sources import (
+    MemoryItem,
     MemorySource,
     Retriever,
     SummaryItem,
@@ -100,6 +101,44 @@ def folded(items: Sequence[SummaryItem]) -> Callable[[int], bool] | None:
         return i >= 0 and ranges[i][0] <= seq <= ranges[i][1]
 
     return covered
+
+
+MEMORY_LIMIT = 20
+"""Most memories a window asks its memory source for."""
+MEMORY_HEADING = (
+    "## Memory (Verified)\n"
+    "Learned from earlier sessions; suggestions, not facts about this conversation."
+)
+
+
+def memory_line(item: MemoryItem) -> str:
+    """One memory as the window shows it, citing where it came from (seed 003 A.1.9)."""
+    facts = [item.kind]
+    if item.support is not None:
+        facts.append(f"{item.support} session{'s' if item.support != 1 else ''}")
+    if item.confidence is not None:
+        facts.append(f"confidence {item.confidence:.2f}")
+    if item.provenance:
+        facts.append(f"from {item.provenance}")
+    return f"- {item.text} ({'; '.join(facts)})"
+
+
+def memory_block(
+    run: Run, items: Sequence[MemoryItem], max_tokens: int | None
+) -> dict[str, Any] | None:
+    """The ``## Memory (Verified)`` message: the best memories that fit ``max_tokens``."""
+    lines: list[str] = []
+    message: dict[str, Any] | None = None
+    for item in items:
+        candidate = {
+            "role": "system",
+            "content": "\n".join([MEMORY_HEADING, *lines, memory_line(item)]),
+        }
+        if max_tokens is not None and run.cost(candidate) > max_tokens:
+            break
+        lines.append(memory_line(item))
+        message = candidate
+    return message
 
 
 class ContextBuilder:
@@ -204,10 +243,17 @@ class ContextBuilder:
             label = SUMMARY_LABELS.get(item.kind, "Conversation summary")
             plan.summary.append({"role": "system", "content": f"[{label}] {item.text}"})
             plan.summary_ids.append(item.summary_id)
-        memory_lines: list[str] = []
+        memory_items: list[MemoryItem] = []
         if sections.memories and self.memories is not None:
-            for memory in self.memories.memories(user_id, agent_id, query, limit=20):
-                memory_lines.append(f"- ({memory.kind}) {memory.text}")
+            memories_started = time.perf_counter()
+            try:
+                memory_items = list(
+                    self.memories.memories(user_id, agent_id, query, limit=MEMORY_LIMIT)
+                )
+            except TimeoutError as exc:
+                # Seed 002: retrieval has a deadline; past it the window goes without.
+                plan.notes.append(f"memories left out: {exc}")
+            timings["memories_ms"] = elapsed_ms(memories_started)
         if task is not None and sections.active_task:
             plan.tail.append({"role": "system", "content": render_task(task)})
         if sections.pinned_instruction:
@@ -228,10 +274,8 @@ class ContextBuilder:
         core, rest = run.split_core(units) if sections.recent else ([], units)
         core_pieces = [run.piece(atom) for unit in core for atom in unit.atoms]
         input_cost = input_tokens(core, core_pieces)
-        memories_message = (
-            {"role": "system", "content": "Known about the user:\n" + "\n".join(memory_lines)}
-            if memory_lines
-            else None
+        memories_message = memory_block(
+            run, memory_items, getattr(self.memories, "max_tokens", None)
         )
         memory_tokens = run.cost(memories_message) if memories_message else 0
 
@@ -250,7 +294,8 @@ class ContextBuilder:
         demands = {
             "system": run.cost_all(plan.system) + run.cost_all(plan.tail),
             "summary": run.cost_all(plan.summary),
-            "retrieved": memory_tokens + sum(estimated_tokens(c) for c in candidates),
+            "retrieved": (0 if searching else memory_tokens)
+            + sum(estimated_tokens(c) for c in candidates),
             "recent": sum(p.tokens for p in core_pieces) - input_cost,
             "input": input_cost,
         }
@@ -268,7 +313,10 @@ class ContextBuilder:
             + sum(p.tokens for p in plan.recent)
         )
         room = budget - REPLY_PRIMING - used
-        if memories_message is not None and memory_tokens <= room:
+        # With a query, memories (like summaries) take only the room retrieval leaves:
+        # evidence from this session's log outranks what was learned elsewhere.
+        deferred_memories = memories_message if searching else None
+        if deferred_memories is None and memories_message is not None and memory_tokens <= room:
             plan.memories = memories_message
             room -= memory_tokens
         heading = {"role": "system", "content": BLOCK_HEADING + "\n"}
@@ -288,6 +336,10 @@ class ContextBuilder:
                     event_id=event.event_id, seq=event.seq, reason=candidate.drop_reason
                 )
         run.place_older(plan, chosen, core_start=first_seq(plan.recent))
+        if deferred_memories is not None:
+            left = budget - REPLY_PRIMING - run.cost_all(run.messages_of(plan))
+            if memory_tokens <= left:
+                plan.memories = deferred_memories
         if deferred_summary is not None:
             left = budget - REPLY_PRIMING - run.cost_all(run.messages_of(plan))
             plan.summary, plan.summary_ids = deferred_summary

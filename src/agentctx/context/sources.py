@@ -73,16 +73,25 @@ class MemoryItem:
     text: str
     kind: str
     updated_at: datetime | None = None
+    confidence: float | None = None
+    support: int | None = None  # independent sessions it was learned from
+    provenance: str | None = None  # where it came from, as the window cites it
 
 
 @runtime_checkable
 class MemorySource(Protocol):
     """Long-term memories of a user relevant to a query."""
 
+    @property
+    def max_tokens(self) -> int | None:
+        """Most tokens the memory block may take in a window (None: its section's share)."""
+        ...
+
     def memories(
         self, user_id: str, agent_id: str, query: str | None, *, limit: int
     ) -> Sequence[MemoryItem]:
-        """The most relevant memories, best first."""
+        """The most relevant memories, best first. Raises TimeoutError when they cannot
+        be had in time; the window is then built without them and its report says so."""
         ...
 
 

@@ -8,6 +8,7 @@ overlaps (longest, then most confident span wins) and hands the surviving
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -57,3 +58,18 @@ class Recognizer(Protocol):
     def analyze(self, text: str) -> list[Finding]:
         """Every candidate span in ``text``, with its confidence."""
         ...
+
+
+# Chinese labels of the placeholders (``[手机号_已脱敏]``), by entity type.
+ZH_LABELS: Mapping[str, str] = {
+    EntityType.PHONE: "手机号",
+    EntityType.EMAIL: "邮箱",
+    EntityType.CN_RESIDENT_ID: "身份证号",
+    EntityType.STUDENT_ID: "学号",
+    EntityType.EMPLOYEE_ID: "工号",
+    EntityType.PERSON: "姓名",
+    EntityType.CREDIT_CARD: "银行卡号",
+    EntityType.IP_ADDRESS: "IP地址",
+    EntityType.URL_CREDENTIALS: "链接凭据",
+    EntityType.SECRET: "密钥",
+}

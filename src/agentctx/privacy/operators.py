@@ -30,22 +30,10 @@ from pydantic import SecretStr
 
 from agentctx.errors import AgentCtxError, ConfigError
 from agentctx.privacy.config import RedactionConfig
-from agentctx.privacy.findings import EntityType, Finding
+from agentctx.privacy.findings import ZH_LABELS, EntityType, Finding
 
 MIN_KEY_LENGTH = 16
 
-ZH_LABELS: Mapping[str, str] = {
-    EntityType.PHONE: "手机号",
-    EntityType.EMAIL: "邮箱",
-    EntityType.CN_RESIDENT_ID: "身份证号",
-    EntityType.STUDENT_ID: "学号",
-    EntityType.EMPLOYEE_ID: "工号",
-    EntityType.PERSON: "姓名",
-    EntityType.CREDIT_CARD: "银行卡号",
-    EntityType.IP_ADDRESS: "IP地址",
-    EntityType.URL_CREDENTIALS: "链接凭据",
-    EntityType.SECRET: "密钥",
-}
 
 _NONCE_BYTES = 12
 # Entity type and base64url text: neither contains ':' or ']', so tokens parse unambiguously.

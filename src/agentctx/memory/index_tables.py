@@ -1,0 +1,149 @@
+"""The derived tables of the memory index: created on first use, per database kind.
+
+Both databases
+    ``memory_fts_docs``: one row per indexed memory: ``doc_id`` (an integer that is
+    never reused, so a changed memory gets a new one), ``memory_id`` (unique, references
+    ``memories`` ON DELETE CASCADE), ``user_id``, ``uid`` (the user's partition number,
+    see :func:`user_partition`) and ``digest`` (of the indexed text, so re-indexing an
+    unchanged memory does nothing). Indexed by ``(uid, doc_id)``.
+SQLite
+    ``memory_fts``: FTS5 over the terms, each prefixed with the user's partition number
+    (rowid = ``doc_id``). ``memory_vec_<embedder_id>``: sqlite-vec ``vec0`` partitioned
+    by ``uid``, cosine distance (rowid = ``doc_id``). A trigger on ``memory_fts_docs``
+    deletes a document's rows from both, so deleting a memory (or a user's memories)
+    cleans every derived table.
+PostgreSQL
+    ``memory_fts``: ``(doc_id, terms tsvector)`` with a GIN index.
+    ``memory_vec_<embedder_id>``: ``(doc_id, uid, embedding vector(n))`` (pgvector)
+    indexed by ``uid``. Both reference ``memory_fts_docs`` ON DELETE CASCADE.
+
+The names start with :data:`~agentctx.storage.schema.DERIVED_TABLE_PREFIXES`
+(``memory_fts``, ``memory_vec_``), so schema comparisons skip them. Embedder ids come
+from the retrieval index's ``search_embedders`` registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import Connection, text
+
+from agentctx.retrieval.tables import table_exists
+
+DOCS_TABLE = "memory_fts_docs"
+LEXICAL_TABLE = "memory_fts"
+_TRIGGER = "memory_fts_docs_cleanup"
+_DDL_LOCK = 0x61676374_6D656D78  # "agctmemx": serializes the memory index's DDL on PostgreSQL
+
+
+def vector_table(embedder_id: int) -> str:
+    """The memory vector table of an embedder."""
+    return f"memory_vec_{int(embedder_id)}"
+
+
+def user_partition(user_id: str) -> int:
+    """The user's partition number: 63 bits of a hash of the id.
+
+    It prefixes index terms and partitions vectors, so a lookup reads one user's
+    postings and vectors only. Every search also checks ``memories.user_id``, so even a
+    hash collision could never return another user's memory.
+    """
+    digest = hashlib.blake2b(user_id.encode(), digest_size=8, person=b"agentctx-mem").digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def _lock_ddl(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _DDL_LOCK})
+
+
+def _sqlite_vector_tables(conn: Connection) -> list[str]:
+    rows = conn.exec_driver_sql(
+        "SELECT name FROM sqlite_master WHERE type = 'table' "
+        "AND name GLOB 'memory_vec_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
+    )
+    return [row[0] for row in rows]
+
+
+def _refresh_sqlite_trigger(conn: Connection) -> None:
+    statements = [f"DELETE FROM {LEXICAL_TABLE} WHERE rowid = OLD.doc_id;"]
+    statements += [
+        f'DELETE FROM "{name}" WHERE rowid = OLD.doc_id;' for name in _sqlite_vector_tables(conn)
+    ]
+    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {_TRIGGER}")
+    conn.exec_driver_sql(
+        f"CREATE TRIGGER {_TRIGGER} AFTER DELETE ON {DOCS_TABLE} BEGIN "
+        + " ".join(statements)
+        + " END"
+    )
+
+
+def ensure_lexical(conn: Connection) -> None:
+    """Create the documents and lexical tables (and the SQLite trigger) if missing."""
+    if table_exists(conn, LEXICAL_TABLE):
+        return
+    _lock_ddl(conn)
+    sqlite = conn.dialect.name == "sqlite"
+    # AUTOINCREMENT on SQLite: a doc_id is never reused, which the code cache relies on.
+    key = "INTEGER PRIMARY KEY AUTOINCREMENT" if sqlite else "BIGSERIAL PRIMARY KEY"
+    conn.exec_driver_sql(
+        f"CREATE TABLE IF NOT EXISTS {DOCS_TABLE} ("
+        f"doc_id {key}, "
+        "memory_id VARCHAR(64) NOT NULL UNIQUE "
+        "REFERENCES memories (memory_id) ON DELETE CASCADE, "
+        "user_id VARCHAR(255) NOT NULL, uid BIGINT NOT NULL, digest VARCHAR(32) NOT NULL)"
+    )
+    conn.exec_driver_sql(
+        f"CREATE INDEX IF NOT EXISTS {DOCS_TABLE}_uid ON {DOCS_TABLE} (uid, doc_id)"
+    )
+    if sqlite:
+        conn.exec_driver_sql(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {LEXICAL_TABLE} USING fts5("
+            "terms, tokenize = 'unicode61 remove_diacritics 0')"
+        )
+        _refresh_sqlite_trigger(conn)
+        return
+    conn.exec_driver_sql(
+        f"CREATE TABLE IF NOT EXISTS {LEXICAL_TABLE} ("
+        f"doc_id BIGINT PRIMARY KEY REFERENCES {DOCS_TABLE} (doc_id) ON DELETE CASCADE, "
+        "terms TSVECTOR NOT NULL)"
+    )
+    conn.exec_driver_sql(
+        f"CREATE INDEX IF NOT EXISTS {LEXICAL_TABLE}_terms ON {LEXICAL_TABLE} "
+        "USING gin (terms) WITH (fastupdate = off)"
+    )
+
+
+def ensure_vectors(conn: Connection, embedder_id: int, dimensions: int) -> bool:
+    """Create an embedder's memory vector table if missing. False when vectors are
+    unavailable (sqlite-vec not loadable, or pgvector missing and not installable)."""
+    name = vector_table(embedder_id)
+    if conn.dialect.name == "sqlite":
+        from agentctx.retrieval import sqlitevec  # noqa: PLC0415 - as retrieval.tables does
+
+        if not sqlitevec.available(conn.connection.dbapi_connection):
+            return False
+        if table_exists(conn, name):
+            return True
+        conn.exec_driver_sql(
+            f'CREATE VIRTUAL TABLE IF NOT EXISTS "{name}" USING vec0('
+            f"uid integer partition key, embedding float[{int(dimensions)}] "
+            "distance_metric=cosine)"
+        )
+        _refresh_sqlite_trigger(conn)
+        return True
+    if table_exists(conn, name):
+        return True
+    _lock_ddl(conn)
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+    except Exception:  # any failure only means no vectors
+        return False
+    conn.exec_driver_sql(
+        f'CREATE TABLE IF NOT EXISTS "{name}" ('
+        f"doc_id BIGINT PRIMARY KEY REFERENCES {DOCS_TABLE} (doc_id) ON DELETE CASCADE, "
+        f"uid BIGINT NOT NULL, embedding vector({int(dimensions)}) NOT NULL)"
+    )
+    conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}_uid" ON "{name}" (uid, doc_id)')
+    return True

@@ -1,0 +1,157 @@
+"""Long-term memory records (seed 003 A.1.2, 8.2.1; seed 002 LongTermMemory).
+
+A :class:`Memory` is what agentctx learned about a user (or how an agent works best)
+from sessions: a kind, a text, structured data for procedural memory, where it came
+from (:class:`Provenance`), how much it is trusted (confidence, support from
+independent sessions, a tainted flag), and a version for compare-and-set. Every
+change is kept as a :class:`MemoryChange`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MemoryKind(StrEnum):
+    """What a memory is about."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    PROFILE = "profile"  # a profile field: name, occupation, home town, …
+    PROJECT = "project"  # project context
+    SKILL = "skill"
+    EPISODIC = "episodic"  # something that happened, with its date
+    PROCEDURAL = "procedural"  # how a task is best done: tool paths and their statistics
+
+
+DECLARATIVE_KINDS: frozenset[MemoryKind] = frozenset(set(MemoryKind) - {MemoryKind.PROCEDURAL})
+"""Kinds a user's declarative opt-out stops (seed 003 A.1.10)."""
+
+MemoryStatus = Literal["active", "stale", "deleted"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(_Frozen):
+    """One event a memory was learned from."""
+
+    session_id: str
+    event_id: str
+    seq: int | None = None
+    extractor_version: str
+    model: str | None = None
+
+
+class ProceduralData(_Frozen):
+    """The statistics of a procedural memory (seed 003 A.1.2, procedural memory)."""
+
+    scenario: str
+    tools: tuple[str, ...]
+    successes: int = 0
+    failures: int = 0
+    failure_reasons: dict[str, int] = Field(default_factory=dict)
+    best_iterations: int | None = None
+
+    @property
+    def runs(self) -> int:
+        """Successes plus failures."""
+        return self.successes + self.failures
+
+    @property
+    def success_rate(self) -> float:
+        """Successes over runs (0 with no runs)."""
+        return self.successes / self.runs if self.runs else 0.0
+
+
+def procedural_data(data: dict[str, Any]) -> ProceduralData:
+    """The statistics in a procedural memory's ``data`` (which also carries the derived
+    ``success_rate`` for readers of the raw record)."""
+    return ProceduralData.model_validate({k: v for k, v in data.items() if k != "success_rate"})
+
+
+def procedural_record(stats: ProceduralData) -> dict[str, Any]:
+    """What a procedural memory stores as ``data``: the statistics and their success rate."""
+    return {**stats.model_dump(), "success_rate": round(stats.success_rate, 4)}
+
+
+class MemoryCandidate(_Frozen):
+    """What an extractor proposes; consolidation decides whether it becomes a new memory,
+    merges into one, or replaces a contradicted one."""
+
+    kind: MemoryKind
+    content: str = Field(min_length=1, max_length=4000)
+    subject: str | None = Field(default=None, max_length=256)
+    data: dict[str, Any] = Field(default_factory=dict)
+    keywords: tuple[str, ...] = ()
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    sources: tuple[Provenance, ...] = ()
+    tainted: bool = False
+    agent_id: str | None = None
+    session_id: str | None = None  # narrows the memory's scope to one session
+    ts: datetime | None = None  # when what it says was said (the newest source)
+
+
+class Memory(_Frozen):
+    """A stored long-term memory."""
+
+    memory_id: str
+    user_id: str
+    agent_id: str | None
+    session_id: str | None
+    kind: MemoryKind
+    subject: str | None
+    content: str
+    data: dict[str, Any]
+    keywords: tuple[str, ...]
+    confidence: float
+    support_count: int
+    tainted: bool
+    version: int
+    status: MemoryStatus
+    extractor_version: str
+    model: str | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    sources: tuple[Provenance, ...] = ()
+
+    @property
+    def procedural(self) -> ProceduralData | None:
+        """The statistics of a procedural memory (None for other kinds)."""
+        if self.kind is not MemoryKind.PROCEDURAL:
+            return None
+        return procedural_data(self.data)
+
+    @property
+    def session_ids(self) -> tuple[str, ...]:
+        """The distinct sessions it was learned from, in first-seen order."""
+        return tuple(dict.fromkeys(source.session_id for source in self.sources))
+
+
+class MemoryChange(_Frozen):
+    """One entry of a memory's history: what changed, why, and from where."""
+
+    memory_id: str
+    version: int
+    action: Literal["create", "merge", "update", "stale", "delete", "restore"]
+    old_value: dict[str, Any] | None
+    new_value: dict[str, Any] | None
+    reason: str
+    source: dict[str, Any]
+    ts: datetime
+
+
+class MemoryHit(_Frozen):
+    """A memory found by a search, with the parts of its score."""
+
+    memory: Memory
+    score: float
+    relevance: float
+    lexical_rank: int | None = None
+    dense_rank: int | None = None

@@ -1,0 +1,511 @@
+"""``engine.memory``: long-term memory of users, learned from their sessions.
+
+Extraction (after each turn, on request, or in a batch over a time range) proposes
+candidates from stored, redacted events; consolidation merges them into the user's
+memories; search ranks them; windows inject the verified ones. Users can opt out of
+declarative memory, list, update, delete and read the history of every memory.
+"""
+
+from __future__ import annotations
+
+import builtins
+import concurrent.futures
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from agentctx.context.sources import MemoryItem
+from agentctx.errors import InvalidInput, StaleMemory
+from agentctx.events import Event, utcnow
+from agentctx.jobs import Job
+from agentctx.memory import store
+from agentctx.memory.config import MemoryConfig
+from agentctx.memory.consolidate import ConsolidationReport, Consolidator
+from agentctx.memory.extract import extraction_signals
+from agentctx.memory.models import (
+    Memory,
+    MemoryCandidate,
+    MemoryChange,
+    MemoryHit,
+    MemoryKind,
+    MemoryStatus,
+    Provenance,
+)
+from agentctx.storage.database import Database
+from agentctx.storage.schema import events, memories, memory_runs, turns
+
+if TYPE_CHECKING:
+    from agentctx.memory.index import MemoryIndex
+
+log = logging.getLogger(__name__)
+
+Memories = list[Memory]
+Hits = list[MemoryHit]
+Changes = list[MemoryChange]
+
+MEMORY_JOB = "memory"
+"""The name of the turn-end extraction job."""
+
+Extractor = Callable[[Sequence[Event]], list[MemoryCandidate]]
+EventLoader = Callable[..., list[Event]]
+
+# Searches that must give up after the retrieval timeout run here, so the window's
+# thread can stop waiting (a timed-out search finishes in the background).
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentctx-memory")
+
+
+class MemoryTimeout(TimeoutError):
+    """Memory retrieval took longer than its timeout; the window is built without it."""
+
+
+class MemoryService:
+    """The long-term memory of every user of one engine."""
+
+    def __init__(
+        self,
+        db: Database,
+        load_events: EventLoader,
+        *,
+        config: MemoryConfig,
+        index: MemoryIndex | None,
+        extractors: Sequence[tuple[str, frozenset[MemoryKind], Extractor]] = (),
+        model: str | None = None,
+    ) -> None:
+        self.db = db
+        self._load = load_events
+        self.config = config
+        self.index = index
+        # (extractor version, kinds it proposes, function)
+        self.extractors = builtins.list(extractors)
+        self.model = model
+        self.consolidator = Consolidator(
+            db, config=config, similar=self._similar if index is not None else None
+        )
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The token budget of the ``## Memory (Verified)`` block."""
+        return self.config.inject_tokens
+
+    # CRUD -----------------------------------------------------------------------------
+
+    def add(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        kind: MemoryKind | str = MemoryKind.FACT,
+        subject: str | None = None,
+        data: dict[str, Any] | None = None,
+        keywords: Sequence[str] = (),
+        confidence: float = 0.9,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        sources: Sequence[Provenance] = (),
+    ) -> Memory:
+        """Add a memory (consolidated like an extracted one: a duplicate merges)."""
+        candidate = _candidate(
+            kind=kind,
+            content=content,
+            subject=subject,
+            data=data or {},
+            keywords=tuple(keywords),
+            confidence=confidence,
+            agent_id=agent_id,
+            session_id=session_id,
+            sources=tuple(sources),
+        )
+        report = self.consolidator.apply(user_id, [candidate], extractor_version="api")
+        if not report.touched:
+            raise InvalidInput(
+                "memory not added: the user opted out of declarative memory"
+                if report.skipped
+                else "memory not added"
+            )
+        self._reindex(user_id, report.touched)
+        return self.get(user_id, (report.created or report.merged)[0])
+
+    def get(self, user_id: str, memory_id: str) -> Memory:
+        """One memory of the user, with its provenance (MemoryNotFound otherwise)."""
+        with self.db.read() as conn:
+            return store.get_one(conn, user_id, memory_id)
+
+    def list(
+        self,
+        user_id: str,
+        *,
+        kinds: Sequence[MemoryKind | str] | None = None,
+        status: MemoryStatus | None = "active",
+        agent_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Memories:
+        """The user's memories, newest update first."""
+        query = select(memories.c.memory_id).where(memories.c.user_id == user_id)
+        if kinds:
+            query = query.where(memories.c.kind.in_([MemoryKind(k).value for k in kinds]))
+        if status is not None:
+            query = query.where(memories.c.status == status)
+        if agent_id is not None:
+            query = query.where(memories.c.agent_id == agent_id)
+        query = query.order_by(memories.c.updated_at.desc(), memories.c.memory_id)
+        with self.db.read() as conn:
+            ids = builtins.list(conn.execute(query.limit(limit).offset(offset)).scalars())
+            return store.load(conn, user_id, ids)
+
+    def update(
+        self,
+        user_id: str,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        data: dict[str, Any] | None = None,
+        keywords: Sequence[str] | None = None,
+        confidence: float | None = None,
+        tainted: bool | None = None,
+        expected_version: int | None = None,
+        reason: str = "updated",
+    ) -> Memory:
+        """Change a memory. With ``expected_version`` a compare-and-set (StaleMemory when
+        it moved on); without, the current version is read and the write retried."""
+        values: dict[str, Any] = {}
+        if content is not None:
+            if not content.strip():
+                raise InvalidInput("memory content must not be empty")
+            values["content"] = content
+        if data is not None:
+            values["data"] = data
+        if keywords is not None:
+            values["keywords"] = builtins.list(keywords)
+        if confidence is not None:
+            if not 0.0 <= confidence <= 1.0:
+                raise InvalidInput(f"confidence must be in [0, 1], got {confidence}")
+            values["confidence"] = confidence
+        if tainted is not None:
+            values["tainted"] = tainted
+        if not values:
+            raise InvalidInput("nothing to update")
+        self._write(
+            user_id,
+            memory_id,
+            values,
+            action="update",
+            reason=reason,
+            expected_version=expected_version,
+        )
+        self._reindex(user_id, [memory_id])
+        return self.get(user_id, memory_id)
+
+    def delete(
+        self, user_id: str, memory_id: str, *, expected_version: int | None = None
+    ) -> Memory:
+        """Mark a memory deleted (kept in history; never searched or injected again)."""
+        self._write(
+            user_id,
+            memory_id,
+            {"status": "deleted"},
+            action="delete",
+            reason="deleted",
+            expected_version=expected_version,
+        )
+        if self.index is not None:
+            self.index.remove([memory_id])
+        return self.get(user_id, memory_id)
+
+    def history(self, user_id: str, memory_id: str) -> Changes:
+        """Every change of a memory, oldest first."""
+        with self.db.read() as conn:
+            store.get_one(conn, user_id, memory_id)
+            return store.history(conn, user_id, memory_id)
+
+    def _write(
+        self,
+        user_id: str,
+        memory_id: str,
+        values: dict[str, Any],
+        *,
+        action: str,
+        reason: str,
+        expected_version: int | None,
+    ) -> None:
+        for _ in range(8):
+            now = utcnow()
+            try:
+                with self.db.write() as conn:
+                    current = store.get_one(conn, user_id, memory_id)
+                    version = expected_version if expected_version is not None else current.version
+                    store.cas_update(
+                        conn, user_id, memory_id, version, {**values, "updated_at": now}
+                    )
+                    old = store.value_of(current.model_dump())
+                    store.record_change(
+                        conn,
+                        user_id,
+                        memory_id,
+                        version=version + 1,
+                        action=action,
+                        old_value=old,
+                        new_value={**old, **store.value_of({**current.model_dump(), **values})},
+                        reason=reason,
+                        source={"api": True},
+                        now=now,
+                    )
+                return
+            except StaleMemory:
+                if expected_version is not None:
+                    raise
+        raise StaleMemory(memory_id, expected=-1, actual=-1)
+
+    # Control ---------------------------------------------------------------------------
+
+    def set_opt_out(self, user_id: str, *, declarative: bool) -> None:
+        """Opt the user out of (or back into) declarative memory; procedural statistics
+        are kept either way (seed 003 A.1.10). Opting out does not delete what exists:
+        ``engine.delete_user_data`` or ``delete`` does."""
+        with self.db.write() as conn:
+            store.set_declarative_opt_out(conn, user_id, declarative, utcnow())
+
+    def opted_out(self, user_id: str) -> bool:
+        """Whether the user opted out of declarative memory."""
+        with self.db.read() as conn:
+            return store.declarative_opt_out(conn, user_id)
+
+    def purge_user(self, user_id: str) -> dict[str, int]:
+        """Delete every memory of a user, with history and provenance."""
+        with self.db.write() as conn:
+            ids = builtins.list(
+                conn.execute(
+                    select(memories.c.memory_id).where(memories.c.user_id == user_id)
+                ).scalars()
+            )
+            counts = store.purge_user(conn, user_id)
+        if self.index is not None and ids:
+            self.index.remove(ids)
+        return counts
+
+    def purge_expired(self, now: datetime | None = None) -> int:
+        """Delete memories past their time to live (``ttl`` per kind); returns how many."""
+        now = now or utcnow()
+        with self.db.write() as conn:
+            ids = builtins.list(
+                conn.execute(
+                    select(memories.c.memory_id).where(
+                        memories.c.expires_at.is_not(None), memories.c.expires_at <= now
+                    )
+                ).scalars()
+            )
+            if ids:
+                store.purge_memories(conn, ids)
+        if self.index is not None and ids:
+            self.index.remove(ids)
+        return len(ids)
+
+    # Search and injection --------------------------------------------------------------
+
+    def search(
+        self,
+        user_id: str,
+        query: str | None = None,
+        *,
+        kinds: Sequence[MemoryKind | str] | None = None,
+        agent_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int = 10,
+    ) -> Hits:
+        """The user's active memories best matching ``query`` (hybrid lexical + dense,
+        weighted by confidence and freshness)."""
+        if self.index is None:
+            raise InvalidInput("memory search needs the memory index")
+        kind_values = [MemoryKind(k) for k in kinds] if kinds else None
+        return self.index.search(
+            user_id, query, kinds=kind_values, agent_id=agent_id, filters=filters, limit=limit
+        )
+
+    def verified(
+        self, user_id: str, agent_id: str | None, query: str | None, *, limit: int
+    ) -> Hits:
+        """Memories fit to inject: active, untainted, unexpired, supported by at least
+        ``min_support_sessions`` sessions and at least ``min_confidence`` confident."""
+        hits = self.search(user_id, query, limit=max(limit * 4, 20))
+        return [
+            hit
+            for hit in hits
+            if not hit.memory.tainted
+            and hit.memory.support_count >= self.config.min_support_sessions
+            and hit.memory.confidence >= self.config.min_confidence
+            and (hit.memory.agent_id is None or agent_id is None or hit.memory.agent_id == agent_id)
+        ][:limit]
+
+    def memories(
+        self, user_id: str, agent_id: str, query: str | None, *, limit: int
+    ) -> Sequence[MemoryItem]:
+        """The window's memory source: verified memories, within the retrieval timeout
+        (MemoryTimeout past it)."""
+        future = _POOL.submit(self.verified, user_id, agent_id, query, limit=limit)
+        try:
+            hits = future.result(timeout=self.config.retrieval_timeout_ms / 1000)
+        except concurrent.futures.TimeoutError as exc:
+            raise MemoryTimeout(
+                f"memory retrieval took over {self.config.retrieval_timeout_ms:g} ms"
+            ) from exc
+        return [memory_item(hit.memory) for hit in hits][: self.config.inject_limit]
+
+    # Extraction ------------------------------------------------------------------------
+
+    def extract_session(self, user_id: str, session_id: str) -> ConsolidationReport:
+        """Extract from the session's events not yet extracted, and consolidate.
+
+        Idempotent: each (session, extractor version, kind) run records how far it got,
+        in the transaction that writes its memories, so a rerun writes nothing new.
+        """
+        total = ConsolidationReport()
+        for version, kinds, extract in self.extractors:
+            keys = {kind: _run_key(user_id, session_id, version, kind) for kind in kinds}
+            done = self._runs(builtins.list(keys.values()))
+            start = min(done.get(key, 0) for key in keys.values())
+            new_events = self._ended(user_id, session_id, start)
+            if not new_events:
+                continue
+            through = new_events[-1].seq
+            candidates = extract(new_events)
+            for kind, key in keys.items():
+                mine = [
+                    c
+                    for c in candidates
+                    if c.kind is kind and all((s.seq or 0) > done.get(key, 0) for s in c.sources)
+                ]
+                report = self.consolidator.apply(
+                    user_id,
+                    mine,
+                    run_key=key,
+                    session_id=session_id,
+                    through_seq=through,
+                    extractor_version=version,
+                    model=self.model,
+                )
+                total.created += report.created
+                total.merged += report.merged
+                total.staled += report.staled
+                total.skipped += report.skipped
+                total.retries += report.retries
+        self._reindex(user_id, total.touched)
+        return total
+
+    def extract_since(
+        self, since: datetime, until: datetime | None = None, *, user_id: str | None = None
+    ) -> dict[tuple[str, str], ConsolidationReport]:
+        """The scheduled batch (seed 003's time-based trigger): extract every session
+        with events in [since, until)."""
+        query = select(events.c.user_id, events.c.session_id).where(events.c.ts >= since)
+        if until is not None:
+            query = query.where(events.c.ts < until)
+        if user_id is not None:
+            query = query.where(events.c.user_id == user_id)
+        with self.db.read() as conn:
+            found = sorted(
+                {(row.user_id, row.session_id) for row in conn.execute(query.distinct())}
+            )
+        return {key: self.extract_session(*key) for key in found}
+
+    def on_turn_end(self, job: Job) -> None:
+        """The turn-end job: extract from the session's new events (every turn, or only
+        turns with a signal when ``extract_after_each_turn`` is off)."""
+        if not job.user_id or not job.session_id:
+            return
+        if not self.config.extract_after_each_turn:
+            turn = (
+                self._load(job.user_id, job.session_id, turn_id=job.turn_id) if job.turn_id else []
+            )
+            if not extraction_signals(turn):
+                return
+        self.extract_session(job.user_id, job.session_id)
+
+    def _ended(self, user_id: str, session_id: str, after_seq: int) -> builtins.list[Event]:
+        """The session's events after ``after_seq`` up to its open turn, if any: a turn
+        is extracted whole, once it has ended (its tool path is complete)."""
+        with self.db.read() as conn:
+            open_turns = set(
+                conn.execute(
+                    select(turns.c.turn_id).where(
+                        turns.c.user_id == user_id,
+                        turns.c.session_id == session_id,
+                        turns.c.status == "open",
+                    )
+                ).scalars()
+            )
+        found = self._load(user_id, session_id, start_seq=after_seq + 1)
+        for index, event in enumerate(found):
+            if event.turn_id in open_turns:
+                return found[:index]
+        return found
+
+    def _runs(self, keys: builtins.list[str]) -> dict[str, int]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(memory_runs.c.run_key, memory_runs.c.through_seq).where(
+                    memory_runs.c.run_key.in_(keys)
+                )
+            )
+            return {row.run_key: int(row.through_seq) for row in rows}
+
+    def counts(self, user_id: str) -> dict[str, int]:
+        """Memories of the user by status."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(memories.c.status, func.count())
+                .where(memories.c.user_id == user_id)
+                .group_by(memories.c.status)
+            )
+            return {row[0]: int(row[1]) for row in rows}
+
+    # Index -----------------------------------------------------------------------------
+
+    def _similar(
+        self, user_id: str, kind: MemoryKind, content: str
+    ) -> builtins.list[tuple[Memory, float]]:
+        assert self.index is not None
+        return builtins.list(self.index.similar(user_id, kind, content, limit=5))
+
+    def _reindex(self, user_id: str, memory_ids: Sequence[str]) -> None:
+        if self.index is None or not memory_ids:
+            return
+        with self.db.read() as conn:
+            found = store.load(conn, user_id, builtins.list(memory_ids))
+        self.index.index_memories(found)
+
+
+def memory_item(memory: Memory) -> MemoryItem:
+    """A memory as the window's memory section shows it, citing where it came from."""
+    cited = ", ".join(
+        f"{source.session_id[-8:]}#{source.seq}"
+        if source.seq is not None
+        else source.session_id[-8:]
+        for source in memory.sources[:3]
+    )
+    more = f" +{len(memory.sources) - 3}" if len(memory.sources) > 3 else ""
+    return MemoryItem(
+        memory_id=memory.memory_id,
+        text=memory.content,
+        kind=memory.kind.value,
+        updated_at=memory.updated_at,
+        confidence=memory.confidence,
+        support=memory.support_count,
+        provenance=f"{cited}{more}" if cited else "added by API",
+    )
+
+
+def _run_key(user_id: str, session_id: str, version: str, kind: MemoryKind) -> str:
+    return f"{user_id}\x1f{session_id}\x1f{version}\x1f{kind.value}"
+
+
+def _candidate(**values: Any) -> MemoryCandidate:
+    try:
+        return MemoryCandidate.model_validate(values)
+    except Exception as exc:
+        raise InvalidInput(f"invalid memory: {exc}") from exc
+
+
+__all__ = ["MEMORY_JOB", "MemoryService", "MemoryTimeout", "memory_item"]
