@@ -205,6 +205,18 @@ class MemoryIndex:
             return
         embedder_id = self._embedder_id if self._dense_ready else None
         ids = [d.memory_id for d in documents]
+        if conn.dialect.name == "postgresql":
+            # Two writers indexing one memory (two sessions' extractions merged into it)
+            # take turns on its row, so the second replaces the first's document rather
+            # than colliding with it. Sorted: no lock-order deadlock. (SQLite's writer
+            # lock already serializes them.)
+            conn.execute(
+                text(
+                    "SELECT memory_id FROM memories WHERE memory_id IN :ids "
+                    "ORDER BY memory_id FOR UPDATE"
+                ).bindparams(bindparam("ids", expanding=True)),
+                {"ids": sorted(set(ids))},
+            )
         self._delete_docs(conn, ids)
         conn.execute(
             text(
