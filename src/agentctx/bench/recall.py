@@ -95,6 +95,7 @@ class RecallConfig(BaseModel):
     baselines: bool = True
     strategy: str | None = None
     redaction: bool = False
+    memory: bool = False  # long-term memory on: extracted at each turn end, injected
 
     @field_validator("budgets")
     @classmethod
@@ -343,6 +344,7 @@ def run_recall_benchmark(
             url=f"sqlite:///{Path(home) / 'agentctx.db'}",
             home=home,
             redaction={"enabled": config.redaction},
+            memory={"enabled": config.memory},
         )
         counter = counter or engine_counter(engine)
         if config.baselines and embedder is None:
@@ -375,6 +377,7 @@ def run_recall_benchmark(
     if config.agentctx:
         machine.agentctx_settings = {
             "redaction": str(config.redaction),
+            "memory": str(config.memory),
             "strategy": config.strategy or "(default)",
         }
         notes.append("agentctx: one unmeasured build_context call per session warms it up first")

@@ -199,6 +199,11 @@ def recall(  # noqa: PLR0917 - one parameter per command-line option
         "--redaction/--no-redaction",
         help="Redact PII in the ingested turns (off: redacted text no longer matches evidence).",
     ),
+    memory: bool = typer.Option(
+        False,
+        "--memory/--no-memory",
+        help="Long-term memory on: extracted after each ingested turn, injected in windows.",
+    ),
     out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
     markdown: Path | None = typer.Option(
         None, "--markdown", help="Also write the tables as Markdown to FILE."
@@ -222,6 +227,7 @@ def recall(  # noqa: PLR0917 - one parameter per command-line option
         "baselines": baselines,
         "strategy": strategy,
         "redaction": redaction,
+        "memory": memory,
     }
     if limit_questions is not None:
         overrides["limit_questions"] = limit_questions
@@ -391,6 +397,79 @@ def visual(
         lambda progress: run_visual_benchmark(config, progress=progress),
         show=print_visual_report,
         markdown_of=visual_markdown,
+        out=out,
+        markdown=markdown,
+    )
+
+
+@bench_app.command("memory")
+def memory(  # noqa: PLR0917 - one parameter per command-line option
+    data: Path = typer.Option(
+        ...,
+        "--data",
+        exists=True,
+        dir_okay=False,
+        help="A REALTALK (or LoCoMo) JSON chat file: its sessions, turns and questions.",
+    ),
+    limit_questions: int | None = typer.Option(
+        None, "--limit-questions", min=1, help="Ask at most N questions per conversation."
+    ),
+    embedder: str = typer.Option(
+        "auto", "--embedder", help="Embeddings provider: auto, local, hashing or none."
+    ),
+    sizes: str = typer.Option(
+        "10000,100000", "--sizes", help="Memories per user for the SQLite search latency."
+    ),
+    no_latency: bool = typer.Option(
+        False, "--no-latency", help="Skip the search latency (part 2) on SQLite."
+    ),
+    pg: bool = typer.Option(False, "--pg", help="Also measure search latency on PostgreSQL."),
+    pg_sizes: str = typer.Option(
+        "10000,100000", "--pg-sizes", help="Memories per user on PostgreSQL (1000000 opt-in)."
+    ),
+    pg_url: str | None = typer.Option(
+        None, "--pg-url", help="An empty PostgreSQL database (default: a temporary server)."
+    ),
+    queries: int = typer.Option(200, "--queries", min=1, help="Searches timed per size."),
+    llm_url: str | None = typer.Option(
+        None, "--llm-url", help="An OpenAI-compatible endpoint: also extract with its model."
+    ),
+    llm_model: str = typer.Option("default", "--llm-model", help="The model at --llm-url."),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """Long-term memory: recall vs raw turns, extraction cost, search latency."""
+    import sys  # noqa: PLC0415
+
+    from agentctx.bench.memory import (  # noqa: PLC0415 - loads the engine lazily
+        MemoryBenchConfig,
+        run_memory_benchmark,
+    )
+    from agentctx.bench.memory_report import (  # noqa: PLC0415
+        memory_markdown,
+        print_memory_report,
+    )
+
+    config = MemoryBenchConfig(
+        data=data,
+        limit_questions=limit_questions,
+        embedder=embedder,
+        sizes=[] if no_latency else (_parse_sizes(sizes) or []),
+        pg=pg,
+        pg_sizes=_parse_sizes(pg_sizes) or [],
+        pg_url=pg_url,
+        queries=queries,
+        llm_url=llm_url,
+        llm_model=llm_model,
+        command=" ".join(["agentctx", *sys.argv[1:]]),
+    )
+    _run_and_write(
+        Console(),
+        lambda progress: run_memory_benchmark(config, progress=progress),
+        show=print_memory_report,
+        markdown_of=memory_markdown,
         out=out,
         markdown=markdown,
     )
