@@ -110,9 +110,7 @@ def test_a_folded_event_inside_the_recent_span_can_still_be_retrieved(
         assert window.tokens <= 20_000
 
 
-def test_a_long_tool_result_counts_as_much_as_a_window_shows_of_it(
-    db_url: str, home: Path
-) -> None:
+def test_a_long_tool_result_counts_as_much_as_a_window_shows_of_it(db_url: str, home: Path) -> None:
     with ContextEngine(
         url=db_url, home=home, jobs="manual", fold=FOLD, embeddings={"provider": "hashing"}
     ) as engine:

@@ -119,9 +119,7 @@ def test_with_a_query_summaries_take_only_the_room_retrieval_leaves(
     assert small.tokens <= 600 and large.tokens <= 20_000
 
 
-def test_a_long_tool_result_counts_as_much_as_a_window_shows_of_it(
-    db_url: str, home: Path
-) -> None:
+def test_a_long_tool_result_counts_as_much_as_a_window_shows_of_it(db_url: str, home: Path) -> None:
     with make_engine(db_url, home, jobs="manual") as engine:
         session = engine.create_session(user_id="u1")
         with session.turn() as turn:

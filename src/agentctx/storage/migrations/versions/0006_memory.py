@@ -45,9 +45,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("memory_id", name="pk_memories"),
     )
     op.create_index("ix_memories_user_id_status_kind", "memories", ["user_id", "status", "kind"])
-    op.create_index(
-        "ix_memories_user_id_kind_subject", "memories", ["user_id", "kind", "subject"]
-    )
+    op.create_index("ix_memories_user_id_kind_subject", "memories", ["user_id", "kind", "subject"])
     op.create_table(
         "memory_sources",
         sa.Column("memory_id", sa.String(64), nullable=False),
@@ -58,9 +56,7 @@ def upgrade() -> None:
         sa.Column("extractor_version", sa.String(64), nullable=False),
         sa.Column("model", sa.String(ID), nullable=True),
         sa.Column("created_at", UTCDateTime, nullable=False),
-        sa.PrimaryKeyConstraint(
-            "memory_id", "session_id", "event_id", name="pk_memory_sources"
-        ),
+        sa.PrimaryKeyConstraint("memory_id", "session_id", "event_id", name="pk_memory_sources"),
         sa.ForeignKeyConstraint(
             ["memory_id"],
             ["memories.memory_id"],
