@@ -141,3 +141,12 @@ def test_unreachable_model_falls_back_and_nothing_to_read_costs_no_call(
     before = len(server.requests)
     assert extractor(server).extract(tool_only) == ([], extractor(server).extract([])[1])
     assert len(server.requests) == before
+
+
+def test_the_extraction_schema_compiles_and_rejects_a_bad_answer() -> None:
+    from agentctx.llm.structured import compile_schema
+    from agentctx.memory.extract import EXTRACTION_SCHEMA
+
+    check = compile_schema(EXTRACTION_SCHEMA)
+    with pytest.raises(ValueError):
+        check({"memories": "not a list"})

@@ -24,7 +24,6 @@ from typing import Any
 from agentctx.errors import AgentCtxError, ConfigError
 from agentctx.events import Event, EventType, Role
 from agentctx.llm.chat import LLM, ChatMessage, LLMError, Usage
-from agentctx.llm.structured import compile_schema
 from agentctx.memory.extract.rules import (
     RULES_VERSION,
     extract_declarative,
@@ -72,7 +71,6 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 }
 """What the chat model answers."""
 
-compile_schema(EXTRACTION_SCHEMA)  # a broken schema fails at import, not at the first call
 
 _INSTRUCTIONS = (
     "You extract long-term memories about the USER from a conversation with an AI agent. "
