@@ -43,6 +43,7 @@ from agentctx.memory import index_dense
 from agentctx.memory.index_tables import (
     DOCS_TABLE,
     LEXICAL_TABLE,
+    VOCAB_TABLE,
     ensure_lexical,
     ensure_vectors,
     user_partition,
@@ -50,13 +51,18 @@ from agentctx.memory.index_tables import (
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
 from agentctx.memory.store import load_sources, memory_from_row
 from agentctx.retrieval.index import fuse
-from agentctx.retrieval.lexical import prefixed
+from agentctx.retrieval.lexical import choose_terms, prefixed
 from agentctx.retrieval.sync import register_embedder
 from agentctx.retrieval.terms import document_terms, query_terms
 from agentctx.storage.database import Database
 from agentctx.storage.schema import UTCDateTime, memories
 
 log = logging.getLogger(__name__)
+
+
+MAX_LEXICAL_POSTINGS = 10_000
+"""SQLite: the most matching documents the full-text ranking scores per search; query
+terms are taken rarest first until the next would pass it (at least one is kept)."""
 
 
 def memory_text(memory: Memory) -> str:
@@ -440,6 +446,20 @@ class MemoryIndex:
         if not terms:
             return []
         sqlite = conn.dialect.name == "sqlite"
+        if sqlite and len(terms) > 1:
+            # A postings budget, rarest terms first (as the event index does): scoring is
+            # per matching document, and a term in a tenth of a user's memories adds
+            # little to the ranking but thousands of documents to score.
+            frequencies = {
+                term: int(
+                    conn.exec_driver_sql(
+                        f"SELECT doc FROM {VOCAB_TABLE} WHERE term = ?", (prefixed(uid, term),)
+                    ).scalar()
+                    or 0
+                )
+                for term in terms
+            }
+            terms = choose_terms(frequencies, MAX_LEXICAL_POSTINGS)[0] or list(terms)
         if sqlite:
             match = f"{LEXICAL_TABLE} MATCH :q"
             score = f"-bm25({LEXICAL_TABLE})"

@@ -78,9 +78,21 @@ def _refresh_sqlite_trigger(conn: Connection) -> None:
     )
 
 
+VOCAB_TABLE = "memory_fts_vocab"
+"""SQLite: an fts5vocab view of the lexical table, giving each term's document count."""
+
+
+def _ensure_vocab(conn: Connection) -> None:
+    conn.exec_driver_sql(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} USING fts5vocab({LEXICAL_TABLE}, 'row')"
+    )
+
+
 def ensure_lexical(conn: Connection) -> None:
     """Create the documents and lexical tables (and the SQLite trigger) if missing."""
     if table_exists(conn, LEXICAL_TABLE):
+        if conn.dialect.name == "sqlite" and not table_exists(conn, VOCAB_TABLE):
+            _ensure_vocab(conn)
         return
     _lock_ddl(conn)
     sqlite = conn.dialect.name == "sqlite"
@@ -101,6 +113,7 @@ def ensure_lexical(conn: Connection) -> None:
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {LEXICAL_TABLE} USING fts5("
             "terms, tokenize = 'unicode61 remove_diacritics 0')"
         )
+        _ensure_vocab(conn)
         _refresh_sqlite_trigger(conn)
         return
     conn.exec_driver_sql(
