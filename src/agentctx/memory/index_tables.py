@@ -28,7 +28,7 @@ import hashlib
 
 from sqlalchemy import Connection, text
 
-from agentctx.retrieval.tables import table_exists
+from agentctx.retrieval.tables import refresh_cleanup_trigger, table_exists
 
 DOCS_TABLE = "memory_fts_docs"
 LEXICAL_TABLE = "memory_fts"
@@ -57,24 +57,13 @@ def _lock_ddl(conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _DDL_LOCK})
 
 
-def _sqlite_vector_tables(conn: Connection) -> list[str]:
-    rows = conn.exec_driver_sql(
-        "SELECT name FROM sqlite_master WHERE type = 'table' "
-        "AND name GLOB 'memory_vec_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
-    )
-    return [row[0] for row in rows]
-
-
 def _refresh_sqlite_trigger(conn: Connection) -> None:
-    statements = [f"DELETE FROM {LEXICAL_TABLE} WHERE rowid = OLD.doc_id;"]
-    statements += [
-        f'DELETE FROM "{name}" WHERE rowid = OLD.doc_id;' for name in _sqlite_vector_tables(conn)
-    ]
-    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {_TRIGGER}")
-    conn.exec_driver_sql(
-        f"CREATE TRIGGER {_TRIGGER} AFTER DELETE ON {DOCS_TABLE} BEGIN "
-        + " ".join(statements)
-        + " END"
+    refresh_cleanup_trigger(
+        conn,
+        trigger=_TRIGGER,
+        docs_table=DOCS_TABLE,
+        lexical_table=LEXICAL_TABLE,
+        vector_prefix="memory_vec_",
     )
 
 

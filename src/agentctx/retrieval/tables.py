@@ -52,25 +52,42 @@ def table_exists(conn: Connection, name: str) -> bool:
     return bool(found)
 
 
-def _sqlite_vector_tables(conn: Connection) -> list[str]:
+def sqlite_vector_tables(conn: Connection, prefix: str) -> list[str]:
+    """The sqlite-vec tables named ``<prefix><embedder id>``."""
     rows = conn.exec_driver_sql(
         "SELECT name FROM sqlite_master WHERE type = 'table' "
-        "AND name GLOB 'search_vec_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
+        "AND name GLOB ? AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
+        (f"{prefix}[0-9]*",),
     )
     return [row[0] for row in rows]
 
 
-def _refresh_sqlite_trigger(conn: Connection) -> None:
-    """(Re)create the trigger that removes a deleted document from every derived table."""
-    statements = [f"DELETE FROM {LEXICAL_TABLE} WHERE rowid = OLD.doc_id;"]
+def refresh_cleanup_trigger(
+    conn: Connection, *, trigger: str, docs_table: str, lexical_table: str, vector_prefix: str
+) -> None:
+    """(Re)create the SQLite trigger that removes a deleted document (``doc_id``) of
+    ``docs_table`` from the lexical table and every vector table: virtual tables take
+    no foreign keys, so the cascade reaches them this way."""
+    statements = [f"DELETE FROM {lexical_table} WHERE rowid = OLD.doc_id;"]
     statements += [
-        f'DELETE FROM "{name}" WHERE rowid = OLD.doc_id;' for name in _sqlite_vector_tables(conn)
+        f'DELETE FROM "{name}" WHERE rowid = OLD.doc_id;'
+        for name in sqlite_vector_tables(conn, vector_prefix)
     ]
-    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {_TRIGGER}")
+    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {trigger}")
     conn.exec_driver_sql(
-        f"CREATE TRIGGER {_TRIGGER} AFTER DELETE ON search_docs BEGIN "
+        f"CREATE TRIGGER {trigger} AFTER DELETE ON {docs_table} BEGIN "
         + " ".join(statements)
         + " END"
+    )
+
+
+def _refresh_sqlite_trigger(conn: Connection) -> None:
+    refresh_cleanup_trigger(
+        conn,
+        trigger=_TRIGGER,
+        docs_table="search_docs",
+        lexical_table=LEXICAL_TABLE,
+        vector_prefix="search_vec_",
     )
 
 
