@@ -274,8 +274,10 @@ class ContextBuilder:
         core, rest = run.split_core(units) if sections.recent else ([], units)
         core_pieces = [run.piece(atom) for unit in core for atom in unit.atoms]
         input_cost = input_tokens(core, core_pieces)
-        memories_message = memory_block(
-            run, memory_items, getattr(self.memories, "max_tokens", None)
+        memories_message = (
+            memory_block(run, memory_items, self.memories.max_tokens)
+            if memory_items and self.memories is not None
+            else None
         )
         memory_tokens = run.cost(memories_message) if memories_message else 0
 

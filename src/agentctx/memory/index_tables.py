@@ -28,7 +28,7 @@ import hashlib
 
 from sqlalchemy import Connection, text
 
-from agentctx.retrieval.tables import refresh_cleanup_trigger, table_exists
+from agentctx.retrieval.tables import ensure_pgvector, refresh_cleanup_trigger, table_exists
 
 DOCS_TABLE = "memory_fts_docs"
 LEXICAL_TABLE = "memory_fts"
@@ -137,10 +137,7 @@ def ensure_vectors(conn: Connection, embedder_id: int, dimensions: int) -> bool:
     if table_exists(conn, name):
         return True
     _lock_ddl(conn)
-    try:
-        with conn.begin_nested():
-            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
-    except Exception:  # any failure only means no vectors
+    if not ensure_pgvector(conn):
         return False
     conn.exec_driver_sql(
         f'CREATE TABLE IF NOT EXISTS "{name}" ('

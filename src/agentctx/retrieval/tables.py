@@ -143,11 +143,7 @@ def ensure_vectors(conn: Connection, embedder_id: int, dimensions: int) -> bool:
     if table_exists(conn, name):
         return True
     _lock_ddl(conn)
-    try:
-        with conn.begin_nested():
-            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
-    except DBAPIError as exc:
-        log.warning("pgvector is not available, so no vector search: %s", exc.orig)
+    if not ensure_pgvector(conn):
         return False
     conn.exec_driver_sql(
         f'CREATE TABLE IF NOT EXISTS "{name}" ('
@@ -156,6 +152,18 @@ def ensure_vectors(conn: Connection, embedder_id: int, dimensions: int) -> bool:
         f"embedding vector({int(dimensions)}) NOT NULL)"
     )
     conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}_sid_seq" ON "{name}" (sid, seq)')
+    return True
+
+
+def ensure_pgvector(conn: Connection) -> bool:
+    """Install pgvector in the database if it is not yet; False (with a warning) when it
+    cannot be, so the caller goes without vector search."""
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+    except DBAPIError as exc:
+        log.warning("pgvector is not available, so no vector search: %s", exc.orig)
+        return False
     return True
 
 
