@@ -28,6 +28,7 @@ from agentctx.llm.embeddings import EmbeddingConfig
 from agentctx.memory.config import MemoryConfig
 from agentctx.privacy.config import RedactionConfig
 from agentctx.retrieval.config import RetrievalConfig
+from agentctx.server.config import ServerConfig
 
 DEFAULT_HOME = Path("~/.agentctx")
 
@@ -132,6 +133,11 @@ class Settings(BaseSettings):
         default_factory=MemoryConfig,
         description="Long-term memory (seed 003): extraction after each turn, "
         "consolidation, trust rules and the ## Memory (Verified) block of windows.",
+    )
+    server: ServerConfig = Field(
+        default_factory=ServerConfig,
+        description="`agentctx serve`: where it listens, the request size limit, JWT "
+        "verification and the web inspector.",
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from sqlalchemy import text
+
 from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.compaction.fold import FOLD_JOB, EventFolder
 from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
@@ -289,9 +291,13 @@ class ContextEngine:
         agent_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        search: str | None = None,
     ) -> Page[SessionInfo]:
-        """A page of the user's live sessions, oldest first."""
-        return self._service.list_sessions(user_id, agent_id=agent_id, limit=limit, cursor=cursor)
+        """A page of the user's live sessions, oldest first; ``search`` keeps those whose
+        id or agent id contains it."""
+        return self._service.list_sessions(
+            user_id, agent_id=agent_id, limit=limit, cursor=cursor, search=search
+        )
 
     def list_all_sessions(
         self, *, agent_id: str | None = None, limit: int = 50, cursor: str | None = None
@@ -493,6 +499,11 @@ class ContextEngine:
             self.jobs.run_pending(session=(user_id, session_id))
 
     # Lifecycle --------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        """Run one query against the database (raises if it does not answer)."""
+        with self.db.read() as conn:
+            conn.execute(text("SELECT 1"))
 
     def close(self) -> None:
         """Stop background work and close database connections."""

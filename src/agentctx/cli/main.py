@@ -1,7 +1,8 @@
 """The ``agentctx`` command: global options and the command groups.
 
 ``agentctx [--url URL] [--home DIR] COMMAND …``; each group lives in a module of
-its own (``db``, ``sessions``, ``blobs``, ``memory``, ``demo``, ``bench``).
+its own (``db``, ``sessions``, ``blobs``, ``memory``, ``keys``, ``serve``, ``demo``,
+``bench``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from agentctx.cli.bench import bench_app
 from agentctx.cli.blobs import blobs_app
 from agentctx.cli.db import db_app
 from agentctx.cli.demo import demo
+from agentctx.cli.keys import keys_app
 from agentctx.cli.memory import memory_app
+from agentctx.cli.serve import serve
 from agentctx.cli.sessions import sessions_app
 
 app = typer.Typer(
@@ -67,6 +70,8 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(blobs_app, name="blobs")
 app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
+app.add_typer(keys_app, name="keys")
+app.command("serve")(serve)
 app.command("demo")(demo)
 
 

@@ -171,11 +171,13 @@ class SessionService:
         agent_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        search: str | None = None,
     ) -> Page[SessionInfo]:
         """Live sessions, oldest first, ``limit`` per page.
 
         ``user_id=None`` lists every user's sessions: an operator's view, which the
-        engine exposes separately from the user-scoped listing.
+        engine exposes separately from the user-scoped listing. ``search`` keeps the
+        sessions whose id or agent id contains it.
         """
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
@@ -187,6 +189,13 @@ class SessionService:
             query = query.where(sessions.c.user_id == user_id)
         if agent_id is not None:
             query = query.where(sessions.c.agent_id == agent_id)
+        if search:
+            query = query.where(
+                or_(
+                    sessions.c.session_id.contains(search, autoescape=True),
+                    sessions.c.agent_id.contains(search, autoescape=True),
+                )
+            )
         order = (sessions.c.created_at, sessions.c.user_id, sessions.c.session_id)
         if cursor is not None:
             query = query.where(tuple_(*order) > tuple_(*_decode_cursor(cursor)))
@@ -317,15 +326,17 @@ class SessionService:
             rows.reverse()
         return rows
 
-    def turns(self, user_id: str, session_id: str) -> list[TurnInfo]:
-        """The session's turns, oldest first."""
+    def turns(
+        self, user_id: str, session_id: str, turn_id: str | None = None
+    ) -> list[TurnInfo]:
+        """The session's turns (or the one named ``turn_id``), oldest first."""
         with self.db.read() as conn:
             if not repo.session_exists(conn, user_id, session_id, utcnow()):
                 self.audit.deny(
                     AuditRecord(action="turns_read", user_id=user_id, session_id=session_id),
                     SessionNotFound(session_id),
                 )
-            rows = repo.select_turns(conn, user_id, session_id)
+            rows = repo.select_turns(conn, user_id, session_id, turn_id)
         return [TurnInfo.model_validate(dict(row)) for row in rows]
 
     # Turns ------------------------------------------------------------------------------

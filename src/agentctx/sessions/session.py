@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentctx.context.task import TASK_STATE_KEY, ActiveTask, task_from_state
 from agentctx.context.window import ContextWindow
-from agentctx.errors import InvalidInput, TurnError
+from agentctx.errors import InvalidInput, TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.ids import new_id
 from agentctx.privacy.redactor import Redactor
@@ -106,6 +106,29 @@ class Session(EventRecorder):
         turn = self._begin_turn(request_id=request_id, author=author)
         turn._activate()
         return turn
+
+    def begin_turn(self, *, request_id: str | None = None, author: str | None = None) -> Turn:
+        """Begin a turn without making it the current turn of this context: for turns
+        that span calls (a REST client, another process). Write through the returned
+        turn (or ``open_turn(turn_id)`` later) and end it with ``turn.end(status)``."""
+        return self._begin_turn(request_id=request_id, author=author)
+
+    def turn_info(self, turn_id: str) -> TurnInfo:
+        """One turn of the session (``TurnNotFound`` for an unknown id)."""
+        found = self._service.turns(self.user_id, self.id, turn_id)
+        if not found:
+            raise TurnNotFound(f"no turn {turn_id!r} in session {self.id}")
+        return found[0]
+
+    def open_turn(self, turn_id: str) -> Turn:
+        """A handle on a turn begun elsewhere (``begin_turn``, another process) and
+        still open: events written through it carry its id. It is not made the current
+        turn of this context; end it with ``turn.end(status)``. ``TurnNotFound`` for an
+        unknown id, ``TurnError`` for an ended turn."""
+        info = self.turn_info(turn_id)
+        if info.status != "open":
+            raise TurnError(f"turn {turn_id} has ended ({info.status}); open a new turn")
+        return Turn(self, info.turn_id, info.request_id or info.turn_id, info.author)
 
     def _begin_turn(self, *, request_id: str | None, author: str | None) -> Turn:
         """Record a new turn (storage only; the caller activates it in its context)."""

@@ -379,14 +379,14 @@ def end_turn(
     return conn.execute(select(turns).where(key)).mappings().first()
 
 
-def select_turns(conn: Connection, user_id: str, session_id: str) -> list[RowMapping]:
-    """The turns of a session, oldest first."""
-    query = (
-        select(turns)
-        .where(turns.c.user_id == user_id, turns.c.session_id == session_id)
-        .order_by(turns.c.started_at, turns.c.turn_id)
-    )
-    return list(conn.execute(query).mappings())
+def select_turns(
+    conn: Connection, user_id: str, session_id: str, turn_id: str | None = None
+) -> list[RowMapping]:
+    """The turns of a session (or the one named ``turn_id``), oldest first."""
+    query = select(turns).where(turns.c.user_id == user_id, turns.c.session_id == session_id)
+    if turn_id is not None:
+        query = query.where(turns.c.turn_id == turn_id)
+    return list(conn.execute(query.order_by(turns.c.started_at, turns.c.turn_id)).mappings())
 
 
 def delete_rows(

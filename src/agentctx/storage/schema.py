@@ -603,6 +603,22 @@ memory_settings = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
+# API keys of the server (agentctx.server.auth): the secret is stored as its sha256 only.
+# Not user data: a key belongs to the operator who issued it, and ``users`` only names
+# whom it may act for.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("secret_hash", String(64), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("users", JsonColumn, nullable=False),
+    Column("scopes", JsonColumn, nullable=False),
+    Column("label", String(256), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
+
 MEMORY_TABLES: tuple[Table, ...] = (
     memory_sources,
     memory_history,
@@ -668,4 +684,5 @@ ALL_TABLES = (
     memory_history,
     memory_runs,
     memory_settings,
+    api_keys,
 )

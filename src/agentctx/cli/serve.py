@@ -1,0 +1,68 @@
+"""``agentctx serve``: the REST API and the web inspector on one engine.
+
+On the embedded default it needs nothing else; with ``--url postgresql://…`` any number
+of replicas can serve one database. When no API key exists yet, it issues an admin key
+and prints it with the inspector's address (the key goes after ``#``, which browsers
+never send to a server).
+"""
+
+from __future__ import annotations
+
+import typer
+from rich.markup import escape
+
+from agentctx.cli._common import fail, load, out, safe_url
+from agentctx.errors import AgentCtxError, MissingExtra
+
+
+def serve(  # noqa: PLR0917 - Typer options are parameters
+    ctx: typer.Context,
+    host: str | None = typer.Option(None, "--host", help="Default: server.host (127.0.0.1)."),
+    port: int | None = typer.Option(None, "--port", help="Default: server.port (8080)."),
+    demo: bool = typer.Option(
+        False, "--demo", help="Record the demo session first, so the inspector shows one."
+    ),
+    ui: bool = typer.Option(True, "--ui/--no-ui", help="Serve the web inspector at /ui."),
+    bootstrap_key: bool = typer.Option(
+        True,
+        "--bootstrap-key/--no-bootstrap-key",
+        help="Issue an admin key when none exists yet, and print it.",
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn's log level."),
+) -> None:
+    """Serve the REST API (OpenAPI at /openapi.json) and the web inspector (/ui)."""
+    try:
+        import uvicorn  # noqa: PLC0415
+
+        from agentctx.server.app import create_app  # noqa: PLC0415
+    except ImportError as exc:
+        fail(str(MissingExtra("server", exc.name or "fastapi")))
+    from agentctx.demo import DEMO_USER, run_demo  # noqa: PLC0415
+    from agentctx.engine import ContextEngine  # noqa: PLC0415
+    from agentctx.server.auth import ApiKeyStore  # noqa: PLC0415
+
+    settings = load(ctx)
+    config = settings.server.model_copy(
+        update={k: v for k, v in (("host", host), ("port", port), ("ui", ui)) if v is not None}
+    )
+    try:
+        engine = ContextEngine(settings=settings)
+    except AgentCtxError as exc:
+        fail(f"{exc} [{exc.code}]")
+    console = out()
+    if demo:
+        session = run_demo(engine, user_id=DEMO_USER)
+        console.print(f"recorded the demo session {session.id} for user {DEMO_USER}")
+    keys = ApiKeyStore(engine.db)
+    address = f"http://{config.host}:{config.port}"
+    console.print(f"agentctx on {escape(safe_url(engine.db.url))}, serving {address}")
+    if bootstrap_key and keys.empty():
+        key, token = keys.create(["*"], ["read", "write", "admin"], label="bootstrap")
+        console.print(f"no API keys yet: issued admin key {key.key_id} (shown only now):")
+        console.print(token, markup=False, soft_wrap=True)
+        if config.ui:
+            console.print(f"inspector: {address}/ui#key={token}", markup=False, soft_wrap=True)
+    elif config.ui:
+        console.print(f"inspector: {address}/ui (sign in with a key: agentctx keys create)")
+    app = create_app(engine, config, close_engine=True)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level)

@@ -1,0 +1,165 @@
+"""ASGI middleware: body size limit, Prometheus metrics and the access audit.
+
+Pure ASGI (not ``BaseHTTPMiddleware``) so streamed bodies are counted as they arrive
+and responses are not buffered.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import orjson
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from agentctx.server.errors import BodyTooLarge, error_body
+from agentctx.sessions.audit import AuditLog, AuditRecord
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# Routes that are not worth an audit record each: probes and metrics scrapes.
+_UNAUDITED = ("/healthz", "/readyz", "/metrics")
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's path template (``/v1/sessions/{session_id}``), else ``unmatched``."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+class BodyLimit:
+    """Refuse bodies over ``max_bytes`` with 413: by Content-Length before reading, and
+    by counting while reading when the length is not declared."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await _send_json(send, 413, error_body("body_too_large", self._message()))
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise BodyTooLarge(self._message())
+            return message
+
+        await self.app(scope, counted, send)
+
+    def _message(self) -> str:
+        return f"the request body is larger than {self.max_bytes} bytes"
+
+
+class Metrics:
+    """Request counts and latencies per route, for ``/metrics``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.requests = Counter(
+            "agentctx_http_requests",
+            "HTTP requests by route, method and status.",
+            ("route", "method", "status"),
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "agentctx_http_request_seconds",
+            "HTTP request latency by route.",
+            ("route", "method"),
+            registry=registry,
+            buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0),
+        )
+
+
+class Observe:
+    """Times each request, counts it, and writes the access audit record."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, audit: AuditLog) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.audit = audit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def observed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = route_template(scope)
+            method = scope["method"]
+            self.metrics.requests.labels(route, method, str(status)).inc()
+            self.metrics.latency.labels(route, method).observe(elapsed)
+            if scope["path"] not in _UNAUDITED and not scope["path"].startswith("/ui/static"):
+                record = _access_record(scope, route, status, elapsed)
+                await anyio.to_thread.run_sync(self.audit.record, record)
+
+
+def _access_record(scope: Scope, route: str, status: int, elapsed: float) -> AuditRecord:
+    """Who asked for what and how it went; ids and outcomes only, never content."""
+    state = scope.get("state") or {}
+    principal = state.get("principal")
+    params = scope.get("path_params") or {}
+    return AuditRecord(
+        action="http_access",
+        status="ok" if status < 400 else "denied" if status in (401, 403, 404) else "error",
+        user_id=state.get("user_id"),
+        session_id=params.get("session_id"),
+        duration_ms=round(elapsed * 1000, 3),
+        error_code=state.get("error_code") if status >= 400 else None,
+        meta={
+            "method": scope["method"],
+            "route": route,
+            "http_status": status,
+            "principal": getattr(principal, "subject", None),
+            "tenant": getattr(principal, "tenant", None),
+        },
+    )
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = orjson.dumps(body)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

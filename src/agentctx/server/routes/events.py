@@ -1,0 +1,134 @@
+"""Events and turns: append (one or a batch, idempotent), list, begin and end turns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+
+from agentctx.errors import InvalidInput
+from agentctx.events import Event, EventDraft, EventType
+from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
+from agentctx.server.schemas import EventAppend, EventBatch, TurnBegin, TurnEnd
+from agentctx.sessions import Page, Session, TurnInfo
+
+router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["events"])
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        max_length=200,
+        description="Retrying a request with the same key appends nothing twice: the "
+        "stored events are returned.",
+    ),
+]
+
+
+def _keyed(drafts: Sequence[EventDraft], key: str | None) -> list[EventDraft]:
+    """Give each draft without its own idempotency key one derived from the header's."""
+    if key is None:
+        return list(drafts)
+    keys = [key] if len(drafts) == 1 else [f"{key}:{i}" for i in range(len(drafts))]
+    return [
+        d if d.idempotency_key is not None else d.model_copy(update={"idempotency_key": k})
+        for d, k in zip(drafts, keys, strict=True)
+    ]
+
+
+def _append(
+    session: Session, drafts: list[EventDraft], turn_id: str | None, expected: int | None
+) -> list[Event]:
+    if turn_id is None:
+        return session.append(*drafts, expected_last_seq=expected)
+    return session.open_turn(turn_id).append(*drafts, expected_last_seq=expected)
+
+
+@router.post("/events", status_code=201, response_model=Event)
+def append_event(
+    session_id: str,
+    body: EventAppend,
+    user_id: WriteUser,
+    engine: Engine,
+    caller: Caller,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
+    """Append one event (in ``turn_id`` if given, else as a turn of its own)."""
+    session = load_session(engine, user_id, session_id)
+    drafts = _keyed([body.event], idempotency_key)
+    events = _append(session, drafts, body.turn_id, body.expected_last_seq)
+    return respond(caller, events[0], 201)
+
+
+@router.post("/events/batch", status_code=201, response_model=list[Event])
+def append_events(
+    session_id: str,
+    body: EventBatch,
+    user_id: WriteUser,
+    engine: Engine,
+    caller: Caller,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
+    """Append events all or nothing; ``Idempotency-Key: K`` keys them ``K:0``, ``K:1``…"""
+    session = load_session(engine, user_id, session_id)
+    drafts = _keyed(body.events, idempotency_key)
+    events = _append(session, drafts, body.turn_id, body.expected_last_seq)
+    return respond(caller, events, 201)
+
+
+@router.get("/events", response_model=Page[Event])
+def list_events(
+    session_id: str,
+    user_id: ReadUser,
+    engine: Engine,
+    caller: Caller,
+    after_seq: Annotated[int | None, Query(ge=0, description="Events after this seq.")] = None,
+    until_seq: Annotated[int | None, Query(ge=0, description="Up to this seq.")] = None,
+    turn_id: Annotated[str | None, Query(max_length=64)] = None,
+    type: Annotated[list[EventType] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(max_length=32, description="next_cursor.")] = None,
+) -> Response:
+    """A page of events in seq order; ``next_cursor`` continues after the last one."""
+    if cursor is not None:
+        if not cursor.isdigit():
+            raise InvalidInput(f"cursor must be a next_cursor value, got {cursor!r}")
+        after_seq = max(after_seq or 0, int(cursor))
+    session = load_session(engine, user_id, session_id)
+    events = session.events(
+        start_seq=(after_seq + 1) if after_seq is not None else None,
+        end_seq=until_seq,
+        turn_id=turn_id,
+        types=type,
+        limit=limit + 1,
+    )
+    more = len(events) > limit
+    items = events[:limit]
+    page = Page[Event](items=items, next_cursor=str(items[-1].seq) if more and items else None)
+    return respond(caller, page)
+
+
+@router.post("/turns", status_code=201, response_model=TurnInfo)
+def begin_turn(
+    session_id: str, body: TurnBegin, user_id: WriteUser, engine: Engine, caller: Caller
+) -> Response:
+    """Begin a turn; append events with its ``turn_id``, then end it."""
+    session = load_session(engine, user_id, session_id)
+    turn = session.begin_turn(request_id=body.request_id, author=body.author)
+    info = session.turn_info(turn.turn_id)
+    return respond(caller, info, 201)
+
+
+@router.post("/turns/{turn_id}/end", response_model=TurnInfo)
+def end_turn(
+    session_id: str,
+    turn_id: str,
+    body: TurnEnd,
+    user_id: WriteUser,
+    engine: Engine,
+    caller: Caller,
+) -> Response:
+    """End a turn (queues its turn-end work: compaction, summaries, memory extraction)."""
+    session = load_session(engine, user_id, session_id)
+    session.open_turn(turn_id).end(body.status)
+    return respond(caller, session.turn_info(turn_id))

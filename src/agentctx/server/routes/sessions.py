@@ -1,0 +1,126 @@
+"""Sessions: create, get, list, delete, and their state (compare-and-set by ETag)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+
+from agentctx.errors import InvalidInput
+from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
+from agentctx.server.errors import PreconditionRequired
+from agentctx.server.schemas import ID_PATTERN, SessionCreate, StateBody, StateUpdate
+from agentctx.sessions import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+SessionId = Annotated[str, "session id"]
+
+
+def etag(version: int) -> str:
+    """The ETag of a state version."""
+    return f'"{version}"'
+
+
+def parse_if_match(value: str | None) -> int:
+    """The state version an ``If-Match`` header names (428 when absent)."""
+    if value is None:
+        raise PreconditionRequired('this write is a compare-and-set: send If-Match: "<version>"')
+    tag = value.strip().removeprefix("W/").strip('"')
+    if not tag.isdigit():
+        raise InvalidInput(f'If-Match must name a state version like "3", got {value!r}')
+    return int(tag)
+
+
+@router.post("", status_code=201, response_model=SessionInfo)
+def create_session(
+    body: SessionCreate, user_id: WriteUser, engine: Engine, caller: Caller
+) -> Response:
+    """Create a session for the user."""
+    session = engine.create_session(
+        user_id,
+        body.agent_id,
+        session_id=body.session_id,
+        state=body.state,
+        ttl=timedelta(seconds=body.ttl_seconds) if body.ttl_seconds is not None else None,
+        config=body.config,
+        metadata=body.metadata,
+    )
+    info = session.info
+    return respond(caller, info, 201, ETag=etag(info.state_version))
+
+
+@router.get("", response_model=Page[SessionInfo])
+def list_sessions(
+    user_id: ReadUser,
+    engine: Engine,
+    caller: Caller,
+    agent_id: Annotated[str | None, Query(max_length=128)] = None,
+    search: Annotated[str | None, Query(max_length=128, description="Part of an id.")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> Response:
+    """A page of the user's live sessions, oldest first."""
+    page = engine.list_sessions(
+        user_id, agent_id=agent_id, limit=limit, cursor=cursor, search=search
+    )
+    return respond(caller, page)
+
+
+@router.get("/{session_id}", response_model=SessionInfo)
+def get_session(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+    """One session (404 for another user's, exactly as for a missing one)."""
+    info = load_session(engine, user_id, session_id).info
+    return respond(caller, info, ETag=etag(info.state_version))
+
+
+@router.delete("/{session_id}", response_model=DeleteReport)
+def delete_session(session_id: str, user_id: WriteUser, engine: Engine, caller: Caller) -> Response:
+    """Delete the session and everything derived from it."""
+    load_session(engine, user_id, session_id)
+    return respond(caller, engine.delete_session(session_id, user_id))
+
+
+@router.get("/{session_id}/state", response_model=StateBody)
+def get_state(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+    """The session state; its ETag is the version a change must name in If-Match."""
+    info = load_session(engine, user_id, session_id).info
+    body = StateBody(state=info.state, state_version=info.state_version)
+    return respond(caller, body, ETag=etag(info.state_version))
+
+
+@router.patch(
+    "/{session_id}/state",
+    response_model=StateBody,
+    responses={412: {"description": "the state moved on"}, 428: {"description": "no If-Match"}},
+)
+def update_state(
+    session_id: str,
+    body: StateUpdate,
+    user_id: WriteUser,
+    engine: Engine,
+    caller: Caller,
+    if_match: Annotated[str | None, Header(description='"<state_version>"')] = None,
+) -> Response:
+    """Compare-and-set the state: 412 ``stale_session`` when another write got there first."""
+    expected = parse_if_match(if_match)
+    session = load_session(engine, user_id, session_id)
+    state = session.update_state(body.changes, expected_version=expected, replace=body.replace)
+    version = session.state_version
+    return respond(caller, StateBody(state=state, state_version=version), ETag=etag(version))
+
+
+@router.get("/{session_id}/verify", response_model=VerifyReport)
+def verify_session(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+    """Check the session's hash chain."""
+    return respond(caller, engine.verify(session_id, user_id))
+
+
+@router.get("/{session_id}/turns", response_model=list[TurnInfo])
+def list_turns(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+    """The session's turns, oldest first."""
+    return respond(caller, load_session(engine, user_id, session_id).turns())
+
+
+__all__ = ["ID_PATTERN", "etag", "parse_if_match", "router"]

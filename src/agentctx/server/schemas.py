@@ -1,0 +1,158 @@
+"""Request and response bodies of the REST API that are not engine records already."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentctx.context import ContextReport
+from agentctx.events import EventDraft, EventType
+from agentctx.memory import Memory, MemoryKind
+
+Scope = Literal["read", "write", "admin"]
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionCreate(_Body):
+    """``POST /v1/sessions``."""
+
+    agent_id: str = Field(default="default", min_length=1, max_length=128)
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    state: dict[str, Any] | None = None
+    ttl_seconds: float | None = Field(default=None, gt=0)
+    config: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class StateUpdate(_Body):
+    """``PATCH /v1/sessions/{id}/state``: merged into the state (or replacing it)."""
+
+    changes: dict[str, Any]
+    replace: bool = False
+
+
+class StateBody(BaseModel):
+    """A session's state and the version an ``If-Match`` must name to change it."""
+
+    state: dict[str, Any]
+    state_version: int
+
+
+class EventAppend(_Body):
+    """``POST /v1/sessions/{id}/events``: one event."""
+
+    event: EventDraft
+    turn_id: str | None = Field(default=None, max_length=64)
+    expected_last_seq: int | None = Field(default=None, ge=0)
+
+
+class EventBatch(_Body):
+    """``POST /v1/sessions/{id}/events/batch``: events appended all or nothing."""
+
+    events: list[EventDraft] = Field(min_length=1, max_length=1000)
+    turn_id: str | None = Field(default=None, max_length=64)
+    expected_last_seq: int | None = Field(default=None, ge=0)
+
+
+class TurnBegin(_Body):
+    """``POST /v1/sessions/{id}/turns``."""
+
+    request_id: str | None = Field(default=None, max_length=128)
+    author: str | None = Field(default=None, max_length=128)
+
+
+class TurnEnd(_Body):
+    """``POST /v1/sessions/{id}/turns/{turn_id}/end``."""
+
+    status: Literal["ok", "error", "abandoned"] = "ok"
+
+
+class ContextRequest(_Body):
+    """``POST /v1/sessions/{id}/context``: what ``session.build_context`` takes."""
+
+    query: str | None = Field(default=None, max_length=100_000)
+    budget: int = Field(default=4000, ge=1, le=2_000_000)
+    strategy: Literal["full", "compressed", "adaptive", "semantic"] | None = None
+    budget_split: dict[str, float] | None = None
+    system_prompt: str | None = Field(default=None, max_length=1_000_000)
+    config: dict[str, Any] | None = None
+    restore_images: list[str] = Field(default_factory=list, max_length=100)
+    format: Literal["openai", "anthropic"] = "openai"
+
+
+class ContextBody(BaseModel):
+    """A built window: messages in the requested format, tokens and the report."""
+
+    messages: list[dict[str, Any]]
+    system: list[dict[str, Any]] | None = Field(
+        default=None, description="Anthropic format only: the system blocks."
+    )
+    tokens: int
+    report: ContextReport
+
+
+class EventTypes(BaseModel):
+    """The event types a listing may filter by."""
+
+    types: list[EventType]
+
+
+class MemoryCreate(_Body):
+    """``POST /v1/memories``: a memory added by hand (consolidated like extracted ones)."""
+
+    content: str = Field(min_length=1, max_length=4000)
+    kind: MemoryKind = MemoryKind.FACT
+    subject: str | None = Field(default=None, max_length=256)
+    data: dict[str, Any] | None = None
+    keywords: list[str] = Field(default_factory=list, max_length=50)
+    confidence: float = Field(default=0.9, ge=0.0, le=1.0)
+    agent_id: str | None = Field(default=None, max_length=128)
+    session_id: str | None = Field(default=None, max_length=128)
+
+
+class MemoryPatch(_Body):
+    """``PATCH /v1/memories/{id}`` (``If-Match`` names the version, for compare-and-set)."""
+
+    content: str | None = Field(default=None, min_length=1, max_length=4000)
+    data: dict[str, Any] | None = None
+    keywords: list[str] | None = Field(default=None, max_length=50)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    tainted: bool | None = None
+    reason: str = Field(default="updated", max_length=256)
+
+
+class MemoryList(BaseModel):
+    """A page of memories."""
+
+    items: list[Memory]
+    next_offset: int | None = None
+
+
+class OptOut(_Body):
+    """``PUT /v1/memory-settings``."""
+
+    declarative_opt_out: bool
+
+
+def _default_scopes() -> list[Scope]:
+    return ["read", "write"]
+
+
+class KeyCreate(_Body):
+    """``POST /v1/admin/keys``."""
+
+    users: list[str] = Field(default_factory=list, max_length=1000)
+    scopes: list[Scope] = Field(default_factory=_default_scopes, min_length=1)
+    label: str | None = Field(default=None, max_length=256)
+
+
+class Health(BaseModel):
+    """``/healthz`` and ``/readyz``."""
+
+    status: Literal["ok", "unavailable"]
+    detail: str | None = None
