@@ -101,11 +101,24 @@ class Observe:
             return
         started = time.perf_counter()
         status = 500
+        audited = False
+
+        async def audit(status: int) -> None:
+            nonlocal audited
+            if audited or scope["path"] in _UNAUDITED or scope["path"].startswith("/ui/static"):
+                return
+            audited = True
+            elapsed = time.perf_counter() - started
+            record = _access_record(scope, route_template(scope), status, elapsed)
+            await anyio.to_thread.run_sync(self.audit.record, record)
 
         async def observed(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                # Committed before the client sees the answer: no response without its
+                # audit record, even if the process dies right after.
+                await audit(status)
             await send(message)
 
         try:
@@ -116,9 +129,7 @@ class Observe:
             method = scope["method"]
             self.metrics.requests.labels(route, method, str(status)).inc()
             self.metrics.latency.labels(route, method).observe(elapsed)
-            if scope["path"] not in _UNAUDITED and not scope["path"].startswith("/ui/static"):
-                record = _access_record(scope, route, status, elapsed)
-                await anyio.to_thread.run_sync(self.audit.record, record)
+            await audit(status)  # no response was started (the app failed before)
 
 
 def _access_record(scope: Scope, route: str, status: int, elapsed: float) -> AuditRecord:
