@@ -62,6 +62,7 @@ PUBLIC_API = [
     "Redacted",
     "RedactionRequired",
     "Redactor",
+    "RemoteEngine",
     "Role",
     "Session",
     "SessionExists",

@@ -5,6 +5,8 @@ durable, ordered, tamper-evident event log per session and builds the context
 window for each model call. See ``ContextEngine`` to start.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from agentctx.agents import AgentConfig
 from agentctx.aio import AsyncContextEngine, AsyncSession, AsyncTurn
 from agentctx.config import Settings
@@ -71,7 +73,20 @@ from agentctx.tokens import (
     messages_tokens,
 )
 
+if TYPE_CHECKING:
+    from agentctx.client import RemoteEngine
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``RemoteEngine`` needs httpx (the ``client`` extra): imported on first use."""
+    if name == "RemoteEngine":
+        from agentctx.client import RemoteEngine  # noqa: PLC0415
+
+        return RemoteEngine
+    raise AttributeError(f"module 'agentctx' has no attribute {name!r}")
+
 
 __all__ = [
     "ActiveTask",
@@ -120,6 +135,7 @@ __all__ = [
     "Redacted",
     "RedactionRequired",
     "Redactor",
+    "RemoteEngine",
     "Role",
     "Session",
     "SessionExists",

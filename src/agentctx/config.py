@@ -15,6 +15,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agentctx.cache.config import CacheConfig
 from agentctx.compaction.fold.config import FoldConfig
 from agentctx.compaction.reflection import ReflectionConfig
 from agentctx.compaction.thread import ThreadSummaryConfig
@@ -23,6 +24,7 @@ from agentctx.compaction.topics.config import TopicArchiveConfig
 from agentctx.compaction.visual.config import VisualConfig
 from agentctx.context.config import ContextConfig
 from agentctx.errors import ConfigError
+from agentctx.hitl.config import HitlConfig
 from agentctx.llm.config import LLMConfig
 from agentctx.llm.embeddings import EmbeddingConfig
 from agentctx.memory.config import MemoryConfig
@@ -133,6 +135,17 @@ class Settings(BaseSettings):
         default_factory=MemoryConfig,
         description="Long-term memory (seed 003): extraction after each turn, "
         "consolidation, trust rules and the ## Memory (Verified) block of windows.",
+    )
+    cache: CacheConfig = Field(
+        default_factory=CacheConfig,
+        description="Optional Redis hot cache in front of the database (recent events of "
+        "active sessions, memories), checked against the database's seq and versions; "
+        "url=None: off.",
+    )
+    hitl: HitlConfig = Field(
+        default_factory=HitlConfig,
+        description="Human in the loop (seed 003 8.1.5): the triggers that mark a session "
+        "as needing a human, and the windows kept for repro packages.",
     )
     server: ServerConfig = Field(
         default_factory=ServerConfig,

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import text
 
 from agentctx.agents import AgentConfig, AgentRegistry
+from agentctx.cache import HotCache, build_cache
 from agentctx.compaction.fold import FOLD_JOB, EventFolder
 from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
@@ -29,6 +30,7 @@ from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart
+from agentctx.hitl import install_hitl
 from agentctx.jobs import Job, JobQueue
 from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import embedder_from_config
@@ -42,6 +44,7 @@ from agentctx.sessions.redaction import ScopedRedactors, session_allow_list
 from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
+from agentctx.sessions.turns import current_turn
 from agentctx.sessions.writer import EventWriter, TurnCondition
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
@@ -124,6 +127,9 @@ class ContextEngine:
             preview_chars=s.blob_preview_chars,
             dedup=s.visual.dedup,
         )
+        # Optional Redis hot cache in front of the database (recent events, memories);
+        # the no-op cache unless `cache.url` is set.
+        self.cache: HotCache = build_cache(s.cache)
         self._service = SessionService(
             self.db,
             preparer=preparer,
@@ -133,6 +139,7 @@ class ContextEngine:
             jobs=self.jobs,
             redactor=self.redactor,
             session_ttl=s.session_ttl,
+            cache=self.cache,
         )
         self._retention = Retention(self._service, audit_retention=s.audit_retention)
         self._counters: dict[str, TokenCounter] = {}
@@ -217,8 +224,12 @@ class ContextEngine:
             llm=fast_llm,
             on_llm_failure=self._llm_failed,
         )
+        self.memory.use_cache(self.cache)
         if s.memory.enabled:
             self.on_turn_end(MEMORY_JOB, self.memory.on_turn_end)
+        # Human in the loop (seed 003 8.1.5): triggers evaluated after turns that could
+        # fire one; flags, resolutions and repro packages.
+        self.hitl = install_hitl(self, s.hitl)
         summary_sources: list[SummarySource] = []
         if s.topics.enabled:
             summary_sources.append(self.topics)
@@ -308,7 +319,9 @@ class ContextEngine:
 
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
-        return self._retention.delete(user_id, session_id)
+        report = self._retention.delete(user_id, session_id)
+        self.cache.drop_session(user_id, session_id)
+        return report
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
         """Check a session's hash chain; the report names the first bad seq."""
@@ -369,8 +382,14 @@ class ContextEngine:
         budget_split: dict[str, float] | None = None,
         system_prompt: str | None = None,
         config: dict[str, Any] | None = None,
+        turn_id: str | None = None,
     ) -> ContextWindow:
-        """The window for a session (``Session.build_context`` is the usual way in)."""
+        """The window for a session (``Session.build_context`` is the usual way in).
+
+        A window built inside a turn (the current one, or ``turn_id``) is the one sent to
+        the model for it: it is kept (one upsert, the last per turn) for the turn's repro
+        package (``engine.hitl.repro``).
+        """
         agent = self.agents.get(info.agent_id)
         overrides: dict[str, Any] = dict(config or {})
         if strategy is not None:
@@ -387,7 +406,7 @@ class ContextEngine:
             # Seed 001: when the unarchived messages would take more than the threshold of
             # this window, archive before building it (blocking, but the window needs it).
             self.topics.maybe_archive(info.user_id, info.session_id, context_limit=budget)
-        return self.context_builder.build(
+        window = self.context_builder.build(
             user_id=info.user_id,
             session_id=info.session_id,
             agent_id=info.agent_id,
@@ -397,6 +416,28 @@ class ContextEngine:
             budget=budget,
             system_prompt=prompt,
         )
+        if turn_id is None:
+            turn = current_turn(info.user_id, info.session_id)
+            turn_id = turn.turn_id if turn is not None else None
+        if turn_id is not None and self.settings.hitl.record_windows:
+            self.hitl.record_window(
+                info.user_id,
+                info.session_id,
+                turn_id,
+                query=query,
+                budget=budget,
+                strategy=window.report.strategy,
+                messages=window.messages,
+                tokens=window.tokens,
+                report=window.report,
+                redactor=self._redactors.allowing(
+                    (
+                        *(agent.pii_allow_list if agent is not None else ()),
+                        *session_allow_list(info.config),
+                    )
+                ),
+            )
+        return window
 
     def _llm_failed(self, user_id: str, session_id: str, job: str, exc: Exception) -> None:
         """Record in the session's log that a model failed and the offline method stood in.
@@ -508,6 +549,7 @@ class ContextEngine:
     def close(self) -> None:
         """Stop background work and close database connections."""
         self.jobs.stop_worker()
+        self.cache.close()
         self.db.dispose()
 
     def __enter__(self) -> ContextEngine:

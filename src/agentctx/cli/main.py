@@ -1,8 +1,8 @@
 """The ``agentctx`` command: global options and the command groups.
 
 ``agentctx [--url URL] [--home DIR] COMMAND …``; each group lives in a module of
-its own (``db``, ``sessions``, ``blobs``, ``memory``, ``keys``, ``serve``, ``demo``,
-``bench``).
+its own (``db``, ``sessions``, ``blobs``, ``memory``, ``keys``, ``serve``, ``mcp``,
+``demo``, ``bench``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from agentctx.cli.blobs import blobs_app
 from agentctx.cli.db import db_app
 from agentctx.cli.demo import demo
 from agentctx.cli.keys import keys_app
+from agentctx.cli.mcp import mcp
 from agentctx.cli.memory import memory_app
 from agentctx.cli.serve import serve
 from agentctx.cli.sessions import sessions_app
@@ -72,6 +73,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
 app.add_typer(keys_app, name="keys")
 app.command("serve")(serve)
+app.command("mcp")(mcp)
 app.command("demo")(demo)
 
 

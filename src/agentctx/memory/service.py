@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
+from agentctx.cache.base import HotCache, NullCache
+from agentctx.cache.memories import MemoryReads
 from agentctx.context.sources import MemoryItem
 from agentctx.errors import InvalidInput, StaleMemory
 from agentctx.events import Event, utcnow
 from agentctx.jobs import Job
+from agentctx.jsonvalue import check_json
 from agentctx.memory import store
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
@@ -73,17 +76,25 @@ class MemoryService:
         index: MemoryIndex | None,
         extractors: Sequence[tuple[str, frozenset[MemoryKind], Extractor]] = (),
         model: str | None = None,
+        cache: HotCache | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
         self.config = config
         self.index = index
+        self.use_cache(cache or NullCache())
         # (extractor version, kinds it proposes, function)
         self.extractors = builtins.list(extractors)
         self.model = model
         self.consolidator = Consolidator(
             db, config=config, similar=self._similar if index is not None else None
         )
+
+    def use_cache(self, cache: HotCache) -> None:
+        """Serve list and search reads through ``cache`` (agentctx.cache), keyed by the
+        user's memory generation read fresh from the database."""
+        self.cache = cache
+        self._hot = MemoryReads(cache, self.db, self.index)
 
     @property
     def max_tokens(self) -> int | None:
@@ -152,9 +163,14 @@ class MemoryService:
         if agent_id is not None:
             query = query.where(memories.c.agent_id == agent_id)
         query = query.order_by(memories.c.updated_at.desc(), memories.c.memory_id)
-        with self.db.read() as conn:
-            ids = builtins.list(conn.execute(query.limit(limit).offset(offset)).scalars())
-            return store.load(conn, user_id, ids)
+
+        def read() -> Memories:
+            with self.db.read() as conn:
+                ids = builtins.list(conn.execute(query.limit(limit).offset(offset)).scalars())
+                return store.load(conn, user_id, ids)
+
+        args = {"kinds": sorted(map(str, kinds or ())), "status": status, "agent_id": agent_id}
+        return self._hot.cached_list(user_id, {**args, "limit": limit, "offset": offset}, read)
 
     def update(
         self,
@@ -188,6 +204,7 @@ class MemoryService:
             values["tainted"] = tainted
         if not values:
             raise InvalidInput("nothing to update")
+        check_json({**values, "reason": reason}, where="memory")
         self._write(
             user_id,
             memory_id,
@@ -213,6 +230,7 @@ class MemoryService:
         )
         if self.index is not None:
             self.index.remove([memory_id])
+        self.cache.drop_memories(user_id)  # the generation moved anyway; free the space
         return self.get(user_id, memory_id)
 
     def history(self, user_id: str, memory_id: str) -> Changes:
@@ -284,6 +302,7 @@ class MemoryService:
             counts = store.purge_user(conn, user_id)
         if self.index is not None and ids:
             self.index.remove(ids)
+        self.cache.drop_user(user_id)  # nothing of the user may stay readable in the cache
         return counts
 
     def purge_expired(self, now: datetime | None = None) -> int:
@@ -320,8 +339,15 @@ class MemoryService:
         if self.index is None:
             raise InvalidInput("memory search needs the memory index")
         kind_values = [MemoryKind(k) for k in kinds] if kinds else None
-        return self.index.search(
-            user_id, query, kinds=kind_values, agent_id=agent_id, filters=filters, limit=limit
+        index = self.index
+        args = {"query": query, "kinds": kind_values, "agent_id": agent_id, "filters": filters}
+        return self._hot.cached_search(
+            user_id,
+            {**args, "limit": limit},
+            lambda: index.search(
+                user_id, query, kinds=kind_values, agent_id=agent_id, filters=filters, limit=limit
+            ),
+            index=index,
         )
 
     def verified(
@@ -502,6 +528,10 @@ def _run_key(user_id: str, session_id: str, version: str, kind: MemoryKind) -> s
 
 
 def _candidate(**values: Any) -> MemoryCandidate:
+    check_json(
+        {k: values.get(k) for k in ("content", "subject", "data", "keywords", "agent_id")},
+        where="memory",
+    )
     try:
         return MemoryCandidate.model_validate(values)
     except Exception as exc:

@@ -20,7 +20,16 @@ from agentctx.server.auth.jwt import JwtVerifier
 from agentctx.server.config import ServerConfig
 from agentctx.server.errors import install_error_handlers
 from agentctx.server.middleware import BodyLimit, Metrics, Observe
-from agentctx.server.routes import admin, blobs, context, events, health, memory, sessions
+from agentctx.server.routes import (
+    admin,
+    blobs,
+    context,
+    events,
+    health,
+    hitl,
+    memory,
+    sessions,
+)
 
 
 def build_authenticator(engine: ContextEngine, config: ServerConfig) -> Authenticator:
@@ -64,8 +73,9 @@ def create_app(
     app.state.authenticator = build_authenticator(engine, config)
     app.state.metrics = Metrics(CollectorRegistry())
     install_error_handlers(app)
-    for module in (health, sessions, events, context, blobs, memory, admin):
+    for module in (health, sessions, events, context, blobs, memory, hitl, admin):
         app.include_router(module.router)
+    app.include_router(sessions.me_router)
     if config.ui:
         from agentctx.server.ui import mount_inspector  # noqa: PLC0415
 

@@ -56,18 +56,10 @@ class PreconditionRequired(AgentCtxError):
     code = "precondition_required"
 
 
-class BodyTooLarge(AgentCtxError):
-    """The request body is larger than the server accepts."""
-
-    code = "body_too_large"
-
-
 def status_of(error: AgentCtxError) -> int:
     """The HTTP status an agentctx error maps to."""
     if isinstance(error, PreconditionRequired):
         return 428
-    if isinstance(error, BodyTooLarge):
-        return 413
     return next((status for cls, status in _STATUS if isinstance(error, cls)), 400)
 
 

@@ -14,7 +14,7 @@ import anyio
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from agentctx.server.errors import BodyTooLarge, error_body
+from agentctx.server.errors import error_body
 from agentctx.sessions.audit import AuditLog, AuditRecord
 
 Scope = MutableMapping[str, Any]
@@ -36,7 +36,7 @@ def route_template(scope: Scope) -> str:
 
 class BodyLimit:
     """Refuse bodies over ``max_bytes`` with 413: by Content-Length before reading, and
-    by counting while reading when the length is not declared."""
+    by counting while reading when the length is not declared (chunked)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -47,21 +47,31 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _send_json(send, 413, error_body("body_too_large", self._message()))
+        if declared is not None and declared.isdigit():
+            if int(declared) > self.max_bytes:
+                await _send_json(send, 413, error_body("body_too_large", self._message()))
+                return
+            await self.app(scope, receive, send)  # the server enforces a declared length
             return
+        # No declared length (chunked): read it here, up to the limit, then hand it on.
+        # Routes parse whole JSON bodies anyway, so buffering costs nothing extra.
+        chunks: list[bytes] = []
         seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLarge(self._message())
-            return message
-
-        await self.app(scope, counted, send)
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message]), send)
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                await _send_json(send, 413, error_body("body_too_large", self._message()))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([body], receive), send)
 
     def _message(self) -> str:
         return f"the request body is larger than {self.max_bytes} bytes"
@@ -152,6 +162,20 @@ def _access_record(scope: Scope, route: str, status: int, elapsed: float) -> Aud
             "tenant": getattr(principal, "tenant", None),
         },
     )
+
+
+def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
+    """A ``receive`` that gives ``messages`` first, then defers to ``then``."""
+    pending = list(messages)
+
+    async def receive() -> Message:
+        if pending:
+            return pending.pop(0)
+        if then is not None:
+            return await then()
+        return {"type": "http.disconnect"}
+
+    return receive
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -14,11 +14,13 @@ Scope = Literal["read", "write", "admin"]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 
 
-class _Body(BaseModel):
+class Body(BaseModel):
+    """A request body: unknown fields are refused."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class SessionCreate(_Body):
+class SessionCreate(Body):
     """``POST /v1/sessions``."""
 
     agent_id: str = Field(default="default", min_length=1, max_length=128)
@@ -29,11 +31,14 @@ class SessionCreate(_Body):
     metadata: dict[str, Any] | None = None
 
 
-class StateUpdate(_Body):
+class StateUpdate(Body):
     """``PATCH /v1/sessions/{id}/state``: merged into the state (or replacing it)."""
 
     changes: dict[str, Any]
     replace: bool = False
+    turn_id: str | None = Field(
+        default=None, max_length=64, description="Record the state_delta in this open turn."
+    )
 
 
 class StateBody(BaseModel):
@@ -43,7 +48,7 @@ class StateBody(BaseModel):
     state_version: int
 
 
-class EventAppend(_Body):
+class EventAppend(Body):
     """``POST /v1/sessions/{id}/events``: one event."""
 
     event: EventDraft
@@ -51,7 +56,7 @@ class EventAppend(_Body):
     expected_last_seq: int | None = Field(default=None, ge=0)
 
 
-class EventBatch(_Body):
+class EventBatch(Body):
     """``POST /v1/sessions/{id}/events/batch``: events appended all or nothing."""
 
     events: list[EventDraft] = Field(min_length=1, max_length=1000)
@@ -59,20 +64,20 @@ class EventBatch(_Body):
     expected_last_seq: int | None = Field(default=None, ge=0)
 
 
-class TurnBegin(_Body):
+class TurnBegin(Body):
     """``POST /v1/sessions/{id}/turns``."""
 
     request_id: str | None = Field(default=None, max_length=128)
     author: str | None = Field(default=None, max_length=128)
 
 
-class TurnEnd(_Body):
+class TurnEnd(Body):
     """``POST /v1/sessions/{id}/turns/{turn_id}/end``."""
 
     status: Literal["ok", "error", "abandoned"] = "ok"
 
 
-class ContextRequest(_Body):
+class ContextRequest(Body):
     """``POST /v1/sessions/{id}/context``: what ``session.build_context`` takes."""
 
     query: str | None = Field(default=None, max_length=100_000)
@@ -83,6 +88,12 @@ class ContextRequest(_Body):
     config: dict[str, Any] | None = None
     restore_images: list[str] = Field(default_factory=list, max_length=100)
     format: Literal["openai", "anthropic"] = "openai"
+    turn_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The turn the window is built for: kept as that turn's window for "
+        "its repro package.",
+    )
 
 
 class ContextBody(BaseModel):
@@ -102,7 +113,7 @@ class EventTypes(BaseModel):
     types: list[EventType]
 
 
-class MemoryCreate(_Body):
+class MemoryCreate(Body):
     """``POST /v1/memories``: a memory added by hand (consolidated like extracted ones)."""
 
     content: str = Field(min_length=1, max_length=4000)
@@ -115,7 +126,7 @@ class MemoryCreate(_Body):
     session_id: str | None = Field(default=None, max_length=128)
 
 
-class MemoryPatch(_Body):
+class MemoryPatch(Body):
     """``PATCH /v1/memories/{id}`` (``If-Match`` names the version, for compare-and-set)."""
 
     content: str | None = Field(default=None, min_length=1, max_length=4000)
@@ -133,7 +144,7 @@ class MemoryList(BaseModel):
     next_offset: int | None = None
 
 
-class OptOut(_Body):
+class OptOut(Body):
     """``PUT /v1/memory-settings``."""
 
     declarative_opt_out: bool
@@ -143,7 +154,7 @@ def _default_scopes() -> list[Scope]:
     return ["read", "write"]
 
 
-class KeyCreate(_Body):
+class KeyCreate(Body):
     """``POST /v1/admin/keys``."""
 
     users: list[str] = Field(default_factory=list, max_length=1000)
@@ -156,3 +167,13 @@ class Health(BaseModel):
 
     status: Literal["ok", "unavailable"]
     detail: str | None = None
+
+
+class Me(BaseModel):
+    """``GET /v1/me``: who the caller is and whom it may act for."""
+
+    subject: str
+    tenant: str
+    users: list[str] = Field(description='The users it acts for ("*": any user).')
+    scopes: list[Scope]
+    is_admin: bool

@@ -17,6 +17,8 @@ from sqlalchemy import or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx import jsonvalue
+from agentctx.cache.base import HotCache, NullCache
+from agentctx.cache.events import cached_events
 from agentctx.errors import (
     BlobNotFound,
     ImageExpired,
@@ -61,8 +63,11 @@ class SessionService:
         jobs: JobQueue,
         redactor: Redactor,
         session_ttl: timedelta | None,
+        cache: HotCache | None = None,
     ) -> None:
         self.db = db
+        # Hot cache of events (agentctx.cache); the no-op cache when none is configured.
+        self.cache: HotCache = cache if cache is not None else NullCache()
         self.preparer = preparer
         self.writer = writer
         self.audit = audit_log
@@ -301,6 +306,23 @@ class SessionService:
             raise InvalidInput("give limit or last, not both")
         type_names = [str(t) for t in types] if types else None
         now = utcnow()
+        if self.cache.enabled and turn_id is None and not type_names:
+            # Hot cache: a seq-range read validated by the session head (agentctx.cache);
+            # None leaves the read (and a missing session's denial) to the database.
+            hot = cached_events(
+                self.cache,
+                self.db,
+                user_id,
+                session_id,
+                start_seq=start_seq,
+                end_seq=end_seq,
+                limit=limit,
+                last=last,
+                seqs=seqs,
+                now=now,
+            )
+            if hot is not None:
+                return hot
         with self.db.read() as conn:
             rows = repo.select_events(
                 conn,
@@ -326,9 +348,7 @@ class SessionService:
             rows.reverse()
         return rows
 
-    def turns(
-        self, user_id: str, session_id: str, turn_id: str | None = None
-    ) -> list[TurnInfo]:
+    def turns(self, user_id: str, session_id: str, turn_id: str | None = None) -> list[TurnInfo]:
         """The session's turns (or the one named ``turn_id``), oldest first."""
         with self.db.read() as conn:
             if not repo.session_exists(conn, user_id, session_id, utcnow()):

@@ -204,15 +204,17 @@ class Session(EventRecorder):
         *,
         expected_version: int | None = None,
         replace: bool = False,
+        turn_id: str | None = None,
     ) -> dict[str, Any]:
         """Compare-and-set the state: merge ``changes`` (or replace the state with them).
 
         The write names the version it read: ``expected_version`` if given, otherwise the
         version this handle last saw. If another writer got there first, ``StaleSession``
-        is raised and nothing changes. The change is also recorded as a ``state_delta`` event.
+        is raised and nothing changes. The change is also recorded as a ``state_delta`` event,
+        in the current turn or the open turn ``turn_id``.
         """
         expected = self.state_version if expected_version is None else expected_version
-        turn = current_turn(self.user_id, self.id)
+        turn = current_turn(self.user_id, self.id) if turn_id is None else self.open_turn(turn_id)
         state, version, event = self._service.update_state(
             self.user_id,
             self.id,
@@ -246,6 +248,7 @@ class Session(EventRecorder):
         system_prompt: str | None = None,
         config: dict[str, Any] | None = None,
         restore_images: Sequence[str] = (),
+        turn_id: str | None = None,
     ) -> ContextWindow:
         """The context window for the next model call, within ``budget`` tokens.
 
@@ -255,7 +258,8 @@ class Session(EventRecorder):
         settings for this call; ``system_prompt`` overrides the agent's system prompt.
         The session state is re-read, so the active task is current. ``restore_images``:
         image ids shown in full although visual compaction replaced them with
-        ``[Visual_Placeholder: …]``.
+        ``[Visual_Placeholder: …]``. ``turn_id``: the open turn the window is for, when it
+        is not the current one (the window is kept for that turn's repro package).
         """
         self.refresh()
         if restore_images:
@@ -268,6 +272,7 @@ class Session(EventRecorder):
             budget_split=budget_split,
             system_prompt=system_prompt,
             config=config,
+            turn_id=turn_id,
         )
 
     @property

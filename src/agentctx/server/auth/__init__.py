@@ -2,7 +2,13 @@
 
 from agentctx.server.auth.authenticator import Authenticator
 from agentctx.server.auth.keys import ANY_USER, DEFAULT_TENANT, SCOPES, ApiKey, ApiKeyStore
-from agentctx.server.auth.principal import Forbidden, Principal, Unauthenticated, UserNotFound
+from agentctx.server.auth.principal import (
+    Forbidden,
+    Principal,
+    Unauthenticated,
+    UserNotFound,
+    UserRequired,
+)
 
 __all__ = [
     "ANY_USER",
@@ -15,4 +21,5 @@ __all__ = [
     "Principal",
     "Unauthenticated",
     "UserNotFound",
+    "UserRequired",
 ]

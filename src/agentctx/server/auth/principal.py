@@ -19,6 +19,12 @@ class UserNotFound(NotFound):
     code = "user_not_found"
 
 
+class UserRequired(InvalidInput):
+    """The caller acts for several users and the request did not say which."""
+
+    code = "user_required"
+
+
 class Forbidden(AgentCtxError):
     """The caller is authenticated but lacks the scope this route needs."""
 
@@ -63,7 +69,7 @@ class Principal:
         if user_id is None:
             named = [u for u in self.users if u != ANY_USER]
             if len(named) != 1 or ANY_USER in self.users:
-                raise InvalidInput("user_id is required: this caller acts for several users")
+                raise UserRequired("user_id is required: this caller acts for several users")
             user_id = named[0]
         if not user_id or "/" in user_id or not self.may_act_for(user_id):
             raise UserNotFound(f"no user {user_id!r}")

@@ -26,6 +26,7 @@ def build_context(
         system_prompt=body.system_prompt,
         config=body.config,
         restore_images=body.restore_images,
+        turn_id=body.turn_id,
     )
     result: dict[str, Any] = {"tokens": window.tokens, "report": window.report}
     if body.format == "anthropic":

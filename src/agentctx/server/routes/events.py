@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
-from agentctx.errors import InvalidInput
+from agentctx.errors import InvalidInput, TurnError
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
 from agentctx.server.schemas import EventAppend, EventBatch, TurnBegin, TurnEnd
@@ -130,5 +130,9 @@ def end_turn(
 ) -> Response:
     """End a turn (queues its turn-end work: compaction, summaries, memory extraction)."""
     session = load_session(engine, user_id, session_id)
-    session.open_turn(turn_id).end(body.status)
+    info = session.turn_info(turn_id)
+    if info.status == "open":
+        session.open_turn(turn_id).end(body.status)
+    elif info.status != body.status:  # a retried end with the same status is a no-op
+        raise TurnError(f"turn {turn_id} has ended ({info.status})")
     return respond(caller, session.turn_info(turn_id))

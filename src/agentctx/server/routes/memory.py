@@ -54,7 +54,7 @@ def list_memories(
     engine: Engine,
     caller: Caller,
     kinds: Kinds = None,
-    status: Annotated[str | None, Query(pattern="^(active|stale|deleted)$")] = "active",
+    status: Annotated[str, Query(pattern="^(active|stale|deleted|all)$")] = "active",
     agent_id: Annotated[str | None, Query(max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
@@ -64,7 +64,7 @@ def list_memories(
         engine.memory.list(
             user_id,
             kinds=kinds,
-            status=status,  # type: ignore[arg-type]
+            status=None if status == "all" else status,  # type: ignore[arg-type]
             agent_id=agent_id,
             limit=limit + 1,
             offset=offset,

@@ -10,10 +10,24 @@ from fastapi import APIRouter, Header, Query, Response
 from agentctx.errors import InvalidInput
 from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
 from agentctx.server.errors import PreconditionRequired
-from agentctx.server.schemas import ID_PATTERN, SessionCreate, StateBody, StateUpdate
+from agentctx.server.schemas import ID_PATTERN, Me, SessionCreate, StateBody, StateUpdate
 from agentctx.sessions import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+me_router = APIRouter(prefix="/v1", tags=["sessions"])
+
+
+@me_router.get("/me", response_model=Me)
+def me(caller: Caller) -> Me:
+    """Who the caller is: tenant, users and scopes (what the inspector shows)."""
+    return Me(
+        subject=caller.subject,
+        tenant=caller.tenant,
+        users=sorted(caller.users),
+        scopes=sorted(caller.scopes),
+        is_admin=caller.is_admin,
+    )
+
 
 SessionId = Annotated[str, "session id"]
 
@@ -106,7 +120,9 @@ def update_state(
     """Compare-and-set the state: 412 ``stale_session`` when another write got there first."""
     expected = parse_if_match(if_match)
     session = load_session(engine, user_id, session_id)
-    state = session.update_state(body.changes, expected_version=expected, replace=body.replace)
+    state = session.update_state(
+        body.changes, expected_version=expected, replace=body.replace, turn_id=body.turn_id
+    )
     version = session.state_version
     return respond(caller, StateBody(state=state, state_version=version), ETag=etag(version))
 

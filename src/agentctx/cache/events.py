@@ -1,0 +1,124 @@
+"""Reading a session's events through the hot cache.
+
+Guarantee: the events returned are exactly those the database holds for the request,
+on every replica, at the moment the session head is read. Only the head (one indexed
+row: ``last_seq`` and the incarnation ``created_at``) is read from the database every
+time; events up to ``last_seq`` are immutable, so any cached copy of (incarnation,
+seq) is the event itself. Events the cache lacks are read from the database and
+filled; that read re-checks the head, so a session deleted (and maybe recreated with
+the same id) meanwhile is never mixed into the answer or the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, or_, select
+
+from agentctx.cache.base import HotCache, SessionScope
+from agentctx.events import Event
+from agentctx.storage import repository as repo
+from agentctx.storage.database import Database
+from agentctx.storage.schema import sessions
+
+
+def _head(conn: Connection, user_id: str, session_id: str, now: datetime) -> tuple[int, str] | None:
+    """(last_seq, incarnation) of a live session, or None."""
+    row = conn.execute(
+        select(sessions.c.last_seq, sessions.c.created_at).where(
+            sessions.c.user_id == user_id,
+            sessions.c.session_id == session_id,
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now),
+        )
+    ).first()
+    if row is None:
+        return None
+    return int(row[0]), row[1].isoformat()
+
+
+def wanted_seqs(
+    last_seq: int,
+    *,
+    start_seq: int | None,
+    end_seq: int | None,
+    limit: int | None,
+    last: int | None,
+    seqs: Sequence[int] | None,
+) -> list[int] | None:
+    """The seqs a filtered read returns, ascending (seqs have no gaps: 1..last_seq);
+    None for a shape left to the database (a negative limit)."""
+    for count in (limit, last):
+        if count is not None and count < 0:
+            return None
+    low = max(1, start_seq if start_seq is not None else 1)
+    high = min(last_seq, end_seq if end_seq is not None else last_seq)
+    if high < low:
+        return []
+    if seqs is not None:
+        chosen = sorted({s for s in seqs if low <= s <= high})
+        if last is not None:
+            return chosen[len(chosen) - last :] if last else []
+        return chosen[:limit] if limit is not None else chosen
+    if last is not None:
+        return list(range(max(low, high - last + 1), high + 1))
+    if limit is not None:
+        return list(range(low, min(high, low + limit - 1) + 1))
+    return list(range(low, high + 1))
+
+
+def cached_events(
+    cache: HotCache,
+    db: Database,
+    user_id: str,
+    session_id: str,
+    *,
+    start_seq: int | None,
+    end_seq: int | None,
+    limit: int | None,
+    last: int | None,
+    seqs: Sequence[int] | None,
+    now: datetime,
+) -> list[Event] | None:
+    """The events of a seq-range read (ascending), through the cache.
+
+    None when the read is left to the database: the session is missing or expired
+    (the caller's own read reports it), the read is larger than ``cache.max_events``, or the
+    session changed incarnation while the missing events were read.
+    """
+    with db.read() as conn:
+        head = _head(conn, user_id, session_id, now)
+    if head is None:
+        return None
+    last_seq, incarnation = head
+    wanted = wanted_seqs(
+        last_seq, start_seq=start_seq, end_seq=end_seq, limit=limit, last=last, seqs=seqs
+    )
+    if wanted is None or len(wanted) > cache.max_events:
+        return None
+    if not wanted:
+        return []
+    scope = SessionScope(user_id, session_id, incarnation)
+    found = cache.get_events(scope, wanted)
+    missing = [seq for seq in wanted if seq not in found]
+    if missing:
+        low, high = missing[0], missing[-1]
+        contiguous = high - low + 1 == len(missing)
+        with db.read() as conn:
+            rows = repo.select_events(
+                conn,
+                user_id,
+                session_id,
+                start_seq=low if contiguous else None,
+                end_seq=high if contiguous else None,
+                seqs=None if contiguous else missing,
+                live_at=now,
+            )
+            # Read after the events: the same incarnation now means it held throughout
+            # (a recreated session has a new created_at), so the rows are its events.
+            again = _head(conn, user_id, session_id, now)
+        if again is None or again[1] != incarnation or len(rows) != len(missing):
+            return None
+        cache.put_events(scope, rows)
+        found.update((event.seq, event) for event in rows)
+    return [found[seq] for seq in wanted]

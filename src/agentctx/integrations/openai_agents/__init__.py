@@ -1,0 +1,24 @@
+"""The OpenAI Agents SDK integration: ``AgentCtxSession`` (``pip install "agentctx[agents]"``).
+
+Importing this package does not import the SDK; creating a session does, and fails
+with the ``pip install`` line when it is missing.
+"""
+
+from agentctx.integrations.openai_agents.items import event_to_item, item_to_draft
+from agentctx.integrations.openai_agents.session import (
+    RETRACTED_KEY,
+    AgentCtxSession,
+    EngineLike,
+    SessionLike,
+)
+from agentctx.integrations.openai_agents.window import window_items
+
+__all__ = [
+    "RETRACTED_KEY",
+    "AgentCtxSession",
+    "EngineLike",
+    "SessionLike",
+    "event_to_item",
+    "item_to_draft",
+    "window_items",
+]

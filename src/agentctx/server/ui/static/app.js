@@ -1,0 +1,104 @@
+// The inspector's entry point: sign-in, the header (navigation, user, sign-out) and
+// the hash routes. Views live in js/.
+
+import { auth, forgetImages, on } from "./js/api.js";
+import { errorBox, h, replace } from "./js/dom.js";
+import { contextView } from "./js/context.js";
+import { memoriesView, memoryView } from "./js/memories.js";
+import { Router, hashFor } from "./js/router.js";
+import { sessionsView } from "./js/sessions.js";
+import { signInView } from "./js/signin.js";
+import { timelineView } from "./js/timeline.js";
+import { topicsView } from "./js/topics.js";
+
+const view = document.getElementById("view");
+const header = document.getElementById("top");
+let signInMessage = null;
+
+// "#key=<token>" (optionally "&user=<id>"): sign in from a link, then take the key out
+// of the address bar and the history so it is not shared or bookmarked by accident.
+function takeKeyFromFragment() {
+  if (!location.hash.startsWith("#key=")) return;
+  const params = new URLSearchParams(location.hash.slice(1));
+  const key = params.get("key");
+  if (key) auth.signIn(key, params.get("user") || "", Boolean(params.get("user")));
+  history.replaceState(null, "", `${location.pathname}${location.search}#/sessions`);
+}
+
+function drawHeader(route) {
+  const section = route.path[0] || "sessions";
+  const signedIn = Boolean(auth.key);
+  const nav = signedIn
+    ? h("nav", { class: "main-nav" },
+        h("a", { href: "#/sessions", class: section === "sessions" ? "active" : null }, "Sessions"),
+        h("a", { href: "#/memories", class: section === "memories" ? "active" : null }, "Memories"))
+    : null;
+  let userForm = null;
+  if (signedIn && (auth.multi || auth.user)) {
+    const input = h("input", { id: "user-id", name: "user_id", type: "text", value: auth.user, placeholder: "user id", autocomplete: "off" });
+    userForm = h("form", { class: "user-form", id: "user-form" }, h("label", { for: "user-id" }, "User"), input,
+      h("button", { type: "submit" }, "Switch"));
+    userForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      auth.setUser(input.value.trim());
+      forgetImages();
+      // Ids of one user mean nothing for another: start over from their sessions.
+      router.navigate(section === "memories" ? "#/memories" : "#/sessions");
+    });
+  }
+  const signOut = signedIn
+    ? h("button", { type: "button", class: "link", id: "sign-out", onclick: () => {
+        auth.signOut();
+        forgetImages();
+        router.navigate("#/signin");
+      } }, "Sign out")
+    : null;
+  replace(header, h("a", { href: "#/sessions", class: "brand" }, h("span", { class: "logo" }, "◆"), "agentctx inspector"),
+    nav, h("span", { class: "spacer" }), userForm, signOut);
+}
+
+async function resolve(route) {
+  drawHeader(route);
+  const [section, id, sub] = route.path;
+  if (!auth.key || section === "signin") {
+    const message = signInMessage;
+    signInMessage = null;
+    document.title = "Sign in · agentctx";
+    signInView(view, { message, onSignedIn: () => router.navigate(hashFor(["sessions"])) });
+    return;
+  }
+  window.scrollTo(0, 0);
+  if (section === undefined || section === "sessions") {
+    if (id === undefined) {
+      document.title = "Sessions · agentctx";
+      return sessionsView(view, route, router);
+    }
+    document.title = `Session ${id} · agentctx`;
+    if (sub === undefined) return timelineView(view, route, id);
+    if (sub === "context") return contextView(view, route, id, router);
+    if (sub === "topics") return topicsView(view, route, id);
+  } else if (section === "memories") {
+    document.title = "Memories · agentctx";
+    return id === undefined ? memoriesView(view, route, router) : memoryView(view, route, id);
+  }
+  replace(view, errorBox({ code: "not_found", message: `No view at ${location.hash}` }));
+}
+
+const router = new Router(resolve);
+
+on("unauthorized", (error) => {
+  // The key was revoked or is wrong: back to the form, saying why.
+  auth.signOut();
+  forgetImages();
+  signInMessage = error;
+  router.navigate("#/signin");
+});
+on("needsUser", () => {
+  if (!auth.multi) {
+    auth.signIn(auth.key, auth.user, true);
+    drawHeader({ path: location.hash.replace(/^#\/?/, "").split("/") });
+  }
+});
+
+takeKeyFromFragment();
+router.render();

@@ -1,0 +1,569 @@
+"""The web inspector at /ui, driven in a real browser (Chromium through Playwright)
+against a real server holding real recorded data.
+
+The page only reads the REST API, whose behaviour on both storage backends is
+covered in test_routes.py; here one SQLite engine serves every test, so the module
+records its data and starts its browser once.
+
+Guarantees checked: the page signs in with a key (form or ``#key=`` fragment, which
+leaves the address bar), sends it as a bearer token, returns to the form on 401 and
+shows the API's error otherwise; each view shows what the API holds (sessions page by
+page and by search, a timeline by turns with tool results beside their calls, errors
+marked, compressed images as placeholders that restore into real images, a context
+window's sections as one bar segment each and what it left out, topics/summaries/folds
+with the events they cover, memories with provenance and history); another user's
+session is not found; data is shown as text, never parsed as markup.
+
+A screenshot of each view goes to ``$AGENTCTX_SCREENSHOTS`` (default
+``build/inspector-screenshots/``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, expect, sync_playwright
+
+from agentctx import ContextEngine
+from agentctx.memory.models import Provenance
+from compaction.topics_data import POOL, TRIP
+from conftest import make_png
+from server.live import Live, serve
+from visual.visual_screens import DISTINCT_SCENES, desktop, encode
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = Path(os.environ.get("AGENTCTX_SCREENSHOTS") or REPO / "build" / "inspector-screenshots")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+MARKUP = "Is <b>bold</b> & <img src=x onerror=alert(1)> shown as text?"
+KEY_STORAGE = "agentctx.inspector.key"
+
+
+@dataclass
+class Recorded:
+    """What the test data holds: ids to visit and the facts the views must show."""
+
+    engine: ContextEngine
+    session_id: str  # u1's long session: screenshots, an error, topics, summaries, folds
+    extra_sessions: list[str]  # u1's other sessions
+    other_session_id: str  # u2's session
+    memory_id: str  # with sources and two history entries
+
+
+def _record(engine: ContextEngine) -> Recorded:
+    session = engine.create_session(user_id="u1", agent_id="computer-use")
+    # Five different 640x400 screens: the turn end keeps the first, error and last
+    # frames and shows the two in between as placeholders.
+    frames = [encode(desktop(scene, size=(640, 400))) for scene in DISTINCT_SCENES[:5]]
+    with session.turn() as turn:
+        turn.add_message("user", "Export the Q3 report as PDF")
+        for index, frame in enumerate(frames):
+            call = turn.add_tool_call("computer", {"action": "screenshot", "step": index})
+            turn.add_tool_result(
+                call.call_id,
+                "Save failed: permission denied" if index == 2 else f"step {index} done",
+                images=[frame],
+                is_error=index == 2,
+            )
+        turn.add_message("assistant", "Exported.")
+    with session.turn() as turn:
+        turn.add_message("user", MARKUP)
+        call = turn.add_tool_call("thumbnail", {"path": "/tmp/q3.pdf"})
+        turn.add_tool_result(call.call_id, "thumbnail made", images=[make_png(seed=3)])
+        turn.add_event("error", text="the exporter crashed: disk full")
+        turn.add_message("assistant", "The disk was full.")
+    for role, text in TRIP + POOL:
+        session.add_message(role, text)
+    engine.jobs.run_pending()  # visual compaction and topic archiving at turn ends
+    engine.thread_summaries.maybe_update("u1", session.id)
+    engine.folds.maybe_fold("u1", session.id)
+
+    extra = [engine.create_session(user_id="u1", agent_id="triage").id for _ in range(2)]
+    other = engine.create_session(user_id="u2", agent_id="helper")
+    other.add_message("user", "A message of another user")
+
+    first = session.events(limit=1)[0]
+    memory = engine.memory.add(
+        "u1",
+        "Maya prefers morning flights from Berlin",
+        kind="preference",
+        keywords=["flights", "Berlin"],
+        sources=[
+            Provenance(
+                session_id=session.id, event_id=first.event_id, seq=1, extractor_version="test"
+            )
+        ],
+    )
+    engine.memory.update("u1", memory.memory_id, confidence=0.95, reason="confirmed")
+    engine.memory.add("u1", "The team deploys pgbouncer with a pool of 40", kind="fact")
+    return Recorded(engine, session.id, extra, other.id, memory.memory_id)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    tmp = tmp_path_factory.mktemp("inspector")
+    settings: dict[str, Any] = {
+        "jobs": "manual",
+        "session_ttl": None,
+        "embeddings": {"provider": "hashing"},
+        "topics": {
+            "enabled": True,
+            "min_archive_messages": 20,
+            "keep_recent_messages": 10,
+            "context_limit": 1200,
+        },
+        "thread_summary": {"enabled": True, "every_messages": 5, "budget_tokens": 60},
+        "fold": {"enabled": True, "low_tokens": 300, "high_tokens": 600},
+    }
+    with ContextEngine(
+        url=f"sqlite:///{tmp / 'agentctx.db'}", home=tmp / "home", **settings
+    ) as engine:
+        yield _record(engine)
+
+
+@pytest.fixture(scope="module")
+def live(recorded: Recorded) -> Iterator[Live]:
+    with serve(recorded.engine) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(live: Live) -> Iterator[BrowserContext]:
+    """One Chromium for the module (it needs ``live`` so it closes its connections
+    before the server stops); each test opens a tab of its own, so sessionStorage
+    (where the key is kept) starts empty."""
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        context = launched.new_context(viewport={"width": 1200, "height": 900})
+        context.set_default_timeout(10_000)
+        yield context
+        context.close()
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: BrowserContext) -> Iterator[Page]:
+    opened = browser.new_page()
+    failures: list[str] = []
+    opened.on("pageerror", lambda error: failures.append(f"page error: {error}"))
+    # The only outside request a page could make would be refused by the CSP and
+    # logged; any such violation fails the test.
+    opened.on(
+        "console",
+        lambda m: failures.append(m.text) if _is_csp_violation(m) else None,
+    )
+    yield opened
+    opened.close()
+    assert failures == []
+
+
+def _is_csp_violation(message: ConsoleMessage) -> bool:
+    return message.type == "error" and "Content Security Policy" in message.text
+
+
+def api(live: Live, token: str, path: str, **params: Any) -> Any:
+    response = httpx.get(
+        live.url + path, params=params, headers={"Authorization": f"Bearer {token}"}
+    )
+    response.raise_for_status()
+    return response.json()
+
+
+def shot(page: Page, name: str, *, full_page: bool = True) -> None:
+    """Write a screenshot of the page to ``SHOTS/<name>.png``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+
+
+def sign_in(page: Page, live: Live, token: str, route: str = "#/sessions") -> None:
+    """Sign in through the ``#key=`` fragment, then open ``route``."""
+    page.goto(f"{live.url}/ui#key={token}")
+    expect(page.locator("#sign-out")).to_be_visible()
+    page.goto(f"{live.url}/ui{route}")
+
+
+# Sign-in ------------------------------------------------------------------------------
+
+
+def test_sign_in_form_refuses_a_wrong_key_then_accepts_the_right_one(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    page.goto(f"{live.url}/ui")
+    expect(page.locator("#signin-form")).to_be_visible()
+    page.fill("#signin-key", "ack_wrong_key")
+    page.click("#signin-form button[type=submit]")
+    error = page.locator("#signin-form .error-box")
+    expect(error).to_have_attribute("data-code", "unauthenticated")
+    expect(error).to_contain_text("not valid")
+    shot(page, "signin-error")
+
+    page.fill("#signin-key", live.key("u1"))
+    page.click("#signin-form button[type=submit]")
+    expect(page).to_have_url(re.compile(r"#/sessions$"))
+    expect(page.locator(".session-row")).to_have_count(1 + len(recorded.extra_sessions))
+
+
+def test_key_in_the_fragment_is_stored_and_removed_from_the_address_bar(
+    page: Page, live: Live
+) -> None:
+    token = live.key("u1")
+    page.goto(f"{live.url}/ui#key={token}")
+    expect(page.locator(".session-row").first).to_be_visible()
+    assert token not in page.url and page.url.endswith("#/sessions")
+    assert page.evaluate(f"sessionStorage.getItem('{KEY_STORAGE}')") == token
+
+
+def test_a_revoked_key_returns_to_the_sign_in_form(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    key, token = live.keys.create(["u1"], ("read",))
+    sign_in(page, live, token, "#/memories")
+    expect(page.locator(".memory-row").first).to_be_visible()
+    live.keys.revoke(key.key_id)
+    page.click("text=Sessions")
+    expect(page.locator("#signin-form")).to_be_visible()
+    expect(page.locator("#signin-form .error-box")).to_have_attribute(
+        "data-code", "unauthenticated"
+    )
+    assert page.evaluate(f"sessionStorage.getItem('{KEY_STORAGE}')") is None
+
+
+def test_a_key_for_several_users_needs_a_user_field(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("u1", "u2")
+    page.goto(f"{live.url}/ui")
+    page.fill("#signin-key", token)
+    page.click("#signin-form button[type=submit]")
+    expect(page.locator("#signin-form .error-box")).to_have_attribute("data-code", "user_required")
+    expect(page.locator("#signin-form .hint")).to_contain_text("several users")
+    page.fill("#signin-user", "u2")
+    page.click("#signin-form button[type=submit]")
+    rows = page.locator(".session-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-session-id", recorded.other_session_id)
+    # The header's user field switches to the other user the key acts for.
+    expect(page.locator("#user-id")).to_have_value("u2")
+    page.fill("#user-id", "u1")
+    page.click("#user-form button")
+    expect(rows).to_have_count(1 + len(recorded.extra_sessions))
+    # A user the key does not act for looks like an unknown one.
+    page.fill("#user-id", "u3")
+    page.click("#user-form button")
+    expect(page.locator(".error-box")).to_have_attribute("data-code", "user_not_found")
+
+
+def test_an_admin_key_may_type_any_user(page: Page, live: Live, recorded: Recorded) -> None:
+    token = live.key(scopes=("admin",))
+    page.goto(f"{live.url}/ui")
+    page.fill("#signin-key", token)
+    page.fill("#signin-user", "u2")
+    page.click("#signin-form button[type=submit]")
+    expect(page.locator(".session-row")).to_have_count(1)
+    page.fill("#user-id", "u1")
+    page.click("#user-form button")
+    expect(page.locator(".session-row")).to_have_count(1 + len(recorded.extra_sessions))
+
+
+# Sessions -----------------------------------------------------------------------------
+
+
+def test_sessions_list_pages_and_searches(page: Page, live: Live, recorded: Recorded) -> None:
+    sign_in(page, live, live.key("u1"), "#/sessions?limit=2")
+    rows = page.locator(".session-row")
+    expect(rows).to_have_count(2)
+    page.click("text=Load more sessions")
+    expect(rows).to_have_count(3)
+    expect(page.locator("button.more")).to_have_count(0)
+    shown = rows.evaluate_all("rows => rows.map(r => r.dataset.sessionId)")
+    assert shown == [recorded.session_id, *recorded.extra_sessions]
+    expect(page.locator("#session-count")).to_have_text("3 sessions shown")
+    shot(page, "sessions")
+
+    page.fill("#session-search", recorded.extra_sessions[1][-12:])
+    page.click("#session-search-form button")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-session-id", recorded.extra_sessions[1])
+    page.fill("#session-search", "no-such-session")
+    page.click("#session-search-form button")
+    expect(rows).to_have_count(0)
+    expect(page.locator("#session-count")).to_contain_text("No session matches")
+
+
+def test_another_users_session_is_not_found(page: Page, live: Live, recorded: Recorded) -> None:
+    sign_in(page, live, live.key("u2"), f"#/sessions/{recorded.session_id}")
+    error = page.locator(".error-box")
+    expect(error).to_have_attribute("data-code", "session_not_found")
+    expect(page.locator("#timeline")).to_have_count(0)
+    shot(page, "not-found")
+
+
+# Timeline -----------------------------------------------------------------------------
+
+
+def test_timeline_groups_turns_pairs_tool_results_and_marks_errors(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("u1")
+    sid = recorded.session_id
+    turns = api(live, token, f"/v1/sessions/{sid}/turns")
+    events = api(live, token, f"/v1/sessions/{sid}/events", limit=1000)["items"]
+    sign_in(page, live, token, f"#/sessions/{sid}?limit=40")
+    cards = page.locator("#timeline .event")
+    shown = 40
+    while shown < len(events):
+        expect(cards).to_have_count(shown)
+        page.click("button.more:not([disabled])")
+        shown = min(shown + 40, len(events))
+    expect(cards).to_have_count(len(events))
+    expect(page.locator("button.more")).to_have_count(0)
+    expect(page.locator("#timeline .turn")).to_have_count(len(turns))
+    first_turn = page.locator(f'.turn[data-turn-id="{turns[0]["turn_id"]}"]')
+    expect(first_turn.locator(".turn-head")).to_contain_text("Turn 1")
+    expect(first_turn.locator(".turn-head")).to_contain_text(f"{turns[0]['event_count']} events")
+
+    # Every tool result sits in the card of the call with its call_id.
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert len(results) == 6
+    for result in results:
+        call = page.locator(f'.event[data-type="tool_call"][data-call-id="{result["call_id"]}"]')
+        inside = call.locator(f'.tool-results .event[data-seq="{result["seq"]}"]')
+        expect(inside).to_have_count(1)
+
+    # The failed tool result and the error event are marked, nothing else.
+    failed = sorted(
+        e["seq"] for e in events if e["type"] == "error" or e["meta"]["status"] == "error"
+    )
+    assert len(failed) == 2
+    marked = page.locator("#timeline .event.is-error").evaluate_all(
+        "cards => cards.map(c => Number(c.dataset.seq))"
+    )
+    assert sorted(marked) == failed
+    expect(page.locator("#timeline-count")).to_contain_text("2 errors")
+
+    # "?seq=" loads pages until that event is shown, and marks it.
+    page.goto(f"{live.url}/ui#/sessions/{sid}?limit=20&seq=50")
+    expect(page.locator("#timeline .event.highlight")).to_have_attribute("data-seq", "50")
+    expect(cards).to_have_count(60)
+
+    # Markup in a message is text: shown verbatim, no element made from it.
+    message = page.locator(".event.type-user_input", has_text="shown as text")
+    expect(message.locator(".part.text")).to_have_text(MARKUP)
+    assert message.locator("b, img").count() == 0
+
+
+def test_timeline_placeholders_restore_into_images(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("u1")
+    sid = recorded.session_id
+    frames = api(live, token, f"/v1/sessions/{sid}/images")
+    compressed = [f["image_id"] for f in frames if f["is_compressed"]]
+    assert len(compressed) == 2
+    sign_in(page, live, token, f"#/sessions/{sid}")
+    boxes = page.locator("#timeline button.placeholder")
+    expect(boxes).to_have_count(len(compressed))
+    assert boxes.evaluate_all("bs => bs.map(b => b.dataset.imageId)") == compressed
+    expect(boxes.first).to_contain_text(f"[Visual_Placeholder: {compressed[0]}]")
+    # Images shown in full load with the key (from blob: URLs) and decode.
+    full = page.locator("#timeline figure.part.image:not(.restored) img")
+    expect(full).to_have_count(len(frames) - len(compressed))
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#timeline figure img')]"
+        ".every(i => i.complete && i.naturalWidth > 0)"
+    )
+    boxes.first.scroll_into_view_if_needed()
+    shot(page, "timeline", full_page=False)
+
+    boxes.first.click()
+    restored = page.locator(f'#timeline figure.restored[data-image-id="{compressed[0]}"] img')
+    expect(restored).to_have_count(1)
+    page.wait_for_function(
+        "id => { const i = document.querySelector("
+        "`figure.restored[data-image-id='${id}'] img`); return i && i.complete && "
+        "i.naturalWidth > 0 }",
+        arg=compressed[0],
+    )
+    assert restored.evaluate("i => [i.naturalWidth, i.naturalHeight]") == [640, 400]
+    assert restored.get_attribute("src").startswith("blob:")
+    expect(boxes).to_have_count(len(compressed) - 1)
+    restored.scroll_into_view_if_needed()
+    shot(page, "timeline-restored", full_page=False)
+
+
+# Context window -----------------------------------------------------------------------
+
+
+def test_context_window_shows_sections_and_what_was_left_out(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("u1")
+    sid = recorded.session_id
+    sign_in(page, live, token, f"#/sessions/{sid}/context")
+    page.fill("#context-query", "flights")
+    page.fill("#context-budget", "300")
+    page.select_option("#context-strategy", "semantic")
+    page.click("#context-form button[type=submit]")
+    expect(page.locator("#window-summary")).to_be_visible()
+
+    window = httpx.post(
+        f"{live.url}/v1/sessions/{sid}/context",
+        json={"query": "flights", "budget": 300, "strategy": "semantic"},
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()
+    report = window["report"]
+    used = [s for s in report["sections"] if s["tokens"] > 0]
+    assert 0 < len(used) < len(report["sections"])  # an empty section has no segment
+    segments = page.locator("#section-bar .segment")
+    expect(segments).to_have_count(len(used))
+    assert segments.evaluate_all(
+        "ss => ss.map(s => [s.dataset.section, Number(s.dataset.tokens)])"
+    ) == [[s["name"], s["tokens"]] for s in used]
+    widths = segments.evaluate_all("ss => ss.map(s => s.getBoundingClientRect().width)")
+    assert all(w > 0 for w in widths)
+    bar = page.locator("#section-bar").bounding_box()
+    assert bar is not None and sum(widths) <= bar["width"] + 1
+    expect(page.locator("#section-table tbody tr")).to_have_count(len(report["sections"]))
+    expect(page.locator("#window-summary")).to_contain_text(
+        f"{report['tokens']} / {report['budget']} tokens"
+    )
+
+    assert report["dropped"]
+    dropped = page.locator("#dropped-table tr.dropped")
+    expect(dropped).to_have_count(len(report["dropped"]))
+    assert dropped.evaluate_all(
+        "rows => rows.map(r => [Number(r.dataset.seq), r.dataset.reason])"
+    ) == [[d["seq"], d["reason"]] for d in report["dropped"]]
+    expect(page.locator("#left-out")).to_contain_text(f"Truncated ({len(report['truncated'])})")
+    assert report["notes"]
+    expect(page.locator("#notes li")).to_have_text(report["notes"])
+    expect(page.locator("#context-messages .message")).to_have_count(len(window["messages"]))
+    # The form's choices are in the address: the view can be reloaded and shared.
+    assert "strategy=semantic" in page.url and "budget=300" in page.url
+    shot(page, "context")
+
+    # A dropped event's seq leads to it in the timeline.
+    first = report["dropped"][0]["seq"]
+    dropped.first.locator("a").click()
+    expect(page.locator("#timeline .event.highlight")).to_have_attribute("data-seq", str(first))
+
+
+def test_context_errors_from_the_api_are_shown(page: Page, live: Live, recorded: Recorded) -> None:
+    sign_in(page, live, live.key("u1"), f"#/sessions/{recorded.session_id}/context?budget=0&run=1")
+    error = page.locator("#context-result .error-box")
+    expect(error).to_have_attribute("data-code", "validation_error")
+    expect(error).to_contain_text("budget")
+
+
+# Topics and summaries -----------------------------------------------------------------
+
+
+def test_topics_summaries_and_folds_show_the_events_they_cover(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("u1")
+    sid = recorded.session_id
+    topics = api(live, token, f"/v1/sessions/{sid}/topics")
+    summaries = api(live, token, f"/v1/sessions/{sid}/summaries")
+    folds = api(live, token, f"/v1/sessions/{sid}/folds")
+    assert topics and summaries and folds
+    sign_in(page, live, token, f"#/sessions/{sid}/topics")
+    expect(page.locator("#topics-section .topic")).to_have_count(len(topics))
+    expect(page.locator("#summaries-section .summary")).to_have_count(len(summaries))
+    expect(page.locator("#folds-section .fold")).to_have_count(len(folds))
+    expect(page.locator("#topics-section .topic h3")).to_have_text([t["title"] for t in topics])
+
+    topic = topics[1]
+    card = page.locator("#topics-section .topic").nth(1)
+    card.locator("button.show-events").click()
+    covered = card.locator(".covered-events .event")
+    expect(covered).to_have_count(topic["last_seq"] - topic["first_seq"] + 1)
+    seqs = covered.evaluate_all("cs => cs.map(c => Number(c.dataset.seq))")
+    assert seqs == list(range(topic["first_seq"], topic["last_seq"] + 1))
+
+    # A fold covers scattered ranges: exactly the events in them are shown.
+    fold = folds[0]
+    fold_card = page.locator("#folds-section .fold").first
+    fold_card.locator("button.show-events").click()
+    in_ranges = sum(b - a + 1 for a, b in fold["seq_ranges"])
+    expect(fold_card.locator(".covered-events .event")).to_have_count(in_ranges)
+    card.scroll_into_view_if_needed()
+    shot(page, "topics")
+
+
+# Memories -----------------------------------------------------------------------------
+
+
+def test_memories_list_search_provenance_and_history(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("u1")
+    listed = api(live, token, "/v1/memories")["items"]
+    sign_in(page, live, token, "#/memories")
+    rows = page.locator(".memory-row")
+    expect(rows).to_have_count(len(listed))
+    assert len(listed) == 2
+    shot(page, "memories")
+
+    page.fill("#memory-query", "morning flights")
+    page.click("#memory-search-form button")
+    hits = api(live, token, "/v1/memories/search", query="morning flights", limit=100)
+    expect(rows).to_have_count(len(hits))
+    expect(rows.first).to_have_attribute("data-memory-id", recorded.memory_id)
+    expect(rows.first).to_contain_text("score")
+
+    rows.first.click()
+    expect(page.locator("#memory-content")).to_have_text("Maya prefers morning flights from Berlin")
+    source = page.locator("#memory-sources tr.source")
+    expect(source).to_have_count(1)
+    expect(source.locator("a").first).to_have_text(recorded.session_id)
+    changes = page.locator("#memory-history .change")
+    expect(changes).to_have_count(2)
+    assert changes.evaluate_all("cs => cs.map(c => c.dataset.action)") == ["create", "update"]
+    expect(changes.nth(1)).to_contain_text("confirmed")
+    update = api(live, token, f"/v1/memories/{recorded.memory_id}/history")[1]
+    before, after = update["old_value"]["confidence"], update["new_value"]["confidence"]
+    assert after == 0.95 and before != after
+    expect(changes.nth(1).locator('.diff li[data-field="confidence"]')).to_have_text(
+        f"confidence: {before} → {after}"
+    )
+    shot(page, "memory")
+
+    # Provenance leads to the event the memory was learned from.
+    source.locator("a.seq-link").click()
+    highlighted = page.locator("#timeline .event.highlight")
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_have_attribute("data-seq", "1")
+    assert page.url.endswith(f"#/sessions/{recorded.session_id}?seq=1")
+
+
+def test_an_unknown_memory_shows_the_api_error(page: Page, live: Live, recorded: Recorded) -> None:
+    sign_in(page, live, live.key("u1"), "#/memories/mem_missing")
+    expect(page.locator(".error-box")).to_have_attribute("data-code", "memory_not_found")
+
+
+def test_page_is_served_with_a_strict_content_security_policy(live: Live) -> None:
+    response = httpx.get(f"{live.url}/ui")
+    assert response.status_code == 200
+    policy = response.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
+    assert "ui/static/app.js" in response.text
+    script = httpx.get(f"{live.url}/ui/static/app.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
