@@ -260,3 +260,25 @@ def test_health_ready_and_metrics(live: Live, client: httpx.Client) -> None:
     assert 'agentctx_http_requests_total{method="GET",route="/v1/sessions",status="200"}' in metrics
     spec = httpx.get(f"{live.url}/openapi.json").json()
     assert spec["openapi"].startswith("3.") and "/v1/sessions/{session_id}/context" in spec["paths"]
+
+
+def test_offloaded_tool_output_reads_back_in_pages(live: Live, client: httpx.Client) -> None:
+    session = live.engine.create_session("u1", "agent")
+    original = "\n".join(f"row {i}: " + "value " * 20 for i in range(3000))
+    with session.turn() as turn:
+        call = turn.add_tool_call("query_db", {"sql": "select *"})
+        result = turn.add_tool_result(call.call_id, content=original)
+    blob = next(p for p in result.parts if p.kind == "blob")
+    whole = client.get(f"/v1/sessions/{session.id}/offloaded/{blob.blob_id}")
+    assert whole.status_code == 200 and whole.text == original
+    page = client.get(
+        f"/v1/sessions/{session.id}/offloaded/{blob.blob_id}", params={"max_tokens": 200}
+    )
+    rest = client.get(
+        f"/v1/sessions/{session.id}/offloaded/{blob.blob_id}",
+        params={"offset": len(page.text)},
+    )
+    assert 0 < len(page.text) < len(original) and page.text + rest.text == original
+    other = live.engine.create_session("u1", "agent")
+    foreign = client.get(f"/v1/sessions/{other.id}/offloaded/{blob.blob_id}")
+    assert foreign.status_code == 404
