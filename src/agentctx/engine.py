@@ -291,8 +291,14 @@ class ContextEngine:
         agent_values = agent.pii_allow_list if agent is not None else ()
         return self._redactors.allowing((*agent_values, *session_allow_list(config)))
 
-    def get_session(self, session_id: str, user_id: str) -> Session:
-        """Load a session. Another user's session raises ``SessionNotFound``, like a missing one."""
+    def get_session(self, session_id: str, user_id: str, *, record_access: bool = True) -> Session:
+        """Load a session. Another user's session raises ``SessionNotFound``, like a missing one.
+
+        The load is audited and noted as the session's last access; ``record_access=False``
+        only reads (for callers that audit the access themselves, like the server).
+        """
+        if not record_access:
+            return Session(self, self._service.info(user_id, session_id))
         return Session(self, self._service.load(user_id, session_id))
 
     def list_sessions(

@@ -158,9 +158,15 @@ class JobQueue:
         if not self._handlers:
             return []  # jobs of kinds nobody handles wait for a handler
         now = utcnow()
+        claimable = _claimable(now, list(self._handlers), session)
+        # Most turns queue nothing: look first with a read, so an empty queue never takes
+        # the write lock (on SQLite that would serialize every caller).
+        with self._db.read() as conn:
+            if conn.execute(select(jobs.c.job_id).where(claimable).limit(1)).first() is None:
+                return []
         query = (
             select(jobs)
-            .where(_claimable(now, list(self._handlers), session))
+            .where(claimable)
             .order_by(jobs.c.job_id)
             .limit(limit)
             .with_for_update(skip_locked=True)

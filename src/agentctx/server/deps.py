@@ -79,8 +79,11 @@ Admin = Annotated[Principal, Depends(admin)]
 
 
 def load_session(engine: ContextEngine, user_id: str, session_id: str) -> Session:
-    """The user's session (``SessionNotFound`` for another user's, like a missing one)."""
-    return engine.get_session(session_id, user_id)
+    """The user's session (``SessionNotFound`` for another user's, like a missing one).
+
+    A read only: the request's access audit record already notes who reached it.
+    """
+    return engine.get_session(session_id, user_id, record_access=False)
 
 
 def outward(caller: Principal, value: Any) -> Any:
