@@ -32,6 +32,10 @@ _SYSTEM_TYPES = frozenset({EventType.SYSTEM, EventType.ERROR})
 _NOTE_TYPES = frozenset(
     {EventType.PLANNER, EventType.REFLECTION, EventType.AGGREGATE, EventType.NOTE}
 )
+# Bound once: an enum member lookup goes through the enum machinery each time.
+_TOOL_CALL = EventType.TOOL_CALL
+_TOOL_RESULT = EventType.TOOL_RESULT
+_ERROR = EventType.ERROR
 
 
 def canonical_json(value: Any) -> str:
@@ -103,7 +107,7 @@ def render_events(
     for event in events:
         if event.type in NOT_RENDERED:
             continue
-        if event.type is EventType.TOOL_CALL:
+        if event.type is _TOOL_CALL:
             flush_images()
             call = {
                 "id": event.call_id or event.event_id,
@@ -119,7 +123,7 @@ def render_events(
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             continue
-        if event.type is EventType.TOOL_RESULT:
+        if event.type is _TOOL_RESULT:
             shown = tool_text(event) if tool_text is not None else event_text(event)
             text = shown or ("(error)" if event.meta.status == "error" else "(empty)")
             if event.meta.status == "error":
@@ -146,7 +150,7 @@ def _plain_message(event: Event, image_content: ImageContent) -> dict[str, Any]:
         role = "user"
     elif event.type in _SYSTEM_TYPES:
         role = "system"
-        if event.type is EventType.ERROR:
+        if event.type is _ERROR:
             text = f"[error] {text}"
     else:
         role = "assistant"

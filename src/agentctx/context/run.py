@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
@@ -37,12 +38,50 @@ from agentctx.errors import AgentCtxError
 from agentctx.events import Event, EventType, ImagePart
 from agentctx.storage.images import ImageState
 from agentctx.tokens import TokenCounter, image_tokens, message_tokens
+from agentctx.tokens.base import DEFAULT_MARKER
 
 if TYPE_CHECKING:
     from agentctx.context.builder import ContextBuilder
 
 REPLY_PRIMING = 3
 """Tokens every chat request spends priming the reply (OpenAI's counting rules)."""
+
+
+class RememberingCounter:
+    """A token counter that remembers every text it counted during one build.
+
+    A build counts the same texts over and over: each message's role and author, the
+    lines it prices while choosing, then the final messages, the trimming loop and the
+    report. The counts are the wrapped counter's own, so windows are the same with or
+    without it; it lives as long as the build (a :class:`Run`).
+    """
+
+    __slots__ = ("_counter", "_counts", "name")
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._counts: dict[str, int] = {}
+        self.name = counter.name
+
+    def count(self, text: str) -> int:
+        """The wrapped counter's count of ``text``, counted once per build."""
+        tokens = self._counts.get(text)
+        if tokens is None:
+            tokens = self._counts[text] = self._counter.count(text)
+        return tokens
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Each text's count; the ones not seen yet are counted together (batched)."""
+        counts = self._counts
+        missing = list(dict.fromkeys(text for text in texts if text not in counts))
+        if missing:
+            for text, tokens in zip(missing, self._counter.count_many(missing), strict=True):
+                counts[text] = tokens
+        return [counts[text] for text in texts]
+
+    def truncate(self, text: str, max_tokens: int, marker: str = DEFAULT_MARKER) -> str:
+        """The wrapped counter's truncation (not remembered: rarely repeated)."""
+        return self._counter.truncate(text, max_tokens, marker)
 
 
 @dataclass
@@ -84,7 +123,8 @@ class Run:
         budget: int,
     ) -> None:
         self.builder = builder
-        self.counter = counter
+        self.counter: TokenCounter = RememberingCounter(counter)
+        self._raw_counter = counter  # handed to tool output compaction as configured
         self.config = config
         self.user_id = user_id
         self.session_id = session_id
@@ -104,6 +144,8 @@ class Run:
         self._full_turns: frozenset[str | None] = frozenset()
         self._restore = frozenset(config.restore_images)
         self._url_images: dict[str, str] = {}  # data URL -> image id
+        self._days: dict[date, str] = {}
+        self._block: tuple[tuple[Candidate, ...], dict[str, Any]] | None = None
 
     # Reading ------------------------------------------------------------------------------
 
@@ -122,10 +164,9 @@ class Run:
         """
         limit = 64
         first = (after_seq or 0) + 1
+        start = first if after_seq else None
+        read = self.builder._load(self.user_id, self.session_id, last=limit, start_seq=start)
         while True:
-            read = self.builder._load(
-                self.user_id, self.session_id, last=limit, start_seq=first if after_seq else None
-            )
             events = [e for e in read if not hidden(e.seq)] if hidden is not None else read
             if len(read) < limit or (read and read[0].seq == first):
                 return events, True
@@ -135,10 +176,19 @@ class Run:
             if self.config.strategy != "full" and limit >= 4096:
                 return events, False
             # Jump to about as many events as the tokens still missing need (at what
-            # the events read so far cost), rather than re-reading a growing tail.
+            # the events read so far cost), rather than growing the tail step by step;
+            # only the events before those already read are read.
             per_event = max(1.0, have / max(1, len(events)))
             wanted = int(needed_tokens * 1.25 / per_event * 1.2) + 1
             limit = max(limit * 2, min(wanted, limit * 16))
+            older = self.builder._load(
+                self.user_id,
+                self.session_id,
+                last=limit - len(read),
+                start_seq=start,
+                end_seq=read[0].seq - 1,
+            )
+            read = older + read
 
     def fetch(self, seqs: Sequence[int]) -> list[Event]:
         """Older events by seq (retrieved hits and their neighbours)."""
@@ -169,6 +219,14 @@ class Run:
 
     # Rendering ----------------------------------------------------------------------------
 
+    def day_of(self, ts: datetime) -> str:
+        """The day heading a block line goes under ("2024-03-01 (Friday)")."""
+        day = ts.date()
+        text = self._days.get(day)
+        if text is None:
+            text = self._days[day] = ts.strftime("%Y-%m-%d (%A)")
+        return text
+
     def piece(self, atom: Atom) -> Piece:
         """An atom rendered as messages, over-long messages cut in the middle."""
         messages = render_events(atom.events, self._show_image, self._tool_text)
@@ -189,7 +247,7 @@ class Run:
             if self._tool_output is None:
                 assert self.builder.tool_output is not None
                 self._tool_output = self.builder.tool_output(self.user_id, self.session_id)
-            text = self._tool_texts[event.event_id] = self._tool_output(event, self.counter)
+            text = self._tool_texts[event.event_id] = self._tool_output(event, self._raw_counter)
         return text
 
     def _limit_message(self, message: dict[str, Any], atom: Atom) -> None:
@@ -465,10 +523,16 @@ class Run:
         """The retrieved block: every chosen older event as a dated line, oldest first."""
         if not plan.block:
             return None
-        return {
-            "role": "system",
-            "content": BLOCK_HEADING + "\n" + "\n".join(compact_lines(plan.block, self.config)),
-        }
+        # Asked for several times per build (fitting, the final count, the report), and
+        # rendering sorts every line: the last rendering is kept for the same lines.
+        key = tuple(plan.block)
+        if self._block is None or self._block[0] != key:
+            lines = compact_lines(plan.block, self.config)
+            self._block = (
+                key,
+                {"role": "system", "content": BLOCK_HEADING + "\n" + "\n".join(lines)},
+            )
+        return self._block[1]
 
     def retrieved_messages(self, plan: Plan) -> list[dict[str, Any]]:
         block = self.block_message(plan)

@@ -36,6 +36,15 @@ if TYPE_CHECKING:
 
 _SENTENCE = re.compile("(?<=[.!?\u3002\uff01\uff1f])\\s+|\n+")
 
+# Enum members bound once: ``EventType.X`` goes through the enum machinery on every
+# lookup, and these tests run for every candidate event of a build.
+_TOOL_CALL = EventType.TOOL_CALL
+_TOOL_RESULT = EventType.TOOL_RESULT
+_ERROR = EventType.ERROR
+_NOT_LINES = frozenset({EventType.STATE_DELTA, EventType.SUMMARY})
+# Events a line's least cost leaves out (tool results show shortened output).
+_NOT_LINES_AT_LEAST = frozenset({EventType.STATE_DELTA, EventType.SUMMARY, EventType.TOOL_RESULT})
+
 
 @dataclass(eq=False)  # compared by identity: events are large, and equal ones are the same
 class Candidate:
@@ -88,8 +97,7 @@ def least_cost(candidate: Candidate, line_limit: int) -> int:
         for e in candidate.atom.events
         # Images and JSON count in the estimate but not (or not all) in a line, and a
         # tool result's line shows its shortened output.
-        if e.type not in (EventType.STATE_DELTA, EventType.SUMMARY, EventType.TOOL_RESULT)
-        and all(isinstance(p, TextPart) for p in e.parts)
+        if e.type not in _NOT_LINES_AT_LEAST and all(isinstance(p, TextPart) for p in e.parts)
     )
 
 
@@ -339,8 +347,13 @@ def _scored_atom(
     importance_weight: float,
     important: _Keywords | None,
 ) -> Candidate:
-    rel = max((relevance.get(e.seq, 0.0) for e in atom.events), default=0.0)
-    flagged = any(_is_important(e, important) for e in atom.events)
+    events = atom.events
+    if len(events) == 1:  # most atoms: one event, scored without generators
+        rel = relevance.get(events[0].seq, 0.0)
+        flagged = _is_important(events[0], important)
+    else:
+        rel = max((relevance.get(e.seq, 0.0) for e in events), default=0.0)
+        flagged = any(_is_important(e, important) for e in events)
     return Candidate(
         atom=atom, score=rel + recency + importance_weight * flagged * (1.0 if rel else 0.3)
     )
@@ -367,24 +380,24 @@ def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str, 
         if tokens > limit:
             line = _shorten(line, terms, limit, run)
             tokens = run.counter.count(line)
-        out.append((event.ts.strftime("%Y-%m-%d (%A)"), line, tokens))
+        out.append((run.day_of(event.ts), line, tokens))
     return out
 
 
 def _line(event: Event, run: Run) -> str | None:
-    if event.type in (EventType.STATE_DELTA, EventType.SUMMARY):
+    if event.type in _NOT_LINES:
         return None
     who = event.author or (event.role.value if event.role is not None else event.type.value)
     # A tool result shows as its messages would: shortened by its tool's strategy.
-    shown = run.tool_result_text(event) if event.type is EventType.TOOL_RESULT else None
+    shown = run.tool_result_text(event) if event.type is _TOOL_RESULT else None
     text = " ".join((shown if shown is not None else event_text(event)).split())
-    if event.type is EventType.TOOL_CALL:
+    if event.type is _TOOL_CALL:
         args = next((canonical_json(p.data) for p in event.parts if isinstance(p, JsonPart)), "{}")
         return f"{who} called {event.meta.tool_name or 'tool'}({args})"
-    if event.type is EventType.TOOL_RESULT:
+    if event.type is _TOOL_RESULT:
         status = " (error)" if event.meta.status == "error" else ""
         return f"tool result{status}: {text}"
-    if event.type is EventType.ERROR:
+    if event.type is _ERROR:
         return f"error: {text}"
     return f"{who}: {text}"
 
@@ -436,11 +449,15 @@ class _Keywords:
 
 
 def _is_important(event: Event, keywords: _Keywords | None) -> bool:
-    if event.type is EventType.ERROR or event.meta.status == "error":
+    if event.type is _ERROR or event.meta.status == "error":
         return True
     if keywords is None:
         return False
-    text = event.text
+    parts = event.parts
+    if len(parts) == 1:  # the usual single part: no join
+        text = parts[0].text if isinstance(parts[0], TextPart) else ""
+    else:
+        text = event.text
     folded = text.casefold()
     if not any(map(folded.__contains__, keywords.words)):
         return False

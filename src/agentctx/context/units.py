@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 
 from agentctx.events import Event, EventType
 
+# Enum members bound once: ``EventType.X`` is a class attribute lookup through the enum
+# machinery, measurable in loops that run for every event of a build.
+_TOOL_CALL = EventType.TOOL_CALL
+_TOOL_RESULT = EventType.TOOL_RESULT
+
 
 @dataclass
 class Atom:
@@ -58,11 +63,11 @@ def atoms_of(events: Sequence[Event]) -> list[Atom]:
     atoms: list[Atom] = []
     open_calls: dict[str, Atom] = {}
     for event in events:
-        if event.type is EventType.TOOL_CALL:
+        if event.type is _TOOL_CALL:
             last = atoms[-1] if atoms else None
             if (
                 last is not None
-                and last.events[-1].type is EventType.TOOL_CALL
+                and last.events[-1].type is _TOOL_CALL
                 and _same_turn(last.events[-1], event)
             ):
                 last.events.append(event)  # parallel calls share one atom
@@ -73,7 +78,7 @@ def atoms_of(events: Sequence[Event]) -> list[Atom]:
             if event.call_id:
                 open_calls[event.call_id] = atom
             continue
-        if event.type is EventType.TOOL_RESULT and event.call_id in open_calls:
+        if event.type is _TOOL_RESULT and event.call_id in open_calls:
             atom = open_calls[event.call_id or ""]
             if atom is atoms[-1]:
                 atom.events.append(event)
