@@ -473,3 +473,75 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
         out=out,
         markdown=markdown,
     )
+
+
+@bench_app.command("server")
+def server(  # noqa: PLR0917 - one parameter per command-line option
+    clients: int = typer.Option(64, "--clients", min=1, help="Concurrent clients, a user each."),
+    seconds: float = typer.Option(60.0, "--seconds", min=0.1, help="Timed window per backend."),
+    replicas: int = typer.Option(
+        2, "--replicas", min=1, help="Server processes on PostgreSQL (SQLite runs one)."
+    ),
+    backend: str = typer.Option("both", "--backend", help="postgres, sqlite or both."),
+    embedder: str = typer.Option(
+        "auto", "--embedder", help="The replicas' embeddings provider: auto, local, hashing, none."
+    ),
+    pg_url: str | None = typer.Option(
+        None, "--pg-url", help="PostgreSQL to use (default: start a temporary server)."
+    ),
+    workdir: Path | None = typer.Option(
+        None, "--dir", help="Put the databases, blobs and replica logs under this folder."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """Server replicas under concurrent clients: requests/s, latency per route, then the
+    log audited (no event lost or duplicated, every session verified, no foreign read).
+
+    Exits with 1 when an invariant is broken."""
+    import sys  # noqa: PLC0415
+
+    from agentctx.bench.server import (  # noqa: PLC0415 - loads the engine lazily
+        ServerBackend,
+        ServerBenchConfig,
+        ServerBenchReport,
+        run_server_benchmark,
+    )
+    from agentctx.bench.server_report import (  # noqa: PLC0415
+        print_server_report,
+        server_markdown,
+    )
+
+    try:
+        chosen = ServerBackend(backend)
+    except ValueError as exc:
+        raise typer.BadParameter("--backend is postgres, sqlite or both") from exc
+    config = ServerBenchConfig(
+        clients=clients,
+        seconds=seconds,
+        replicas=replicas,
+        backends=chosen.backends(),
+        embedder=embedder,
+        pg_url=pg_url,
+        workdir=workdir,
+        command=" ".join(["agentctx", *sys.argv[1:]]),
+    )
+    finished: list[ServerBenchReport] = []
+
+    def run(progress: Callable[[str], None]) -> ServerBenchReport:
+        report = run_server_benchmark(config, progress=progress)
+        finished.append(report)
+        return report
+
+    _run_and_write(
+        Console(),
+        run,
+        show=print_server_report,
+        markdown_of=server_markdown,
+        out=out,
+        markdown=markdown,
+    )
+    if not finished[0].passed:
+        raise typer.Exit(1)
