@@ -30,6 +30,7 @@ from agentctx.llm.embeddings import EmbeddingConfig
 from agentctx.memory.config import MemoryConfig
 from agentctx.privacy.config import RedactionConfig
 from agentctx.retrieval.config import RetrievalConfig
+from agentctx.search.config import SearchConfig
 from agentctx.server.config import ServerConfig
 
 DEFAULT_HOME = Path("~/.agentctx")
@@ -146,6 +147,12 @@ class Settings(BaseSettings):
         default_factory=HitlConfig,
         description="Human in the loop (seed 003 8.1.5): the triggers that mark a session "
         "as needing a human, and the windows kept for repro packages.",
+    )
+    search: SearchConfig = Field(
+        default_factory=SearchConfig,
+        description="The web research sub-agent (seed 000 Phase 4): provider (none, "
+        "tavily or searxng), keys and endpoints, timeouts and rate limits, and the loop's "
+        "confidence threshold and iteration cap.",
     )
     server: ServerConfig = Field(
         default_factory=ServerConfig,

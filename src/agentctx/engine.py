@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
@@ -37,6 +37,7 @@ from agentctx.llm.embeddings import embedder_from_config
 from agentctx.memory import MEMORY_JOB, build_memory_service
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.retrieval.index import SearchIndex
+from agentctx.search.config import build_provider
 from agentctx.sessions.audit import AUDIT_LOGGER, AuditLog, attach_audit_file
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
@@ -67,6 +68,10 @@ def _configured_redactor(settings: Settings) -> Redactor:
     install_log_redaction(redactor, "agentctx")
     install_log_redaction(redactor, AUDIT_LOGGER)
     return redactor
+
+
+if TYPE_CHECKING:
+    from agentctx.search.service import SearchService
 
 
 class ContextEngine:
@@ -248,6 +253,16 @@ class ContextEngine:
             image_states=self.visual.image_states,
             memories=self.memory if s.memory.enabled else None,
         )
+        # Web research sub-agent (seed 000 Phase 4): only when a provider is configured;
+        # imported lazily so the default install needs no HTTP client.
+        self.search: SearchService | None = None
+        search_provider = build_provider(s.search)
+        if search_provider is not None:
+            from agentctx.search.service import SearchService  # noqa: PLC0415
+
+            self.search = SearchService(
+                self, search_provider, s.search, llm=llm_from_config(s.llm, "primary") or fast_llm
+            )
         if s.jobs == "background":
             self.jobs.start_worker()
 

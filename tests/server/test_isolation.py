@@ -31,6 +31,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("patch", "/v1/sessions/{session_id}/state"): {"changes": {"x": 1}},
     ("patch", "/v1/memories/{memory_id}"): {"content": "changed"},
     ("post", "/v1/sessions/{session_id}/hitl/resolve"): {"note": "done"},
+    ("post", "/v1/sessions/{session_id}/research"): {"question": "what is new"},
 }
 HEADERS: dict[tuple[str, str], dict[str, str]] = {
     ("patch", "/v1/sessions/{session_id}/state"): {"If-Match": '"0"'},
@@ -71,6 +72,7 @@ def victim(engine: ContextEngine) -> dict[str, str]:
         "memory_id": memory.memory_id,
         "key_id": "0000000000000000",
         "user_id": "u1",
+        "sub_session_id": session.id,
     }
 
 

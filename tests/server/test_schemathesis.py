@@ -37,6 +37,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "memory_id": memory.memory_id,
             "offloaded_id": image.blob_id,
             "user_id": "u1",
+            "sub_session_id": session.id,
             "key_id": "0000000000000000",
         }
         token = live.key("u1", scopes=("read", "write", "admin"))

@@ -28,6 +28,7 @@ from agentctx.server.routes import (
     health,
     hitl,
     memory,
+    research,
     sessions,
 )
 
@@ -73,7 +74,7 @@ def create_app(
     app.state.authenticator = build_authenticator(engine, config)
     app.state.metrics = Metrics(CollectorRegistry())
     install_error_handlers(app)
-    for module in (health, sessions, events, context, blobs, memory, hitl, admin):
+    for module in (health, sessions, events, context, blobs, memory, hitl, research, admin):
         app.include_router(module.router)
     app.include_router(sessions.me_router)
     if config.ui:

@@ -28,6 +28,7 @@ from agentctx.errors import (
     StorageError,
     TurnError,
 )
+from agentctx.search.errors import SearchError
 from agentctx.server.auth import Forbidden, Unauthenticated
 
 logger = logging.getLogger("agentctx.server")
@@ -45,9 +46,16 @@ _STATUS: tuple[tuple[type[AgentCtxError], int], ...] = (
     (InvalidInput, 422),
     (RedactionRequired, 422),
     (ConfigError, 422),
+    (SearchError, 502),  # the search provider failed upstream
     (MissingExtra, 501),
     (StorageError, 503),
 )
+
+
+class SearchNotConfigured(AgentCtxError):
+    """The server has no search provider (``search.provider`` is ``none``)."""
+
+    code = "search_not_configured"
 
 
 class PreconditionRequired(AgentCtxError):
@@ -60,6 +68,8 @@ def status_of(error: AgentCtxError) -> int:
     """The HTTP status an agentctx error maps to."""
     if isinstance(error, PreconditionRequired):
         return 428
+    if isinstance(error, SearchNotConfigured):
+        return 503
     return next((status for cls, status in _STATUS if isinstance(error, cls)), 400)
 
 
