@@ -269,3 +269,17 @@ def test_presets_follow_the_context_size_table() -> None:
     assert preset_for(64_000).min_archive_messages == 15
     assert preset_for(200_000).min_archive_messages == 20
     assert preset_for(8_000).context_limit == 32_000
+
+
+def test_events_the_state_retracts_stay_out_of_the_window(engine: ContextEngine) -> None:
+    session = engine.create_session("u1", "agent")
+    kept = session.add_message("user", "book a table for two")
+    taken_back = session.add_message("assistant", "RETRACTED-ANSWER about tables")
+    session.update_state(
+        {"retracted_events": [{"event_id": taken_back.event_id, "seq": taken_back.seq}]}
+    )
+    window = session.build_context("table", budget=2000)
+    text = str(window.messages)
+    assert "book a table for two" in text and "RETRACTED-ANSWER" not in text
+    assert kept.event_id in window.report.included_event_ids
+    assert taken_back.event_id not in window.report.included_event_ids

@@ -28,6 +28,7 @@ from agents.memory import Session as SdkSession
 from openai import AsyncOpenAI
 
 from agentctx import ContextEngine, MissingExtra
+from agentctx.context.task import render_pinned_instruction
 from agentctx.events import BlobPart, EventType
 from agentctx.integrations.openai_agents import RETRACTED_KEY, AgentCtxSession
 from conftest import make_png
@@ -294,12 +295,20 @@ def test_pop_item_retracts_the_newest_item_and_the_log_keeps_it(
         {"role": "user", "content": "first question"},
         {"role": "assistant", "content": "first answer"},
     ]
-    # With the pin on, the builder pinned the retracted request as the goal: that pin
-    # is left out with it.
-    assert asyncio.run(session.get_items()) == [
+    # The window leaves the retracted items out; with the pin on, it pins the newest
+    # request still standing, never the retracted one.
+    conversation = [
         {"role": "user", "content": "first question"},
         {"role": "assistant", "content": "first answer"},
     ]
+    items = asyncio.run(session.get_items())
+    assert items[:2] == conversation and "look it up" not in str(items)
+    if pinned:
+        assert items[2:] == [
+            {"role": "system", "content": render_pinned_instruction("first question", "active")}
+        ]
+    else:
+        assert items[2:] == []
     # Append-only: the items are still in the log, and the retractions are events too.
     handle = eng.get_session("pop", user_id="u1")
     types = [e.type for e in handle.events()]

@@ -80,6 +80,25 @@ SUMMARY_LABELS = {
 """How each kind of summary is introduced in the summary section."""
 
 
+RETRACTED_KEY = "retracted_events"
+
+
+def retracted_seqs(state: Mapping[str, Any]) -> Callable[[int], bool] | None:
+    """Whether a seq is one the session state lists as retracted (None: none is).
+
+    The log is append-only: an item an agent takes back (the OpenAI Agents SDK's
+    ``pop_item``) stays stored, and ``state["retracted_events"]`` (``[{"event_id",
+    "seq"}]``) keeps it out of every window, recent and retrieved.
+    """
+    entries = state.get(RETRACTED_KEY)
+    retracted = {
+        int(entry["seq"])
+        for entry in entries or ()
+        if isinstance(entry, Mapping) and isinstance(entry.get("seq"), int)
+    }
+    return retracted.__contains__ if retracted else None
+
+
 def folded(items: Sequence[SummaryItem]) -> Callable[[int], bool] | None:
     """Whether a seq is covered by one of the fold summaries in ``items`` (None: none).
 
@@ -220,7 +239,13 @@ class ContextBuilder:
             if config.sections.summaries and self.summaries is not None
             else []
         )
+        retracted = retracted_seqs(state)
         hidden = folded(summary_items)
+        if retracted is not None:
+            fold_hidden = hidden
+            hidden = (
+                retracted if fold_hidden is None else lambda seq: retracted(seq) or fold_hidden(seq)
+            )
         events, complete = run.load_recent(
             int(budget * recent_share) if searching else budget,
             after_seq=through,
@@ -290,6 +315,7 @@ class ContextBuilder:
             query=query if sections.retrieved else None,
             retriever=self.retriever if sections.retrieved else None,
             hidden=hidden,
+            retracted=retracted,
         )
         timings["retrieve_ms"] = elapsed_ms(retrieve_started)
 

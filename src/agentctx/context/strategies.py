@@ -127,11 +127,13 @@ def older_candidates(
     query: str | None,
     retriever: Retriever | None,
     hidden: Callable[[int], bool] | None = None,
+    retracted: Callable[[int], bool] | None = None,
 ) -> list[Candidate]:
     """Every older atom the strategy may use, scored (higher first).
 
     ``hidden``: seqs folded into a summary and so left out of the recent window; they
-    may lie inside the recent core's span, and are searched there too.
+    may lie inside the recent core's span, and are searched there too. ``retracted``:
+    seqs taken back, never shown.
     """
     config = run.config
     strategy = config.strategy
@@ -173,6 +175,8 @@ def older_candidates(
     if query and retriever is not None:
 
         def searchable(seq: int) -> bool:  # not already shown in the recent core
+            if retracted is not None and retracted(seq):
+                return False
             return 0 < seq < core_start or (hidden is not None and hidden(seq))
 
         hits = retriever.retrieve(

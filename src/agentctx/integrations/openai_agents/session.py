@@ -32,6 +32,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from agentctx.context.builder import RETRACTED_KEY
 from agentctx.context.window import ContextWindow
 from agentctx.errors import (
     BlobNotFound,
@@ -50,8 +51,8 @@ from agentctx.integrations.openai_agents.items import (
 )
 from agentctx.integrations.openai_agents.window import window_items, without_retracted
 
-RETRACTED_KEY = "retracted_events"
-"""The session-state key listing retracted item events (``{"event_id", "seq"}``)."""
+# The session-state key listing retracted item events (``{"event_id", "seq"}``); windows
+# leave them out (agentctx.context.builder.without_retracted).
 
 POP_ATTEMPTS = 16
 """How often a pop that keeps losing compare-and-set races retries before giving up."""
