@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentctx.client.transport import parse
 from agentctx.client.turns import RemoteTurn, TurnKey, current_remote_turn
-from agentctx.context.task import TASK_STATE_KEY, ActiveTask, task_from_state
+from agentctx.context.task import TaskMethods
 from agentctx.context.window import ContextReport, ContextWindow
 from agentctx.errors import InvalidInput, TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType, ImageData
@@ -58,7 +58,7 @@ def draft_body(draft: EventDraft) -> dict[str, Any]:
     return body
 
 
-class RemoteSession(EventRecorder):
+class RemoteSession(EventRecorder, TaskMethods):
     """One session of one user on a server. Obtain it from ``RemoteEngine.create_session``
     or ``get_session``; it behaves like the embedded ``Session``.
 
@@ -233,19 +233,24 @@ class RemoteSession(EventRecorder):
         *,
         expected_version: int | None = None,
         replace: bool = False,
+        turn_id: str | None = None,
     ) -> dict[str, Any]:
         """Compare-and-set the state: merge ``changes`` (or replace the state with them).
 
         The write names the version it read (``expected_version``, else the version this
         handle last saw) in ``If-Match``; if another writer got there first the server
-        answers 412 and ``StaleSession`` is raised, nothing changed.
+        answers 412 and ``StaleSession`` is raised, nothing changed. The ``state_delta``
+        event goes into the current turn, or the open turn ``turn_id``.
         """
         expected = self.state_version if expected_version is None else expected_version
+        if turn_id is None:
+            turn = current_remote_turn(self._turn_key)
+            turn_id = turn.turn_id if turn is not None else None
         response = self._http.request(
             "PATCH",
             f"{self._path}/state",
             params=self._user,
-            json={"changes": changes, "replace": replace},
+            json={"changes": changes, "replace": replace, "turn_id": turn_id},
             headers={"If-Match": f'"{expected}"'},
             # A retry after a lost response would report its own write as a conflict.
             retry="unsent",
@@ -255,54 +260,6 @@ class RemoteSession(EventRecorder):
             update={"state": body["state"], "state_version": body["state_version"]}
         )
         return dict(body["state"])
-
-    @property
-    def task(self) -> ActiveTask | None:
-        """The active task kept in the session state, if any."""
-        return task_from_state(self._info.state)
-
-    def set_task(
-        self,
-        goal: str,
-        *,
-        status: str = "active",
-        steps_done: Sequence[str] = (),
-        findings: Sequence[str] = (),
-        next_step: str | None = None,
-    ) -> ActiveTask:
-        """Set the active task (goal, status, steps done, findings), compare-and-set."""
-        try:
-            task = ActiveTask(
-                goal=goal,
-                status=status,
-                steps_done=tuple(steps_done),
-                findings=tuple(findings),
-                next_step=next_step,
-            )
-        except ValidationError as exc:
-            raise InvalidInput(f"invalid task: {exc}") from exc
-        self.update_state({TASK_STATE_KEY: task.model_dump(mode="json")})
-        return task
-
-    def update_task(
-        self,
-        *,
-        status: str | None = None,
-        step_done: str | None = None,
-        finding: str | None = None,
-        next_step: str | None = None,
-    ) -> ActiveTask:
-        """Record progress on the active task (``InvalidInput`` if there is none)."""
-        current = self.task
-        if current is None:
-            raise InvalidInput("the session has no active task: call set_task() first")
-        return self.set_task(
-            current.goal,
-            status=status or current.status,
-            steps_done=current.steps_done + ((step_done,) if step_done else ()),
-            findings=current.findings + ((finding,) if finding else ()),
-            next_step=next_step if next_step is not None else current.next_step,
-        )
 
     # Context ----------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ output in the middle would otherwise wash the user's goal out.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -68,3 +70,71 @@ def render_pinned_instruction(goal: str, status: str) -> str:
         "2. If the goal is complex, form a concise plan before executing.\n"
         "3. Prioritize answering the user's goal."
     )
+
+
+class TaskMethods(ABC):
+    """The active-task methods of a session (embedded or remote), kept in its state."""
+
+    @property
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """The session state as last read."""
+
+    @abstractmethod
+    def update_state(
+        self,
+        changes: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+        replace: bool = False,
+        turn_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Compare-and-set the state."""
+
+    @property
+    def task(self) -> ActiveTask | None:
+        """The active task kept in the session state, if any."""
+        return task_from_state(self.state)
+
+    def set_task(
+        self,
+        goal: str,
+        *,
+        status: str = "active",
+        steps_done: Sequence[str] = (),
+        findings: Sequence[str] = (),
+        next_step: str | None = None,
+    ) -> ActiveTask:
+        """Set the active task (goal, status, steps done, findings), compare-and-set."""
+        try:
+            task = ActiveTask(
+                goal=goal,
+                status=status,
+                steps_done=tuple(steps_done),
+                findings=tuple(findings),
+                next_step=next_step,
+            )
+        except ValidationError as exc:
+            raise InvalidInput(f"invalid task: {exc}") from exc
+        self.update_state({TASK_STATE_KEY: task.model_dump(mode="json")})
+        return task
+
+    def update_task(
+        self,
+        *,
+        status: str | None = None,
+        step_done: str | None = None,
+        finding: str | None = None,
+        next_step: str | None = None,
+    ) -> ActiveTask:
+        """Record progress on the active task (``InvalidInput`` if there is none)."""
+        current = self.task
+        if current is None:
+            raise InvalidInput("the session has no active task: call set_task() first")
+        return self.set_task(
+            current.goal,
+            status=status or current.status,
+            steps_done=current.steps_done + ((step_done,) if step_done else ()),
+            findings=current.findings + ((finding,) if finding else ()),
+            next_step=next_step if next_step is not None else current.next_step,
+        )

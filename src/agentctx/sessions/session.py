@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentctx.context.task import TASK_STATE_KEY, ActiveTask, task_from_state
+from agentctx.context.task import TaskMethods
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 StateModel = TypeVar("StateModel", bound=BaseModel)
 
 
-class Session(EventRecorder):
+class Session(EventRecorder, TaskMethods):
     """One session of one user. Obtain it from ``ContextEngine.create_session``/``get_session``.
 
     The handle keeps a snapshot of the session row (``state``, ``state_version``);
@@ -273,54 +273,6 @@ class Session(EventRecorder):
             system_prompt=system_prompt,
             config=config,
             turn_id=turn_id,
-        )
-
-    @property
-    def task(self) -> ActiveTask | None:
-        """The active task kept in the session state, if any."""
-        return task_from_state(self._info.state)
-
-    def set_task(
-        self,
-        goal: str,
-        *,
-        status: str = "active",
-        steps_done: Sequence[str] = (),
-        findings: Sequence[str] = (),
-        next_step: str | None = None,
-    ) -> ActiveTask:
-        """Set the active task (goal, status, steps done, findings), compare-and-set."""
-        try:
-            task = ActiveTask(
-                goal=goal,
-                status=status,
-                steps_done=tuple(steps_done),
-                findings=tuple(findings),
-                next_step=next_step,
-            )
-        except ValidationError as exc:
-            raise InvalidInput(f"invalid task: {exc}") from exc
-        self.update_state({TASK_STATE_KEY: task.model_dump(mode="json")})
-        return task
-
-    def update_task(
-        self,
-        *,
-        status: str | None = None,
-        step_done: str | None = None,
-        finding: str | None = None,
-        next_step: str | None = None,
-    ) -> ActiveTask:
-        """Record progress on the active task (``InvalidInput`` if there is none)."""
-        current = self.task
-        if current is None:
-            raise InvalidInput("the session has no active task: call set_task() first")
-        return self.set_task(
-            current.goal,
-            status=status or current.status,
-            steps_done=current.steps_done + ((step_done,) if step_done else ()),
-            findings=current.findings + ((finding,) if finding else ()),
-            next_step=next_step if next_step is not None else current.next_step,
         )
 
     # Reading ----------------------------------------------------------------------------
