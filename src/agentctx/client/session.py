@@ -12,21 +12,17 @@ from __future__ import annotations
 import base64
 from collections import deque
 from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-from pydantic import BaseModel, ValidationError
 
 from agentctx.client.transport import parse
 from agentctx.client.turns import RemoteTurn, TurnKey, current_remote_turn
-from agentctx.context.task import TaskMethods
 from agentctx.context.window import ContextReport, ContextWindow
 from agentctx.errors import InvalidInput, TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType, ImageData
 from agentctx.ids import new_id
+from agentctx.sessions.handle import SessionHandle
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
-from agentctx.sessions.recording import EventRecorder
 
 if TYPE_CHECKING:
     from agentctx.client.engine import RemoteEngine
@@ -35,7 +31,6 @@ if TYPE_CHECKING:
     from agentctx.compaction.topics import Topic
     from agentctx.compaction.visual import ImageFrame
 
-StateModel = TypeVar("StateModel", bound=BaseModel)
 PAGE = 1000  # the most events the server returns per page
 
 
@@ -58,7 +53,7 @@ def draft_body(draft: EventDraft) -> dict[str, Any]:
     return body
 
 
-class RemoteSession(EventRecorder, TaskMethods):
+class RemoteSession(SessionHandle):
     """One session of one user on a server. Obtain it from ``RemoteEngine.create_session``
     or ``get_session``; it behaves like the embedded ``Session``.
 
@@ -71,46 +66,6 @@ class RemoteSession(EventRecorder, TaskMethods):
         self._http = engine._http
         self._info = info
 
-    def __repr__(self) -> str:
-        return (
-            f"RemoteSession(id={self.id!r}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
-        )
-
-    @property
-    def id(self) -> str:
-        """The session id."""
-        return self._info.session_id
-
-    @property
-    def user_id(self) -> str:
-        """The user the session belongs to."""
-        return self._info.user_id
-
-    @property
-    def agent_id(self) -> str:
-        """The agent the session is with."""
-        return self._info.agent_id
-
-    @property
-    def info(self) -> SessionInfo:
-        """The session row as last read."""
-        return self._info
-
-    @property
-    def state(self) -> dict[str, Any]:
-        """The session state as last read or written through this handle."""
-        return dict(self._info.state)
-
-    @property
-    def state_version(self) -> int:
-        """The state version as last read or written through this handle."""
-        return self._info.state_version
-
-    @property
-    def last_activity(self) -> datetime:
-        """When the session was last written (as last read)."""
-        return self._info.updated_at
-
     @property
     def _path(self) -> str:
         return f"/v1/sessions/{quote(self.id, safe='')}"
@@ -122,13 +77,6 @@ class RemoteSession(EventRecorder, TaskMethods):
     @property
     def _turn_key(self) -> TurnKey:
         return (self._http.url, self.user_id, self.id)
-
-    def state_as(self, model: type[StateModel]) -> StateModel:
-        """The state validated as a pydantic model (typed state)."""
-        try:
-            return model.model_validate(self._info.state)
-        except ValidationError as exc:
-            raise InvalidInput(f"session state does not match {model.__name__}: {exc}") from exc
 
     def refresh(self) -> SessionInfo:
         """Re-read the session row."""

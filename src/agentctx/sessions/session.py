@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
-
-from agentctx.context.task import TaskMethods
 from agentctx.context.window import ContextWindow
-from agentctx.errors import InvalidInput, TurnError, TurnNotFound
+from agentctx.errors import TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.ids import new_id
 from agentctx.privacy.redactor import Redactor
+from agentctx.sessions.handle import SessionHandle
 from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
-from agentctx.sessions.recording import EventRecorder
 from agentctx.sessions.turns import Turn, current_turn
 
 if TYPE_CHECKING:
@@ -26,10 +22,8 @@ if TYPE_CHECKING:
     from agentctx.compaction.visual import ImageFrame
     from agentctx.engine import ContextEngine
 
-StateModel = TypeVar("StateModel", bound=BaseModel)
 
-
-class Session(EventRecorder, TaskMethods):
+class Session(SessionHandle):
     """One session of one user. Obtain it from ``ContextEngine.create_session``/``get_session``.
 
     The handle keeps a snapshot of the session row (``state``, ``state_version``);
@@ -53,46 +47,6 @@ class Session(EventRecorder, TaskMethods):
                 self._info.agent_id, self._info.config
             )
         return self._redactor_cache
-
-    def __repr__(self) -> str:
-        return f"Session(id={self.id!r}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
-
-    @property
-    def id(self) -> str:
-        """The session id."""
-        return self._info.session_id
-
-    @property
-    def user_id(self) -> str:
-        """The user the session belongs to."""
-        return self._info.user_id
-
-    @property
-    def agent_id(self) -> str:
-        """The agent the session is with."""
-        return self._info.agent_id
-
-    @property
-    def info(self) -> SessionInfo:
-        """The session row as last read."""
-        return self._info
-
-    @property
-    def state(self) -> dict[str, Any]:
-        """The session state as last read or written through this handle."""
-        return dict(self._info.state)
-
-    @property
-    def state_version(self) -> int:
-        """The state version as last read or written through this handle."""
-        return self._info.state_version
-
-    def state_as(self, model: type[StateModel]) -> StateModel:
-        """The state validated as a pydantic model (typed state)."""
-        try:
-            return model.model_validate(self._info.state)
-        except ValidationError as exc:
-            raise InvalidInput(f"session state does not match {model.__name__}: {exc}") from exc
 
     def refresh(self) -> SessionInfo:
         """Re-read the session row."""
@@ -360,8 +314,3 @@ class Session(EventRecorder, TaskMethods):
     def delete(self) -> DeleteReport:
         """Delete the session and everything derived from it."""
         return self._engine.delete_session(self.id, self.user_id)
-
-    @property
-    def last_activity(self) -> datetime:
-        """When the session was last written."""
-        return self._info.updated_at
