@@ -11,8 +11,14 @@ shows the API's error otherwise; each view shows what the API holds (sessions pa
 page and by search, a timeline by turns with tool results beside their calls, errors
 marked, compressed images as placeholders that restore into real images, a context
 window's sections as one bar segment each and what it left out, topics/summaries/folds
-with the events they cover, memories with provenance and history); another user's
-session is not found; data is shown as text, never parsed as markup.
+with the events they cover, memories with provenance and history, a web research's report
+with its sources, the pages it read and its iterations, the sessions waiting for a
+human with their reproduction package); another user's session is not found; data is
+shown as text, never parsed as markup.
+
+Web research and the human-in-the-loop flag are recorded on a second engine (with a
+search provider: a local Tavily server over local page servers) so the first engine's
+session counts stay as they are.
 
 A screenshot of each view goes to ``$AGENTCTX_SCREENSHOTS`` (default
 ``build/inspector-screenshots/``).
@@ -20,6 +26,7 @@ A screenshot of each view goes to ``$AGENTCTX_SCREENSHOTS`` (default
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -35,6 +42,8 @@ from agentctx import ContextEngine
 from agentctx.memory.models import Provenance
 from compaction.topics_data import POOL, TRIP
 from conftest import make_png
+from search.agent_web import GOOD, QUESTION, local_web, make_engine, tavily_config
+from search.servers import tavily_server
 from server.live import Live, serve
 from visual.visual_screens import DISTINCT_SCENES, desktop, encode
 
@@ -142,11 +151,81 @@ def live(recorded: Recorded) -> Iterator[Live]:
         yield running
 
 
+@dataclass
+class Researched:
+    """The second engine's server and what was recorded there (all for user u1)."""
+
+    live: Live
+    token: str
+    session_id: str  # the session that asked the question
+    sub_session_id: str  # its search session
+    report: dict[str, Any]
+    flagged_id: str  # a session with three failed tool results: needs a human
+    turn_id: str  # its failing turn
+
+
+def _tool_pair(i: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "tool_call",
+            "call_id": f"c{i}",
+            "payload": {"name": "click"},
+            "meta": {"tool_name": "click"},
+            "parts": [{"kind": "json", "data": {"selector": "#buy"}}],
+        },
+        {
+            "type": "tool_result",
+            "call_id": f"c{i}",
+            "payload": {"is_error": True},
+            "meta": {"status": "error"},
+            "parts": [{"kind": "text", "text": f"element not found (try {i})"}],
+        },
+    ]
+
+
 @pytest.fixture(scope="module")
-def browser(live: Live) -> Iterator[BrowserContext]:
-    """One Chromium for the module (it needs ``live`` so it closes its connections
-    before the server stops); each test opens a tab of its own, so sessionStorage
-    (where the key is kept) starts empty."""
+def researched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Researched]:
+    """A research recorded through the API against local search and page servers, and
+    a session whose repeated tool failures flag it for a human."""
+    tmp = tmp_path_factory.mktemp("research")
+    with local_web([GOOD, GOOD]) as web, tavily_server(pages=web.corpus) as srv:
+        config = tavily_config(srv.url, srv.api_key or "")
+        with (
+            make_engine(f"sqlite:///{tmp / 'agentctx.db'}", tmp / "home", search=config) as engine,
+            serve(engine) as running,
+        ):
+            token = running.key("u1")
+            with httpx.Client(
+                base_url=running.url, headers={"Authorization": f"Bearer {token}"}, timeout=120
+            ) as client:
+                sid = client.post("/v1/sessions", json={"agent_id": "helper"}).json()["session_id"]
+                answer = client.post(f"/v1/sessions/{sid}/research", json={"question": QUESTION})
+                answer.raise_for_status()
+                report = answer.json()
+
+                flagged = client.post("/v1/sessions", json={"agent_id": "shopper"}).json()
+                fid = flagged["session_id"]
+                tid = client.post(f"/v1/sessions/{fid}/turns", json={}).json()["turn_id"]
+                ask = {"type": "user_input", "parts": [{"kind": "text", "text": "buy it"}]}
+                events = [ask] + [e for i in range(3) for e in _tool_pair(i)]
+                client.post(
+                    f"/v1/sessions/{fid}/events/batch", json={"events": events, "turn_id": tid}
+                ).raise_for_status()
+                client.post(
+                    f"/v1/sessions/{fid}/context",
+                    json={"query": "why does buying fail", "budget": 2000, "turn_id": tid},
+                ).raise_for_status()
+                client.post(
+                    f"/v1/sessions/{fid}/turns/{tid}/end", json={"status": "error"}
+                ).raise_for_status()
+            yield Researched(running, token, sid, report["sub_session_id"], report, fid, tid)
+
+
+@pytest.fixture(scope="module")
+def browser(live: Live, researched: Researched) -> Iterator[BrowserContext]:
+    """One Chromium for the module (it needs the servers so it closes its connections
+    before they stop); each test opens a tab of its own, so sessionStorage (where the
+    key is kept) starts empty."""
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
@@ -557,6 +636,143 @@ def test_memories_list_search_provenance_and_history(
 def test_an_unknown_memory_shows_the_api_error(page: Page, live: Live, recorded: Recorded) -> None:
     sign_in(page, live, live.key("u1"), "#/memories/mem_missing")
     expect(page.locator(".error-box")).to_have_attribute("data-code", "memory_not_found")
+
+
+# Web research ---------------------------------------------------------------------------
+
+
+def test_session_lists_its_research_and_the_report_shows_sources_and_iterations(
+    page: Page, researched: Researched
+) -> None:
+    live, report, sub = researched.live, researched.report, researched.sub_session_id
+    assert report["confidence"] >= 0.8 and report["sources"] and report["history"]
+    sign_in(page, live, researched.token, f"#/sessions/{researched.session_id}")
+    page.click(".tabs >> text=Research")
+    rows = page.locator("#research-table .research-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-sub-session-id", sub)
+    expect(rows.first.locator("a.question")).to_have_text(QUESTION)
+    percent = f"{round(report['confidence'] * 100)}%"
+    expect(rows.first.locator(".confidence-text")).to_have_text(percent)
+    expect(rows.first.locator(".stopped")).to_have_text(report["stopped"])
+    shot(page, "research-list")
+
+    rows.first.locator("a.question").click()
+    expect(page).to_have_url(re.compile(rf"#/research/{sub}$"))
+    expect(page.locator("#research-question")).to_have_text(QUESTION)
+    expect(page.locator("#research-answer")).to_have_text(report["answer"])
+    assert "1994" in report["answer"]
+    meter = page.locator("#confidence-meter")
+    assert float(meter.evaluate("m => m.value")) == pytest.approx(report["confidence"])
+    expect(page.locator("#research-summary .confidence-text").first).to_have_text(percent)
+    expect(page.locator("#research-method")).to_have_text(report["method"])
+    expect(page.locator("#research-stopped")).to_have_text(report["stopped"])
+
+    sources = page.locator("#sources .source")
+    expect(sources).to_have_count(len(report["sources"]))
+    assert sources.evaluate_all("ss => ss.map(s => Number(s.dataset.n))") == [
+        s["n"] for s in report["sources"]
+    ]
+    for index, source in enumerate(report["sources"]):
+        card = sources.nth(index)
+        expect(card.locator(".source-n")).to_have_text(f"[{source['n']}]")
+        link = card.locator("a.source-url")
+        expect(link).to_have_text(source["url"])
+        expect(link).to_have_attribute("href", source["url"])
+        expect(link).to_have_attribute("rel", "noopener noreferrer")
+        expect(card.locator(".evidence blockquote")).to_have_text(list(source["evidence"]))
+    history = report["history"]
+    iterations = page.locator("#iterations-table tr.iteration")
+    expect(iterations).to_have_count(len(history))
+    for index, it in enumerate(history):
+        row = iterations.nth(index)
+        expect(row.locator(".query")).to_have_text(list(it["queries"]))
+        expect(row.locator(".results")).to_have_text(str(it["results"]))
+        expect(row.locator(".pages")).to_have_attribute("data-count", str(len(it["pages"])))
+        expect(row.locator(".confidence-text")).to_have_text(f"{round(it['confidence'] * 100)}%")
+    shot(page, "research-report")
+
+    # "Show page" restores the page read for the source, as text in its own box.
+    read = next(i for i, s in enumerate(report["sources"]) if s["page_id"])
+    card = sources.nth(read)
+    page_id = report["sources"][read]["page_id"]
+    expected = httpx.get(
+        f"{live.url}/v1/sessions/{sub}/offloaded/{page_id}",
+        headers={"Authorization": f"Bearer {researched.token}"},
+    ).text
+    assert "Skerryvore" in expected
+    card.locator("button.show-page").click()
+    text = card.locator("pre.page-text")
+    expect(text).to_have_attribute("data-page-id", page_id)
+    assert text.evaluate("p => p.textContent") == expected
+    assert text.locator("*").count() == 0  # text only: nothing parsed from it
+    assert text.evaluate("p => getComputedStyle(p).overflowY") == "auto"
+    card.scroll_into_view_if_needed()
+    shot(page, "research-page", full_page=False)
+    card.locator("button.show-page").click()
+    expect(text).to_have_count(0)
+
+    # The search session's own timeline: one tool call per search or read, and back.
+    page.click("#sub-session-link")
+    expect(page).to_have_url(re.compile(rf"#/sessions/{sub}$"))
+    events = api(live, researched.token, f"/v1/sessions/{sub}/events", limit=1000)["items"]
+    expect(page.locator("#timeline .event")).to_have_count(len(events))
+    expect(page.locator("#search-note .question")).to_have_text(QUESTION)
+    page.click("#report-link")
+    expect(page.locator("#research-question")).to_have_text(QUESTION)
+    page.click("#parent-link")
+    expect(page.locator("#research-table .research-row")).to_have_count(1)
+
+
+def test_a_session_without_research_says_so(page: Page, researched: Researched) -> None:
+    sign_in(page, researched.live, researched.token, f"#/sessions/{researched.flagged_id}/research")
+    expect(page.locator("#research-count")).to_have_text("This session started no web research.")
+
+
+# Needs a human ----------------------------------------------------------------------------
+
+
+def test_sessions_waiting_for_a_human_are_listed_and_their_repro_shows(
+    page: Page, researched: Researched
+) -> None:
+    live, fid = researched.live, researched.flagged_id
+    flags = api(live, researched.token, "/v1/hitl")
+    assert [f["session_id"] for f in flags] == [fid]
+    repro = api(live, researched.token, f"/v1/sessions/{fid}/repro")
+    assert repro["turn_id"] == researched.turn_id and repro["window"]
+
+    sign_in(page, live, researched.token, "#/sessions")
+    listed = page.locator("#needs-human .hitl-flag")
+    expect(listed).to_have_count(1)
+    expect(listed.first).to_have_attribute("data-session-id", fid)
+    expect(listed.first.locator(".hitl-reason")).to_have_text(flags[0]["reason"] or "")
+    expect(page.locator("#needs-human-count")).to_have_text("1")
+    # Every session is still listed below, the flagged one too.
+    sessions = api(live, researched.token, "/v1/sessions")["items"]
+    assert len(sessions) == 3  # the asker, its search session, the flagged one
+    expect(page.locator(".session-row")).to_have_count(len(sessions))
+    shot(page, "needs-human")
+
+    listed.first.locator(f'a[href="#/sessions/{fid}"]').click()
+    expect(page.locator("#hitl-banner")).to_contain_text("Needs a human")
+    page.click("#repro-link")
+    expect(page.locator("#repro-turn")).to_have_attribute("title", researched.turn_id)
+    cards = page.locator("#repro-events .event")
+    expect(cards).to_have_count(len(repro["events"]))
+    assert cards.evaluate_all("cs => cs.map(c => c.dataset.type)") == [
+        e["type"] for e in repro["events"]
+    ]
+    expect(page.locator("#repro-events .event.is-error")).to_have_count(3)
+    expect(page.locator("#repro-messages .message")).to_have_count(len(repro["window"]["messages"]))
+    shown = page.locator("#repro-config-json").text_content()
+    assert shown is not None
+    assert json.loads(shown) == repro["config"]
+    shot(page, "repro")
+
+    # A session nobody needs to look at has no banner and no repro tab.
+    page.goto(f"{live.url}/ui#/sessions/{researched.session_id}")
+    expect(page.locator(".tabs .tab")).to_have_count(4)
+    expect(page.locator("#hitl-banner")).to_have_count(0)
 
 
 def test_page_is_served_with_a_strict_content_security_policy(live: Live) -> None:

@@ -5,6 +5,8 @@ import { auth, forgetImages, on } from "./js/api.js";
 import { errorBox, h, replace } from "./js/dom.js";
 import { contextView } from "./js/context.js";
 import { memoriesView, memoryView } from "./js/memories.js";
+import { reproView } from "./js/repro.js";
+import { researchListView, researchView } from "./js/research.js";
 import { Router, hashFor } from "./js/router.js";
 import { sessionsView } from "./js/sessions.js";
 import { signInView } from "./js/signin.js";
@@ -30,7 +32,7 @@ function drawHeader(route) {
   const signedIn = Boolean(auth.key);
   const nav = signedIn
     ? h("nav", { class: "main-nav" },
-        h("a", { href: "#/sessions", class: section === "sessions" ? "active" : null }, "Sessions"),
+        h("a", { href: "#/sessions", class: ["sessions", "research"].includes(section) ? "active" : null }, "Sessions"),
         h("a", { href: "#/memories", class: section === "memories" ? "active" : null }, "Memories"))
     : null;
   let userForm = null;
@@ -77,6 +79,11 @@ async function resolve(route) {
     if (sub === undefined) return timelineView(view, route, id);
     if (sub === "context") return contextView(view, route, id, router);
     if (sub === "topics") return topicsView(view, route, id);
+    if (sub === "research") return researchListView(view, route, id);
+    if (sub === "repro") return reproView(view, route, id);
+  } else if (section === "research" && id !== undefined) {
+    document.title = `Research ${id} · agentctx`;
+    return researchView(view, route, id);
   } else if (section === "memories") {
     document.title = "Memories · agentctx";
     return id === undefined ? memoriesView(view, route, router) : memoryView(view, route, id);
@@ -87,7 +94,10 @@ async function resolve(route) {
 const router = new Router(resolve);
 
 on("unauthorized", (error) => {
-  // The key was revoked or is wrong: back to the form, saying why.
+  // The key was revoked or is wrong: back to the form, saying why. Views make
+  // requests in parallel; only the first 401 signs out (a second would redraw the
+  // form without its message).
+  if (!auth.key) return;
   auth.signOut();
   forgetImages();
   signInMessage = error;

@@ -68,7 +68,7 @@ export function apiUrl(path, query = {}, user = auth.user) {
 }
 
 /**
- * Call the API. ``as``: "json" (default) or "blob". ``user``: the user to act for
+ * Call the API. ``as``: "json" (default), "blob" or "text". ``user``: the user to act for
  * (defaults to the signed-in choice). ``key``: a key other than the stored one (sign-in).
  */
 export async function api(path, options = {}) {
@@ -94,7 +94,8 @@ export async function api(path, options = {}) {
     if (needsUser(error) && options.key === undefined) emit("needsUser", error);
     throw error;
   }
-  return as === "blob" ? response.blob() : response.json();
+  if (as === "blob") return response.blob();
+  return as === "text" ? response.text() : response.json();
 }
 
 /** Whether an error says the key acts for several users and a user id must be chosen. */

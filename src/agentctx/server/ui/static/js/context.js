@@ -155,7 +155,8 @@ function messagesView(messages) {
     h("div", { class: "messages", id: "context-messages" }, messages.map(messageView)));
 }
 
-function messageView(message) {
+/** One message of a context window as the model received it. */
+export function messageView(message) {
   const content = [];
   const text = (value) => h("div", { class: "part text" }, textWithPlaceholders(value));
   if (typeof message.content === "string") content.push(text(message.content));

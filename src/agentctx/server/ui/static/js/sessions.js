@@ -1,7 +1,9 @@
-// #/sessions: the user's live sessions, searched by part of an id, page by page.
+// #/sessions: the sessions waiting for a human, then the user's live sessions,
+// searched by part of an id, page by page.
 
 import { api } from "./api.js";
 import { errorBox, h, moreButton, replace, when } from "./dom.js";
+import { needsHumanList } from "./repro.js";
 import { hashFor } from "./router.js";
 
 export async function sessionsView(view, route, router) {
@@ -29,7 +31,12 @@ export async function sessionsView(view, route, router) {
       h("th", null, "Created"), h("th", null, "Updated"))),
     rows,
   );
-  replace(view, h("h1", null, "Sessions"), form, count, table, footer);
+  const flagged = h("div", { id: "needs-human-slot" });
+  replace(view, flagged, h("h1", null, "Sessions"), form, count, table, footer);
+  // Filled when it arrives, so the flag list never holds the sessions back.
+  const flags = needsHumanList(route).then((box) => {
+    if (route.current()) replace(flagged, box);
+  });
 
   let shown = 0;
   const load = async (cursor) => {
@@ -60,7 +67,7 @@ export async function sessionsView(view, route, router) {
       ? moreButton("Load more sessions", () => load(page.next_cursor))
       : null);
   };
-  await load(null);
+  await Promise.all([load(null), flags]);
 }
 
 /** A page size from the hash (``?limit=``), within the API's 1..1000. */
