@@ -29,6 +29,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,11 +40,10 @@ from sqlalchemy import Connection, bindparam, select, text
 from agentctx.errors import InvalidInput
 from agentctx.events import utcnow
 from agentctx.llm.embeddings import Embedder, EmbeddingError
-from agentctx.memory import index_dense
+from agentctx.memory import index_dense, index_terms
 from agentctx.memory.index_tables import (
     DOCS_TABLE,
     LEXICAL_TABLE,
-    VOCAB_TABLE,
     ensure_lexical,
     ensure_vectors,
     user_partition,
@@ -61,8 +61,14 @@ log = logging.getLogger(__name__)
 
 
 MAX_LEXICAL_POSTINGS = 10_000
-"""SQLite: the most matching documents the full-text ranking scores per search; query
-terms are taken rarest first until the next would pass it (at least one is kept)."""
+"""The most matching documents the full-text ranking scores per search: query terms
+are taken rarest first until the next would pass it. On SQLite at least one term is
+kept (FTS5 reads postings cheaply); on PostgreSQL, when even the rarest is over it,
+only the user's newest :data:`RECENT_WINDOW` documents are ranked, by all the terms."""
+
+RECENT_WINDOW = 10_000
+"""PostgreSQL: how many of the user's newest documents are ranked when every query
+term is too common for the postings budget (each costs a heap row, not a posting)."""
 
 
 def memory_text(memory: Memory) -> str:
@@ -112,6 +118,8 @@ class MemoryIndex:
         exact_vector_limit: int | None = None,
         rescore_candidates: int = 400,
         min_similarity: float = 0.2,
+        max_lexical_postings: int = MAX_LEXICAL_POSTINGS,
+        recent_window: int = RECENT_WINDOW,
     ) -> None:
         if half_life_days <= 0 or not 0 <= freshness_floor <= 1:
             raise InvalidInput("half_life_days must be > 0 and freshness_floor in [0, 1]")
@@ -124,11 +132,14 @@ class MemoryIndex:
         self.exact_vector_limit = exact_vector_limit
         self.rescore_candidates = rescore_candidates
         self.min_similarity = min_similarity
+        self.max_lexical_postings = max_lexical_postings
+        self.recent_window = recent_window
         self._lexical_ready = False
         self._embedder_id: int | None = None
         self._dense_ready: bool | None = None
         self._setup_lock = threading.Lock()
         self._codes = index_dense.CodeCache()
+        self._recent = index_terms.RecentBounds()
 
     # Setup ------------------------------------------------------------------------------
 
@@ -223,7 +234,7 @@ class MemoryIndex:
                 ).bindparams(bindparam("ids", expanding=True)),
                 {"ids": sorted(set(ids))},
             )
-        self._delete_docs(conn, ids)
+        counts = self._delete_docs(conn, ids)
         conn.execute(
             text(
                 f"INSERT INTO {DOCS_TABLE} (memory_id, user_id, uid, digest) "
@@ -262,6 +273,10 @@ class MemoryIndex:
                     for d in with_terms
                 ],
             )
+        if conn.dialect.name == "postgresql":
+            for d in with_terms:
+                counts.update((d.uid, term) for term in set(d.terms))
+            index_terms.apply_counts(conn, counts)
         if embedder_id is not None:
             by_user: dict[int, list[tuple[int, Sequence[float]]]] = {}
             for d in documents:
@@ -279,23 +294,34 @@ class MemoryIndex:
             with self.db.write() as conn:
                 self.write(conn, documents)
 
-    def _delete_docs(self, conn: Connection, memory_ids: Sequence[str]) -> None:
+    def _delete_docs(self, conn: Connection, memory_ids: Sequence[str]) -> Counter[tuple[int, str]]:
+        """Delete the memories' documents; on PostgreSQL the term counts to take off
+        (negative), for the caller to apply with its own in one statement."""
+        counts: Counter[tuple[int, str]] = Counter()
         if not memory_ids:
-            return
+            return counts
+        if conn.dialect.name == "postgresql":
+            counts.subtract(index_terms.indexed_terms(conn, memory_ids))
         statement = text(f"DELETE FROM {DOCS_TABLE} WHERE memory_id IN :ids").bindparams(
             bindparam("ids", expanding=True)
         )
         conn.execute(statement, {"ids": list(memory_ids)})
+        return counts
 
     def remove(self, memory_ids: Sequence[str], *, conn: Connection | None = None) -> None:
         """Take memories out of the index (the memories themselves are untouched).
         With ``conn``, inside the caller's write transaction."""
         self._setup()
         if conn is not None:
-            self._delete_docs(conn, memory_ids)
+            self._remove(conn, memory_ids)
             return
         with self.db.write() as own:
-            self._delete_docs(own, memory_ids)
+            self._remove(own, memory_ids)
+
+    def _remove(self, conn: Connection, memory_ids: Sequence[str]) -> None:
+        counts = self._delete_docs(conn, memory_ids)
+        if conn.dialect.name == "postgresql":
+            index_terms.apply_counts(conn, counts)
 
     # Search -----------------------------------------------------------------------------
 
@@ -446,20 +472,9 @@ class MemoryIndex:
         if not terms:
             return []
         sqlite = conn.dialect.name == "sqlite"
-        if sqlite and len(terms) > 1:
-            # A postings budget, rarest terms first (as the event index does): scoring is
-            # per matching document, and a term in a tenth of a user's memories adds
-            # little to the ranking but thousands of documents to score.
-            frequencies = {
-                term: int(
-                    conn.exec_driver_sql(
-                        f"SELECT doc FROM {VOCAB_TABLE} WHERE term = ?", (prefixed(uid, term),)
-                    ).scalar()
-                    or 0
-                )
-                for term in terms
-            }
-            terms = choose_terms(frequencies, MAX_LEXICAL_POSTINGS)[0] or list(terms)
+        terms, bound = self._budget(conn, uid, list(dict.fromkeys(terms)))
+        if not terms:
+            return []
         if sqlite:
             match = f"{LEXICAL_TABLE} MATCH :q"
             score = f"-bm25({LEXICAL_TABLE})"
@@ -467,6 +482,10 @@ class MemoryIndex:
             query = " OR ".join('"' + prefixed(uid, t).replace('"', '""') + '"' for t in terms)
         else:
             match = "terms @@ CAST(:q AS tsquery)"
+            if bound is not None:
+                # A literal, so the planner sees how few rows the range holds and reads
+                # them by the primary key rather than every posting from the GIN index.
+                match += f" AND doc_id >= {int(bound)}"
             score = "ts_rank(terms, CAST(:q AS tsquery))"
             key = "doc_id"
             query = " | ".join(
@@ -490,6 +509,29 @@ class MemoryIndex:
         pool_size = depth * 4
         found = ranked(" LIMIT :pool")
         return found if len(found) >= depth else ranked("")
+
+    def _budget(self, conn: Connection, uid: int, terms: list[str]) -> tuple[list[str], int | None]:
+        """The query terms to look up within the postings budget, rarest first (scoring
+        is per matching document, and a term in a tenth of a user's memories adds little
+        to the ranking but thousands of documents to score), and on PostgreSQL the
+        doc_id from which to rank when every term is over it (None: all documents)."""
+        budget = self.max_lexical_postings
+        if conn.dialect.name == "sqlite" and len(terms) < 2:
+            return terms, None
+        frequencies = index_terms.document_frequencies(conn, uid, terms)
+        if conn.dialect.name == "sqlite":
+            return choose_terms(frequencies, budget)[0] or terms, None
+        if sum(frequencies.values()) <= budget:
+            return terms, None
+        chosen, recent_only = choose_terms(frequencies, budget)
+        if not recent_only:
+            return chosen, None
+        # Every term is common: rank the newest documents by all the terms instead (the
+        # cost is the window's rows). A user with no more documents than the window
+        # (counts left high by a purge) is ranked whole, which is as cheap.
+        bound = self._recent.bound(conn, uid, self.recent_window)
+        present = [term for term in terms if frequencies[term] > 0]
+        return present, bound
 
     def _passing(
         self, conn: Connection, doc_ids: Sequence[int], where: str, params: dict[str, Any]

@@ -124,7 +124,7 @@ def cosines(query: Sequence[float], vectors: dict[int, Any]) -> dict[int, float]
 class _Codes:
     stamp: tuple[int, int]  # (documents, newest doc_id) of the user when loaded
     doc_ids: Any  # int64[n]
-    codes: Any  # uint8[n, bytes]
+    codes: Any  # uint64[words, n]: sign bits, 64 dimensions a word, one row per word
     quantized: Any  # int8[n, dimensions]: each row scaled so its largest magnitude is 127
 
 
@@ -174,7 +174,7 @@ class CodeCache:
         top = np.abs(matrix).max(axis=1, initial=0.0) if len(rows) else np.zeros(0)
         scale = np.divide(127.0, top, out=np.zeros_like(top), where=top > 0)
         quantized = np.round(matrix * scale[:, None]).astype(np.int8)
-        fresh = _Codes(stamp, doc_ids, np.packbits(matrix > 0, axis=1), quantized)
+        fresh = _Codes(stamp, doc_ids, _sign_words(np, matrix), quantized)
         with self._lock:
             self._entries[key] = fresh
             self._entries.move_to_end(key)
@@ -204,16 +204,8 @@ class CodeCache:
         n = len(entry.doc_ids)
         if n == 0:
             return []
-        q = np.packbits(np.asarray(query, dtype=np.float32) > 0)
-        xor = entry.codes ^ q
-        count = getattr(np, "bitwise_count", None)
-        if count is not None:
-            distances = count(xor).sum(axis=1, dtype=np.int64)
-        else:
-            table = np.asarray([bin(i).count("1") for i in range(256)], dtype=np.int64)
-            distances = table[xor].sum(axis=1)
-        take = min(take, n)
-        nearest = np.argpartition(distances, take - 1)[:take] if take < n else np.arange(n)
+        distances = _hamming(np, entry.codes, _sign_words(np, np.asarray([query])))
+        nearest = _closest(np, distances, min(take, n))
         matrix = entry.quantized[nearest].astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
@@ -222,6 +214,53 @@ class CodeCache:
         cosine = (matrix @ q_vector) / norms / q_norm
         order = np.argsort(-cosine, kind="stable")[:k]
         return [(int(entry.doc_ids[nearest[i]]), float(1.0 - cosine[i])) for i in order]
+
+
+def _sign_words(np: Any, matrix: Any) -> Any:
+    """The sign bits of each row, as uint64[words, rows] (padded with zero bits)."""
+    packed = np.packbits(np.asarray(matrix, dtype=np.float32) > 0, axis=1)
+    pad = (-packed.shape[1]) % 8
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    words = np.ascontiguousarray(packed).view(np.uint64)
+    return np.ascontiguousarray(words.T)
+
+
+def _hamming(np: Any, codes: Any, query: Any) -> Any:
+    """Hamming distance of each code to the query's, as uint16[n].
+
+    A word (one contiguous row of ``n``) at a time, into reused buffers: at a million
+    codes this takes a few milliseconds where XOR-ing the (n, bytes) matrix at once
+    took tens (the temporaries are as large as the codes).
+    """
+    n = codes.shape[1]
+    total = np.zeros(n, dtype=np.uint16)
+    xor = np.empty(n, dtype=np.uint64)
+    count = getattr(np, "bitwise_count", None)
+    bits = np.empty(n, dtype=np.uint8)
+    table: Any = np.asarray([bin(i).count("1") for i in range(256)], dtype=np.uint16)
+    for word, q in zip(codes, query[:, 0], strict=True):
+        np.bitwise_xor(word, q, out=xor)
+        if count is not None:
+            count(xor, out=bits)
+            np.add(total, bits, out=total)
+        else:  # numpy < 2: a byte table
+            np.add(total, table[xor.view(np.uint8)].reshape(n, 8).sum(axis=1), out=total)
+    return total
+
+
+def _closest(np: Any, distances: Any, take: int) -> Any:
+    """Indices of ``take`` smallest distances (ties at the cut broken by position).
+
+    Distances are small integers, so a histogram finds the cut in one pass, cheaper
+    than a partition of the whole array."""
+    if take >= len(distances):
+        return np.arange(len(distances))
+    cumulative = np.cumsum(np.bincount(distances))
+    cut = int(np.searchsorted(cumulative, take))  # the first distance reaching `take`
+    inside = np.flatnonzero(distances < cut)
+    tied = np.flatnonzero(distances == cut)[: take - len(inside)]
+    return np.concatenate([inside, tied])
 
 
 def search(

@@ -16,6 +16,8 @@ PostgreSQL
     ``memory_fts``: ``(doc_id, terms tsvector)`` with a GIN index.
     ``memory_vec_<embedder_id>``: ``(doc_id, uid, embedding vector(n))`` (pgvector)
     indexed by ``uid``. Both reference ``memory_fts_docs`` ON DELETE CASCADE.
+    ``memory_fts_df``: ``(uid, term, df)``, each user's document frequencies
+    (kept by :mod:`agentctx.memory.index_terms`).
 
 The names start with :data:`~agentctx.storage.schema.DERIVED_TABLE_PREFIXES`
 (``memory_fts``, ``memory_vec_``), so schema comparisons skip them. Embedder ids come
@@ -77,11 +79,55 @@ def _ensure_vocab(conn: Connection) -> None:
     )
 
 
+TERMS_TABLE = "memory_fts_df"
+"""PostgreSQL: each user's document frequencies (the GIN index owns "memory_fts_terms")."""
+
+
+def _ensure_term_counts(conn: Connection) -> None:
+    """PostgreSQL: create the term counts table if missing, filled from the documents
+    already indexed (see :mod:`agentctx.memory.index_terms`)."""
+    if table_exists(conn, TERMS_TABLE):
+        return
+    _lock_ddl(conn)
+    if table_exists(conn, TERMS_TABLE):  # another process made it while we waited
+        return
+    conn.exec_driver_sql(
+        f"CREATE TABLE {TERMS_TABLE} (uid BIGINT NOT NULL, term TEXT NOT NULL, "
+        "df BIGINT NOT NULL, PRIMARY KEY (uid, term))"
+    )
+    # Counts hold the user's words: when a user's last document goes (purging the user
+    # deletes memories, which cascades past the index), its counts go too.
+    conn.exec_driver_sql(
+        f"CREATE OR REPLACE FUNCTION {TERMS_TABLE}_cleanup() RETURNS trigger "
+        "LANGUAGE plpgsql AS $$ BEGIN "
+        f"DELETE FROM {TERMS_TABLE} AS c USING (SELECT DISTINCT uid FROM gone) AS g "
+        "WHERE c.uid = g.uid "
+        f"AND NOT EXISTS (SELECT 1 FROM {DOCS_TABLE} AS d WHERE d.uid = g.uid); "
+        "RETURN NULL; END $$"
+    )
+    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {TERMS_TABLE}_cleanup ON {DOCS_TABLE}")
+    conn.exec_driver_sql(
+        f"CREATE TRIGGER {TERMS_TABLE}_cleanup AFTER DELETE ON {DOCS_TABLE} "
+        "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
+        f"EXECUTE FUNCTION {TERMS_TABLE}_cleanup()"
+    )
+    # Stored terms are "<uid>x<term>"; the count is per unprefixed term.
+    conn.exec_driver_sql(
+        f"INSERT INTO {TERMS_TABLE} (uid, term, df) "
+        "SELECT d.uid, substr(t.term, length(CAST(d.uid AS text)) + 2), count(*) "
+        f"FROM {DOCS_TABLE} AS d JOIN {LEXICAL_TABLE} AS f ON f.doc_id = d.doc_id "
+        "CROSS JOIN LATERAL unnest(tsvector_to_array(f.terms)) AS t(term) "
+        "GROUP BY 1, 2"
+    )
+
+
 def ensure_lexical(conn: Connection) -> None:
     """Create the documents and lexical tables (and the SQLite trigger) if missing."""
     if table_exists(conn, LEXICAL_TABLE):
         if conn.dialect.name == "sqlite" and not table_exists(conn, VOCAB_TABLE):
             _ensure_vocab(conn)
+        elif conn.dialect.name == "postgresql":
+            _ensure_term_counts(conn)
         return
     _lock_ddl(conn)
     sqlite = conn.dialect.name == "sqlite"
@@ -114,6 +160,7 @@ def ensure_lexical(conn: Connection) -> None:
         f"CREATE INDEX IF NOT EXISTS {LEXICAL_TABLE}_terms ON {LEXICAL_TABLE} "
         "USING gin (terms) WITH (fastupdate = off)"
     )
+    _ensure_term_counts(conn)
 
 
 def ensure_vectors(conn: Connection, embedder_id: int, dimensions: int) -> bool:
