@@ -69,6 +69,8 @@ def test_no_input_gets_a_server_error(case: Any, api: dict[str, Any]) -> None:
     response = case.call(
         base_url=api["url"], headers={"Authorization": f"Bearer {api['token']}"}, timeout=60
     )
+    if response.status_code == 503 and "search_not_configured" in response.text:
+        return  # documented: this server has no search provider
     case.validate_response(response, checks=[not_a_server_error])
     content_type = response.headers.get("content-type") or [""]
     if response.status_code >= 400 and content_type[0].startswith("application/json"):

@@ -16,7 +16,7 @@ from server.live import free_port
 
 def test_serve_demo_prints_a_working_admin_key_and_serves_the_inspector(tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "AGENTCTX_EMBEDDINGS": '{"provider": "hashing"}'}
+    env = {**os.environ, "AGENTCTX_EMBEDDINGS": '{"provider": "hashing"}', "COLUMNS": "200"}
     command = [sys.executable, "-m", "agentctx.cli.main", "--home", str(tmp_path / "home")]
     process = subprocess.Popen(
         [*command, "serve", "--demo", "--port", str(port)],

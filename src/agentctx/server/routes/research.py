@@ -7,7 +7,7 @@ Pages read during a research are offloaded output of its search session:
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from pydantic import Field
@@ -41,7 +41,14 @@ def _service(engine: ContextEngine) -> SearchService:
     return engine.search
 
 
-@router.post("/sessions/{session_id}/research", response_model=SearchReport)
+_UNCONFIGURED: dict[int | str, dict[str, Any]] = {
+    503: {"description": "no search provider is configured (search_not_configured)"}
+}
+
+
+@router.post(
+    "/sessions/{session_id}/research", response_model=SearchReport, responses=_UNCONFIGURED
+)
 def research(
     session_id: str, body: ResearchRequest, user_id: WriteUser, engine: Engine, caller: Caller
 ) -> Response:
@@ -73,7 +80,7 @@ def researches(
     return respond(caller, found[:limit])
 
 
-@router.get("/research/{sub_session_id}", response_model=SearchReport)
+@router.get("/research/{sub_session_id}", response_model=SearchReport, responses=_UNCONFIGURED)
 def report(sub_session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
     """The full report of a finished research: answer, confidence, sources, iterations."""
     load_session(engine, user_id, sub_session_id)
