@@ -258,6 +258,8 @@ def test_memory_add_search_update_and_delete(api: Api) -> None:
     assert len(api.memory.list("u1")) == 2
     assert api.memory.delete("u1", memory.memory_id).status == "deleted"
     assert [m.memory_id for m in api.memory.list("u1", status="deleted")] == [memory.memory_id]
+    every = api.memory.list("u1", status=None)
+    assert len(every) == 2 and memory.memory_id == every[0].memory_id  # newest update first
 
     assert api.memory.opted_out("u1") is False
     api.memory.set_opt_out("u1", declarative=True)

@@ -16,7 +16,6 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from agentctx.client.transport import Transport, parse
-from agentctx.errors import InvalidInput
 from agentctx.memory import Memory, MemoryChange, MemoryHit, MemoryKind
 
 
@@ -112,22 +111,16 @@ class RemoteMemory:
         limit: int = 100,
         offset: int = 0,
     ) -> builtins.list[Memory]:
-        """The user's memories with ``status`` ("active", "stale" or "deleted"), newest
-        update first."""
+        """The user's memories with ``status`` ("active", "stale", "deleted"; None: any),
+        newest update first."""
         params = {
             "user_id": user_id,
             "kind": _kinds(kinds),
-            "status": status,
+            "status": "all" if status is None else status,
             "agent_id": agent_id,
             "limit": limit,
             "offset": offset,
         }
-        if status is None:
-            # The route lists one status at a time (it defaults to "active" when none is
-            # given), so "every status" cannot be asked for without breaking the order.
-            raise InvalidInput(
-                'a server lists memories of one status: "active", "stale" or "deleted"'
-            )
         response = self._http.request("GET", "/v1/memories", params=params)
         return parse(response, _MemoryPage).items
 
