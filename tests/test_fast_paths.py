@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from datetime import timedelta
 
 from sqlalchemy import select
 
@@ -57,6 +58,39 @@ def test_compiled_reads_equal_core_reads(engine: ContextEngine, png: bytes) -> N
     assert [e.seq for e in newest] == [core[-1].seq, core[-2].seq, core[-3].seq]
     assert window == core[1:4]
     assert [e.ts for e in fast] == [e.ts for e in core] and all(e.ts.tzinfo for e in fast)
+
+
+def test_reads_by_seq_list_equal_core_reads(engine: ContextEngine, png: bytes) -> None:
+    session = _varied_session(engine, png)
+    other = _varied_session(engine, png)  # same seqs in another session: never mixed in
+    short = engine.create_session(user_id="u1", ttl=timedelta(hours=1))
+    short.add_message("user", "soon gone")
+    now = utcnow()
+    with engine.db.read() as conn:
+        core = {
+            e.seq: e
+            for e in (
+                Event.from_row(r)
+                for r in conn.execute(
+                    select(events).where(events.c.session_id == session.id)
+                ).mappings()
+            )
+        }
+        picked = repo.select_events(conn, "u1", session.id, seqs=[5, 2, 2, 99, 4], live_at=now)
+        ranged = repo.select_events(
+            conn, "u1", session.id, seqs=[1, 2, 5, 6], start_seq=2, end_seq=5
+        )
+        none = repo.select_events(conn, "u1", session.id, seqs=[])
+        foreign = repo.select_events(conn, "u2", other.id, seqs=[1, 2])
+        live = repo.select_events(conn, "u1", short.id, seqs=[1], live_at=now)
+        expired = repo.select_events(
+            conn, "u1", short.id, seqs=[1], live_at=now + timedelta(days=400)
+        )
+    assert picked == [core[2], core[4], core[5]]  # in seq order, each once, unknown ones left out
+    assert ranged == [core[2], core[5]]
+    assert none == [] and foreign == []
+    assert [e.seq for e in live] == [1]
+    assert expired == []
 
 
 def test_the_hot_read_selects_columns_in_trusted_event_order() -> None:

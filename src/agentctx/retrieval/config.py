@@ -69,6 +69,12 @@ class RetrievalConfig(BaseModel):
     code_cache_vectors: int = Field(
         default=1_000_000, ge=0, description="Sign codes kept in memory (about 64 bytes each)."
     )
+    vector_cache_vectors: int = Field(
+        default=50_000,
+        ge=0,
+        description="Float vectors of small SQLite sessions kept in memory for exact search "
+        "with numpy (about 1.5 KB each at 384 dimensions); 0 leaves it to sqlite-vec.",
+    )
     query_cache_size: int = Field(
         default=256, ge=0, description="Query embeddings remembered (repeated queries)."
     )

@@ -8,8 +8,10 @@ and 200 ms at 100k events. So each vector is also kept in ``search_codes`` as it
 sign bits (48 bytes for 384 dimensions) and as int8. For a larger session,
 :class:`CodeCache` keeps the sign bits in memory (numpy), takes the closest few
 hundred by Hamming distance, and ranks those by their int8 vectors, read by primary
-key: a few milliseconds at 100k events, on either database. Without numpy, the exact
-search serves every session.
+key: a few milliseconds at 100k events, on either database. On SQLite a small
+session's float vectors are kept in memory instead
+(:class:`agentctx.retrieval.vector_cache.VectorCache`), since sqlite-vec pays per
+result row. Without numpy, the exact search serves every session.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class DenseHit:
     distance: float
 
 
-def _numpy() -> Any | None:
+def numpy_module() -> Any | None:
+    """numpy, or None when it is not installed."""
     try:
         return importlib.import_module("numpy")
     except ImportError:
@@ -180,7 +183,7 @@ class CodeCache:
         self.max_vectors = max_vectors
         self._entries: OrderedDict[tuple[int, int], _Codes] = OrderedDict()
         self._lock = threading.Lock()
-        self._np = _numpy()
+        self._np = numpy_module()
 
     @property
     def enabled(self) -> bool:

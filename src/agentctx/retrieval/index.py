@@ -43,6 +43,7 @@ from agentctx.retrieval.sync import (
 )
 from agentctx.retrieval.tables import ensure_lexical, ensure_vectors
 from agentctx.retrieval.terms import query_terms
+from agentctx.retrieval.vector_cache import VectorCache
 from agentctx.storage.database import Database
 from agentctx.storage.schema import events, search_docs
 
@@ -122,6 +123,7 @@ class SearchIndex:
         self._context_id: int | None = None  # vectors embedded with the event before
         self._setup_lock = threading.Lock()
         self._codes = dense_index.CodeCache(self.config.code_cache_vectors)
+        self._vectors = VectorCache(self.config.vector_cache_vectors)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._participants = ParticipantCache()
@@ -524,6 +526,16 @@ class SearchIndex:
                 k=depth,
                 before_seq=before_seq,
                 candidates=max(self.config.rescore_candidates, depth),
+            )
+        elif self._vectors.enabled and conn.dialect.name == "sqlite":
+            hits = self._vectors.search(
+                conn,
+                embedder_id,
+                state.sid,
+                state.embedded_seq,
+                vector,
+                k=depth,
+                before_seq=before_seq,
             )
         else:
             hits = dense_index.exact_search(

@@ -13,10 +13,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     Integer,
     RowMapping,
+    String,
     and_,
+    any_,
     bindparam,
     delete,
     func,
@@ -25,6 +28,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from agentctx.events import Event, trusted_event
 from agentctx.storage import fastsql
@@ -228,6 +232,50 @@ def _select_events_statement(
     return query
 
 
+def _select_seqs_statement(dialect: str, live: bool) -> Any:
+    """Events by a list of seqs, as one statement for any number of them: the list goes
+    as one parameter (a JSON array on SQLite, an array on PostgreSQL)."""
+    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
+        events.c.user_id == bindparam("user_id"), events.c.session_id == bindparam("session_id")
+    )
+    if dialect == "postgresql":
+        query = query.where(events.c.seq == any_(bindparam("seqs", type_=ARRAY(BigInteger))))
+    else:
+        listed = func.json_each(bindparam("seqs", type_=String)).table_valued("value")
+        query = query.where(events.c.seq.in_(select(listed.c.value)))
+    if live:
+        alive = select(sessions.c.session_id).where(
+            sessions.c.user_id == bindparam("user_id"),
+            sessions.c.session_id == bindparam("session_id"),
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+        )
+        query = query.where(alive.exists())
+    return query.order_by(events.c.seq)
+
+
+def _select_by_seqs(
+    conn: Connection,
+    user_id: str,
+    session_id: str,
+    seqs: Sequence[int],
+    live_at: datetime | None,
+) -> list[Event]:
+    wanted = sorted({int(seq) for seq in seqs})
+    if not wanted:
+        return []
+    dialect = conn.dialect.name
+    found = fastsql.statement(
+        conn,
+        ("select_events_by_seqs", dialect, live_at is not None),
+        lambda: _select_seqs_statement(dialect, live_at is not None),
+    )
+    listed: Any = wanted if dialect == "postgresql" else "[" + ",".join(map(str, wanted)) + "]"
+    rows = found.fetch_values(
+        conn, {"user_id": user_id, "session_id": session_id, "seqs": listed, "now": live_at}
+    )
+    return [trusted_event(*row) for row in rows]
+
+
 def newest_events_query(
     conn: Connection, user_id: str, session_id: str, *, limit: int, live_at: datetime
 ) -> tuple[str, Any]:
@@ -269,6 +317,14 @@ def select_events(
     ``seqs``: only these seqs (e.g. retrieved events). ``live_at``: return nothing unless
     the session is live (not expired) at that time, checked in the same statement.
     """
+    if seqs is not None and turn_id is None and not types and limit is None and not newest_first:
+        # Retrieved events and their neighbours: one compiled statement for any list.
+        by_seq = _select_by_seqs(conn, user_id, session_id, seqs, live_at)
+        return [
+            e
+            for e in by_seq
+            if (start_seq is None or e.seq >= start_seq) and (end_seq is None or e.seq <= end_seq)
+        ]
     if turn_id is None and not types and seqs is None:
         # The common shapes (a seq range, the newest N) run as compiled statements.
         shape = (

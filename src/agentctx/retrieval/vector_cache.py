@@ -1,0 +1,151 @@
+"""Exact dense search of small sessions in memory, from their float vectors.
+
+sqlite-vec answers a session's k nearest exactly, but it pays for every row it
+returns: about 4 µs a result, so a context window that asks for several hundred
+candidates from two vector tables spends 5-6 ms there on a 1,500-event session.
+Numpy ranks the same 1,500 vectors in well under a millisecond. So the float
+vectors of a small session are read once (by primary key, through ``search_codes``)
+and kept, normalized, in memory; each search is one matrix product.
+
+The distances are the same cosine distances sqlite-vec computes (up to float
+rounding), events of equal distance come newest first, and zero vectors, whose
+distance is undefined, are left out, as in the database. Stored vectors never
+change and a session's number is never reused, so an entry only grows by the newer
+rows of its session; least recently used sessions are dropped first once more than
+``max_vectors`` are held.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, text
+
+from agentctx.retrieval.dense import DenseHit, numpy_module
+from agentctx.retrieval.tables import vector_table
+from agentctx.storage.schema import search_codes
+
+# Rows fetched per ``rowid IN (…)`` statement (SQLite's default variable limit is 32,766).
+_CHUNK = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class _Vectors:
+    upto_seq: int
+    seqs: Any  # int64[n], ascending
+    docs: Any  # int64[n]
+    unit: Any  # float32[n, dims], rows of length 1 (zero rows stay zero)
+    nonzero: Any  # bool[n]
+
+
+class VectorCache:
+    """Normalized float vectors of small sessions, for exact search with numpy (SQLite)."""
+
+    def __init__(self, max_vectors: int = 50_000) -> None:
+        self.max_vectors = max_vectors
+        self._entries: OrderedDict[tuple[int, int], _Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+        self._np = numpy_module()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether numpy is available and the cache may hold anything."""
+        return self._np is not None and self.max_vectors > 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(entry.seqs) for entry in self._entries.values())
+
+    def _load(self, conn: Connection, sid: int, embedder_id: int, upto_seq: int) -> _Vectors:
+        np = self._np
+        assert np is not None
+        key = (sid, embedder_id)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is not None and entry.upto_seq >= upto_seq:
+            return entry
+        after = entry.upto_seq if entry is not None else 0
+        docs = conn.execute(
+            select(search_codes.c.seq, search_codes.c.doc_id)
+            .where(
+                search_codes.c.sid == sid,
+                search_codes.c.embedder_id == embedder_id,
+                search_codes.c.seq > after,
+                search_codes.c.seq <= upto_seq,
+            )
+            .order_by(search_codes.c.seq)
+        ).all()
+        vectors: dict[int, bytes] = {}
+        statement = text(
+            f'SELECT rowid, embedding FROM "{vector_table(embedder_id)}" WHERE rowid IN :docs'
+        ).bindparams(bindparam("docs", expanding=True))
+        for start in range(0, len(docs), _CHUNK):
+            chunk = [int(doc) for _, doc in docs[start : start + _CHUNK]]
+            for doc, blob in conn.execute(statement, {"docs": chunk}):
+                vectors[int(doc)] = bytes(blob)
+        present = [(int(seq), int(doc)) for seq, doc in docs if int(doc) in vectors]
+        seqs = np.fromiter((seq for seq, _ in present), dtype=np.int64, count=len(present))
+        doc_ids = np.fromiter((doc for _, doc in present), dtype=np.int64, count=len(present))
+        if present:
+            raw = np.frombuffer(b"".join(vectors[doc] for _, doc in present), dtype=np.float32)
+            matrix = raw.reshape(len(present), -1)
+        else:
+            width = entry.unit.shape[1] if entry is not None else 0
+            matrix = np.zeros((0, width), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1)
+        nonzero = norms > 0
+        unit = matrix / np.where(nonzero, norms, 1.0)[:, None]
+        if entry is not None and len(entry.seqs):
+            seqs = np.concatenate([entry.seqs, seqs])
+            doc_ids = np.concatenate([entry.docs, doc_ids])
+            unit = np.concatenate([entry.unit, unit]) if present else entry.unit
+            nonzero = np.concatenate([entry.nonzero, nonzero])
+        fresh = _Vectors(upto_seq, seqs, doc_ids, unit.astype(np.float32, copy=False), nonzero)
+        with self._lock:
+            current = self._entries.get(key)
+            if current is None or current.upto_seq < upto_seq:
+                self._entries[key] = fresh
+                self._entries.move_to_end(key)
+            total = sum(len(e.seqs) for e in self._entries.values())
+            while total > self.max_vectors and len(self._entries) > 1:
+                _, dropped = self._entries.popitem(last=False)
+                total -= len(dropped.seqs)
+        return fresh
+
+    def search(
+        self,
+        conn: Connection,
+        embedder_id: int,
+        sid: int,
+        embedded_seq: int,
+        query: Sequence[float],
+        *,
+        k: int,
+        before_seq: int | None,
+    ) -> list[DenseHit]:
+        """The ``k`` nearest documents of session ``sid`` (``seq < before_seq``), nearest first."""
+        np = self._np
+        assert np is not None
+        entry = self._load(conn, sid, embedder_id, embedded_seq)
+        n = len(entry.seqs)
+        if before_seq is not None:
+            n = int(np.searchsorted(entry.seqs, before_seq, side="left"))
+        q = np.asarray(query, dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if n == 0 or k < 1 or norm == 0.0:
+            return []
+        distance = 1.0 - entry.unit[:n] @ (q / norm)
+        candidates = np.flatnonzero(entry.nonzero[:n])
+        if len(candidates) > k:
+            # The k smallest (ties at the cut kept whole, so that the order below decides).
+            cut = np.partition(distance[candidates], k - 1)[k - 1]
+            candidates = candidates[distance[candidates] <= cut]
+        # Nearest first; of equal distances (rare with a real model) the newest first.
+        order = candidates[np.lexsort((-entry.seqs[candidates], distance[candidates]))][:k]
+        return [DenseHit(int(entry.seqs[i]), int(entry.docs[i]), float(distance[i])) for i in order]
