@@ -124,3 +124,36 @@ def test_embedding_never_touches_the_network(models_dir: Path, embedder: LocalEm
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["384", "0"]
+
+
+def test_the_engine_freezes_the_loaded_model_out_of_full_collections(
+    embedder: LocalEmbedder,
+) -> None:
+    """With ``embeddings.freeze_gc`` (the default) a full collection no longer walks the
+    half million objects torch and the model bring; with it off, it does."""
+    script = textwrap.dedent(
+        """
+        import gc, sys, tempfile
+        from agentctx import ContextEngine
+        home = tempfile.mkdtemp()
+        freeze = sys.argv[2] == "on"
+        settings = {"provider": "local", "model_path": sys.argv[1], "freeze_gc": freeze}
+        engine = ContextEngine(url=f"sqlite:///{home}/db.sqlite", home=home, embeddings=settings)
+        engine.search_index.embedder.embed(["hello there"])
+        print(gc.get_freeze_count(), len(gc.get_objects()))
+        """
+    )
+    counts = {}
+    for setting in ("on", "off"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(embedder.model_path), setting],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        frozen, tracked = (int(x) for x in done.stdout.split()[-2:])
+        counts[setting] = frozen, tracked
+    assert counts["on"][0] > 100_000 and counts["on"][1] < 10_000
+    assert counts["off"][0] == 0 and counts["off"][1] > 100_000
