@@ -18,7 +18,6 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.images import LOW_DETAIL_SIDE, RenderedImage, render_image
 from agentctx.context.render import (
     PLACEHOLDER_PATTERN,
-    ToolText,
     event_text,
     image_reference,
     image_url_part,
@@ -137,9 +136,10 @@ class Run:
         self._image_costs: dict[str, int] = {}
         self._tool_texts: dict[str, str] = {}  # event id -> window text, once per build
         self._tool_output: Callable[[Event, TokenCounter], str] | None = None
-        self._tool_text: ToolText | None = (
-            self._shortened_tool_output if builder.tool_output is not None else None
-        )
+        # A flag, not the bound method: a method kept on self would make a reference
+        # cycle, and every run (with all the events it read) would wait for the cyclic
+        # garbage collector instead of being freed when the build returns.
+        self._shortens_tool_output = builder.tool_output is not None
         self._states: Mapping[tuple[str, int], ImageState] | None = None  # on first image
         self._full_turns: frozenset[str | None] = frozenset()
         self._restore = frozenset(config.restore_images)
@@ -229,7 +229,8 @@ class Run:
 
     def piece(self, atom: Atom) -> Piece:
         """An atom rendered as messages, over-long messages cut in the middle."""
-        messages = render_events(atom.events, self._show_image, self._tool_text)
+        tool_text = self._shortened_tool_output if self._shortens_tool_output else None
+        messages = render_events(atom.events, self._show_image, tool_text)
         for message in messages:
             self._limit_message(message, atom)
         return Piece(atom, messages, sum(self.cost(m) for m in messages))
@@ -237,8 +238,8 @@ class Run:
     def tool_result_text(self, event: Event) -> str:
         """What a window shows of a tool result: compressed or previewed by its tool's
         strategy when tool output compaction is on, else its whole text."""
-        if self._tool_text is not None:
-            return self._tool_text(event)
+        if self._shortens_tool_output:
+            return self._shortened_tool_output(event)
         return event_text(event)
 
     def _shortened_tool_output(self, event: Event) -> str:
