@@ -18,10 +18,15 @@ from agentctx.tokens import TokenCounter
 
 @dataclass(frozen=True, slots=True)
 class RetrievedHit:
-    """An older event that matches the query, with its fused relevance score."""
+    """An older event that matches the query, with its fused relevance score.
+
+    ``tokens``: the event's stored token estimate, when the retriever knows it; the
+    builder then reads only as many hits as a window could use.
+    """
 
     seq: int
     score: float
+    tokens: int | None = None
 
 
 @runtime_checkable

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
 from agentctx.context.render import canonical_json, event_text
-from agentctx.context.sources import Retriever
+from agentctx.context.sources import RetrievedHit, Retriever
 from agentctx.context.units import Atom, Unit, atoms_of
 from agentctx.events import Event, EventType, JsonPart, TextPart
 from agentctx.retrieval.terms import document_terms
@@ -187,7 +187,11 @@ def older_candidates(
             limit=max(adaptive.retrieval_candidates, run.budget // TOKENS_PER_CANDIDATE),
             before_seq=core_start if hidden is None else None,
         )
-        hits = [hit for hit in hits if searchable(hit.seq)]
+        hits = worth_reading(
+            [hit for hit in hits if searchable(hit.seq)],
+            run.budget,
+            minimum=adaptive.retrieval_candidates,
+        )
         top = max((h.score for h in hits), default=0.0) or 1.0
         for hit in hits:
             relevance[hit.seq] = max(relevance.get(hit.seq, 0.0), hit.score / top)
@@ -251,6 +255,26 @@ def older_candidates(
                 candidate.drop_reason = "not_relevant"
     return candidates
 
+
+def worth_reading(hits: list[RetrievedHit], budget: int, *, minimum: int) -> list[RetrievedHit]:
+    """The best hits (at least ``minimum``) whose lines could fill ``READ_FACTOR`` times the
+    budget; every hit when the retriever does not say what they cost.
+
+    Each hit kept is read whole from the log (hundreds per window), and a window never
+    holds more than its budget: hits past twice its size are only read to be dropped.
+    """
+    total = 0
+    for index, hit in enumerate(hits):
+        if hit.tokens is None:
+            return hits
+        total += hit.tokens + LINE_OVERHEAD
+        if total > READ_FACTOR * budget and index + 1 >= minimum:
+            return hits[: index + 1]
+    return hits
+
+
+READ_FACTOR = 2
+"""Retrieved lines read per token of budget (see :func:`worth_reading`)."""
 
 TOKENS_PER_CANDIDATE = 12
 """Search candidates asked for per this many tokens of budget (a short line costs ~12)."""

@@ -59,9 +59,10 @@ class RetrievalConfig(BaseModel):
     exact_vector_limit: int | None = Field(
         default=None,
         ge=0,
-        description="Sessions with up to this many vectors are searched exactly in the "
-        "database, larger ones through the in-memory sign codes (with numpy). Default: "
-        "4000 on SQLite (sqlite-vec), 256 on PostgreSQL (pgvector reads whole rows).",
+        description="Sessions with up to this many vectors are searched exactly (on "
+        "SQLite in memory over their cached float vectors, else in the database), larger "
+        "ones through the in-memory sign codes (with numpy). Default: 4000 on SQLite, "
+        "256 on PostgreSQL (pgvector reads whole rows).",
     )
     rescore_candidates: int = Field(
         default=256, ge=1, description="Sign-code neighbours ranked again by int8 vectors."

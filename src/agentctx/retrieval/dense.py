@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -163,6 +163,56 @@ def _popcount_rows(np: Any, xor: Any) -> Any:
     return table[xor.view(np.uint8)].sum(axis=1)
 
 
+class _Entry(Protocol):
+    @property
+    def upto_seq(self) -> int: ...
+
+    @property
+    def seqs(self) -> Any: ...
+
+
+EntryT = TypeVar("EntryT", bound=_Entry)
+
+
+class SessionEntries(Generic[EntryT]):
+    """Per-session arrays kept in memory, keyed by (sid, embedder), least recently used
+    dropped first once more than ``max_rows`` rows are held in all. Thread-safe.
+
+    A session's number is never reused, so an entry can never serve another session;
+    stored vectors never change, so an entry is only ever replaced by one reaching
+    further (``upto_seq``).
+    """
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max_rows
+        self._entries: OrderedDict[tuple[int, int], EntryT] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(entry.seqs) for entry in self._entries.values())
+
+    def get(self, key: tuple[int, int]) -> EntryT | None:
+        """The entry of ``key``, now the most recently used (None when not held)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: tuple[int, int], fresh: EntryT) -> None:
+        """Keep ``fresh`` unless another thread stored one reaching as far; then evict."""
+        with self._lock:
+            current = self._entries.get(key)
+            if current is None or current.upto_seq < fresh.upto_seq:
+                self._entries[key] = fresh
+                self._entries.move_to_end(key)
+            total = sum(len(e.seqs) for e in self._entries.values())
+            while total > self.max_rows and len(self._entries) > 1:
+                _, dropped = self._entries.popitem(last=False)
+                total -= len(dropped.seqs)
+
+
 @dataclass(frozen=True, slots=True)
 class _Codes:
     upto_seq: int
@@ -173,16 +223,13 @@ class _Codes:
 class CodeCache:
     """In-memory sign codes of large sessions, for a fast approximate first pass.
 
-    Entries are keyed by (sid, embedder); a session's number is never reused, so an
-    entry can never serve another session. Stored vectors never change, so an entry
-    only ever grows by the newer rows. At most ``max_vectors`` codes are kept, least
-    recently used sessions dropped first.
+    An entry only ever grows by the newer rows of its session (:class:`SessionEntries`).
+    At most ``max_vectors`` codes are kept, least recently used sessions dropped first.
     """
 
     def __init__(self, max_vectors: int = 1_000_000) -> None:
         self.max_vectors = max_vectors
-        self._entries: OrderedDict[tuple[int, int], _Codes] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: SessionEntries[_Codes] = SessionEntries(max_vectors)
         self._np = numpy_module()
 
     @property
@@ -191,15 +238,12 @@ class CodeCache:
         return self._np is not None and self.max_vectors > 0
 
     def __len__(self) -> int:
-        return sum(len(entry.seqs) for entry in self._entries.values())
+        return len(self._entries)
 
     def _load(self, conn: Connection, sid: int, embedder_id: int, upto_seq: int) -> _Codes:
         np = self._np
         key = (sid, embedder_id)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
+        entry = self._entries.get(key)
         if entry is not None and entry.upto_seq >= upto_seq:
             return entry
         after = entry.upto_seq if entry is not None else 0
@@ -224,15 +268,7 @@ class CodeCache:
             seqs = np.concatenate([entry.seqs, seqs])
             codes = np.concatenate([entry.codes, codes]) if len(rows) else entry.codes
         fresh = _Codes(upto_seq, seqs, codes)
-        with self._lock:
-            current = self._entries.get(key)
-            if current is None or current.upto_seq < upto_seq:
-                self._entries[key] = fresh
-                self._entries.move_to_end(key)
-            total = sum(len(e.seqs) for e in self._entries.values())
-            while total > self.max_vectors and len(self._entries) > 1:
-                _, dropped = self._entries.popitem(last=False)
-                total -= len(dropped.seqs)
+        self._entries.put(key, fresh)
         return fresh
 
     def search(

@@ -17,15 +17,13 @@ rows of its session; least recently used sessions are dropped first once more th
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, text
 
-from agentctx.retrieval.dense import DenseHit, numpy_module
+from agentctx.retrieval.dense import DenseHit, SessionEntries, numpy_module
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage.schema import search_codes
 
@@ -47,8 +45,7 @@ class VectorCache:
 
     def __init__(self, max_vectors: int = 50_000) -> None:
         self.max_vectors = max_vectors
-        self._entries: OrderedDict[tuple[int, int], _Vectors] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: SessionEntries[_Vectors] = SessionEntries(max_vectors)
         self._np = numpy_module()
 
     @property
@@ -57,17 +54,13 @@ class VectorCache:
         return self._np is not None and self.max_vectors > 0
 
     def __len__(self) -> int:
-        with self._lock:
-            return sum(len(entry.seqs) for entry in self._entries.values())
+        return len(self._entries)
 
     def _load(self, conn: Connection, sid: int, embedder_id: int, upto_seq: int) -> _Vectors:
         np = self._np
         assert np is not None
         key = (sid, embedder_id)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
+        entry = self._entries.get(key)
         if entry is not None and entry.upto_seq >= upto_seq:
             return entry
         after = entry.upto_seq if entry is not None else 0
@@ -107,15 +100,7 @@ class VectorCache:
             unit = np.concatenate([entry.unit, unit]) if present else entry.unit
             nonzero = np.concatenate([entry.nonzero, nonzero])
         fresh = _Vectors(upto_seq, seqs, doc_ids, unit.astype(np.float32, copy=False), nonzero)
-        with self._lock:
-            current = self._entries.get(key)
-            if current is None or current.upto_seq < upto_seq:
-                self._entries[key] = fresh
-                self._entries.move_to_end(key)
-            total = sum(len(e.seqs) for e in self._entries.values())
-            while total > self.max_vectors and len(self._entries) > 1:
-                _, dropped = self._entries.popitem(last=False)
-                total -= len(dropped.seqs)
+        self._entries.put(key, fresh)
         return fresh
 
     def search(

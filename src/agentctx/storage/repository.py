@@ -209,6 +209,19 @@ def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         fastsql.statement(conn, "insert_events", lambda: insert(events)).execute_many(conn, rows)
 
 
+def _alive_now() -> Any:
+    """The session of the bound user and session ids is live at the bound ``now``."""
+    return (
+        select(sessions.c.session_id)
+        .where(
+            sessions.c.user_id == bindparam("user_id"),
+            sessions.c.session_id == bindparam("session_id"),
+            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+        )
+        .exists()
+    )
+
+
 def _select_events_statement(
     start: bool, end: bool, limit: bool, newest_first: bool, live: bool
 ) -> Any:
@@ -216,12 +229,7 @@ def _select_events_statement(
         events.c.user_id == bindparam("user_id"), events.c.session_id == bindparam("session_id")
     )
     if live:
-        alive = select(sessions.c.session_id).where(
-            sessions.c.user_id == bindparam("user_id"),
-            sessions.c.session_id == bindparam("session_id"),
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-        )
-        query = query.where(alive.exists())
+        query = query.where(_alive_now())
     if start:
         query = query.where(events.c.seq >= bindparam("start_seq"))
     if end:
@@ -232,24 +240,32 @@ def _select_events_statement(
     return query
 
 
-def _select_seqs_statement(dialect: str, live: bool) -> Any:
-    """Events by a list of seqs, as one statement for any number of them: the list goes
-    as one parameter (a JSON array on SQLite, an array on PostgreSQL)."""
-    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
-        events.c.user_id == bindparam("user_id"), events.c.session_id == bindparam("session_id")
-    )
+def seq_in_list(dialect: str) -> Any:
+    """``events.seq`` is one of the bound ``seqs``: one parameter for any number of them
+    (a JSON array on SQLite, an array on PostgreSQL; see :func:`seq_list_value`), so the
+    statement compiles once."""
     if dialect == "postgresql":
-        query = query.where(events.c.seq == any_(bindparam("seqs", type_=ARRAY(BigInteger))))
-    else:
-        listed = func.json_each(bindparam("seqs", type_=String)).table_valued("value")
-        query = query.where(events.c.seq.in_(select(listed.c.value)))
+        return events.c.seq == any_(bindparam("seqs", type_=ARRAY(BigInteger)))
+    listed = func.json_each(bindparam("seqs", type_=String)).table_valued("value")
+    return events.c.seq.in_(select(listed.c.value))
+
+
+def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
+    """The ``seqs`` parameter of :func:`seq_in_list`."""
+    if dialect == "postgresql":
+        return list(seqs)
+    return "[" + ",".join(str(int(seq)) for seq in seqs) + "]"
+
+
+def _select_seqs_statement(dialect: str, live: bool) -> Any:
+    """Events by a list of seqs, as one statement for any number of them."""
+    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
+        events.c.user_id == bindparam("user_id"),
+        events.c.session_id == bindparam("session_id"),
+        seq_in_list(dialect),
+    )
     if live:
-        alive = select(sessions.c.session_id).where(
-            sessions.c.user_id == bindparam("user_id"),
-            sessions.c.session_id == bindparam("session_id"),
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-        )
-        query = query.where(alive.exists())
+        query = query.where(_alive_now())
     return query.order_by(events.c.seq)
 
 
@@ -269,9 +285,14 @@ def _select_by_seqs(
         ("select_events_by_seqs", dialect, live_at is not None),
         lambda: _select_seqs_statement(dialect, live_at is not None),
     )
-    listed: Any = wanted if dialect == "postgresql" else "[" + ",".join(map(str, wanted)) + "]"
     rows = found.fetch_values(
-        conn, {"user_id": user_id, "session_id": session_id, "seqs": listed, "now": live_at}
+        conn,
+        {
+            "user_id": user_id,
+            "session_id": session_id,
+            "seqs": seq_list_value(dialect, wanted),
+            "now": live_at,
+        },
     )
     return [trusted_event(*row) for row in rows]
 
