@@ -8,6 +8,8 @@ never send to a server).
 
 from __future__ import annotations
 
+import gc
+
 import typer
 from rich.markup import escape
 
@@ -65,4 +67,9 @@ def serve(  # noqa: PLR0917 - Typer options are parameters
     elif config.ui:
         console.print(f"inspector: {address}/ui (sign in with a key: agentctx keys create)")
     app = create_app(engine, config, close_engine=True)
+    # Everything loaded so far (the app, the libraries, the demo's model) lives as long
+    # as the process: out of the collector's sight, a full collection no longer walks
+    # it, a pause that would land on whichever request allocated at the wrong moment.
+    gc.collect()
+    gc.freeze()
     uvicorn.run(app, host=config.host, port=config.port, log_level=log_level)
