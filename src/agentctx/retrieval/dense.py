@@ -213,6 +213,23 @@ class SessionEntries(Generic[EntryT]):
                 total -= len(dropped.seqs)
 
 
+class NumpyCache(Generic[EntryT]):
+    """Base of the in-memory caches of per-session arrays (numpy needed)."""
+
+    def __init__(self, max_vectors: int) -> None:
+        self.max_vectors = max_vectors
+        self._entries: SessionEntries[EntryT] = SessionEntries(max_vectors)
+        self._np = numpy_module()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether numpy is available and the cache may hold anything."""
+        return self._np is not None and self.max_vectors > 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 @dataclass(frozen=True, slots=True)
 class _Codes:
     upto_seq: int
@@ -220,7 +237,7 @@ class _Codes:
     codes: Any  # uint64[n, words] or uint8[n, bytes]
 
 
-class CodeCache:
+class CodeCache(NumpyCache[_Codes]):
     """In-memory sign codes of large sessions, for a fast approximate first pass.
 
     An entry only ever grows by the newer rows of its session (:class:`SessionEntries`).
@@ -228,17 +245,7 @@ class CodeCache:
     """
 
     def __init__(self, max_vectors: int = 1_000_000) -> None:
-        self.max_vectors = max_vectors
-        self._entries: SessionEntries[_Codes] = SessionEntries(max_vectors)
-        self._np = numpy_module()
-
-    @property
-    def enabled(self) -> bool:
-        """Whether numpy is available (without it the exact search serves every session)."""
-        return self._np is not None and self.max_vectors > 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(max_vectors)
 
     def _load(self, conn: Connection, sid: int, embedder_id: int, upto_seq: int) -> _Codes:
         np = self._np

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, text
 
-from agentctx.retrieval.dense import DenseHit, SessionEntries, numpy_module
+from agentctx.retrieval.dense import DenseHit, NumpyCache
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage.schema import search_codes
 
@@ -40,21 +40,11 @@ class _Vectors:
     nonzero: Any  # bool[n]
 
 
-class VectorCache:
+class VectorCache(NumpyCache[_Vectors]):
     """Normalized float vectors of small sessions, for exact search with numpy (SQLite)."""
 
     def __init__(self, max_vectors: int = 50_000) -> None:
-        self.max_vectors = max_vectors
-        self._entries: SessionEntries[_Vectors] = SessionEntries(max_vectors)
-        self._np = numpy_module()
-
-    @property
-    def enabled(self) -> bool:
-        """Whether numpy is available and the cache may hold anything."""
-        return self._np is not None and self.max_vectors > 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(max_vectors)
 
     def _load(self, conn: Connection, sid: int, embedder_id: int, upto_seq: int) -> _Vectors:
         np = self._np
