@@ -30,7 +30,7 @@ import json
 import logging
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -362,10 +362,18 @@ class MemoryIndex:
         depth = max(limit, self.candidates)
         uid = user_partition(user_id)
         with self.db.read() as conn:
-            lexical = self._lexical(conn, uid, terms=terms, where=where, params=params, depth=depth)
-            dense: list[_Candidate] = []
+            state = self._state(conn, uid, terms, vector is not None and embedder_id is not None)
+            pending = None
             if vector is not None and embedder_id is not None:
-                nearest = self._nearest(conn, embedder_id, uid, vector, depth)
+                # On PostgreSQL a large user's code scan runs on a pool thread while this
+                # one waits for the lexical query: the two overlap instead of adding up.
+                pending = self._start_nearest(conn, embedder_id, uid, vector, depth, state=state)
+            lexical = self._lexical(
+                conn, uid, terms=terms, where=where, params=params, depth=depth, state=state
+            )
+            dense: list[_Candidate] = []
+            if pending is not None:
+                nearest = pending()
                 # Nearest is not always near: too dissimilar vectors are no evidence.
                 farthest = 1.0 - self.min_similarity
                 near = [doc for doc, distance in nearest if distance <= farthest]
@@ -416,38 +424,58 @@ class MemoryIndex:
             return None
         return vector if any(vector) else None
 
-    def _stamp(self, conn: Connection, uid: int, limit: int) -> tuple[int, int]:
-        """(the user's documents, counted up to ``limit + 1``; the newest doc_id).
+    def _exact_limit(self, conn: Connection) -> int:
+        limit = self.exact_vector_limit
+        if limit is None:  # as measured for the retrieval index (see retrieval.dense)
+            limit = 4000 if conn.dialect.name == "sqlite" else 256
+        return limit
+
+    def _state(
+        self, conn: Connection, uid: int, terms: Sequence[str], dense: bool
+    ) -> index_terms.SearchState | None:
+        """What the search reads of the user first (one statement on PostgreSQL): the
+        code cache's stamp (documents up to the exact-search limit, newest doc_id) and
+        the terms' frequencies. None on SQLite without vectors (nothing to read early).
 
         The newest doc_id moves with every added or changed memory; a removed one may
         stay in the code cache, harmlessly, since candidates are joined to the
         documents table."""
-        count = conn.execute(
-            text(f"SELECT count(*) FROM (SELECT 1 FROM {DOCS_TABLE} WHERE uid = :u LIMIT :n) AS x"),
-            {"u": uid, "n": limit + 1},
-        ).scalar_one()
-        newest = conn.execute(
-            text(f"SELECT max(doc_id) FROM {DOCS_TABLE} WHERE uid = :u"), {"u": uid}
-        ).scalar()
-        return int(count), int(newest or 0)
+        if conn.dialect.name == "sqlite" and not dense:
+            return None
+        return index_terms.search_state(conn, uid, terms, self._exact_limit(conn))
 
-    def _nearest(
-        self, conn: Connection, embedder_id: int, uid: int, vector: Sequence[float], depth: int
-    ) -> list[tuple[int, float]]:
-        limit = self.exact_vector_limit
-        if limit is None:  # as measured for the retrieval index (see retrieval.dense)
-            limit = 4000 if conn.dialect.name == "sqlite" else 256
-        return index_dense.search(
+    def _start_nearest(
+        self,
+        conn: Connection,
+        embedder_id: int,
+        uid: int,
+        vector: Sequence[float],
+        depth: int,
+        *,
+        state: index_terms.SearchState | None,
+    ) -> Callable[[], list[tuple[int, float]]]:
+        """Start the dense ranking (see :func:`index_dense.start_search`): in the
+        background on PostgreSQL, whose lexical query waits on the server meanwhile."""
+        limit = self._exact_limit(conn)
+        if state is None:
+            state = index_terms.search_state(conn, uid, (), limit)
+        return index_dense.start_search(
             conn,
             self._codes,
             embedder_id=embedder_id,
             uid=uid,
-            stamp=self._stamp(conn, uid, limit),
+            stamp=state.stamp(),
             query=vector,
             k=depth,
             exact_limit=limit,
             rescore=self.rescore_candidates,
+            background=conn.dialect.name == "postgresql",
         )
+
+    def _nearest(
+        self, conn: Connection, embedder_id: int, uid: int, vector: Sequence[float], depth: int
+    ) -> list[tuple[int, float]]:
+        return self._start_nearest(conn, embedder_id, uid, vector, depth, state=None)()
 
     _COLUMNS = "d.doc_id, d.memory_id, m.confidence, m.updated_at"
 
@@ -468,11 +496,12 @@ class MemoryIndex:
         where: str,
         params: dict[str, Any],
         depth: int,
+        state: index_terms.SearchState | None = None,
     ) -> list[_Candidate]:
         if not terms:
             return []
         sqlite = conn.dialect.name == "sqlite"
-        terms, bound = self._budget(conn, uid, list(dict.fromkeys(terms)))
+        terms, bound = self._budget(conn, uid, list(dict.fromkeys(terms)), state)
         if not terms:
             return []
         if sqlite:
@@ -510,15 +539,26 @@ class MemoryIndex:
         found = ranked(" LIMIT :pool")
         return found if len(found) >= depth else ranked("")
 
-    def _budget(self, conn: Connection, uid: int, terms: list[str]) -> tuple[list[str], int | None]:
+    def _budget(
+        self,
+        conn: Connection,
+        uid: int,
+        terms: list[str],
+        state: index_terms.SearchState | None = None,
+    ) -> tuple[list[str], int | None]:
         """The query terms to look up within the postings budget, rarest first (scoring
         is per matching document, and a term in a tenth of a user's memories adds little
         to the ranking but thousands of documents to score), and on PostgreSQL the
-        doc_id from which to rank when every term is over it (None: all documents)."""
+        doc_id from which to rank when every term is over it (None: all documents).
+        ``state``: frequencies and newest doc_id already read (:meth:`_state`)."""
         budget = self.max_lexical_postings
         if conn.dialect.name == "sqlite" and len(terms) < 2:
             return terms, None
-        frequencies = index_terms.document_frequencies(conn, uid, terms)
+        known = state.frequencies if state is not None else None
+        if known is not None and all(term in known for term in terms):
+            frequencies = {term: known[term] for term in terms}
+        else:
+            frequencies = index_terms.document_frequencies(conn, uid, terms)
         if conn.dialect.name == "sqlite":
             return choose_terms(frequencies, budget)[0] or terms, None
         if sum(frequencies.values()) <= budget:
@@ -529,7 +569,8 @@ class MemoryIndex:
         # Every term is common: rank the newest documents by all the terms instead (the
         # cost is the window's rows). A user with no more documents than the window
         # (counts left high by a purge) is ranked whole, which is as cheap.
-        bound = self._recent.bound(conn, uid, self.recent_window)
+        newest = state.newest if state is not None else None
+        bound = self._recent.bound(conn, uid, self.recent_window, newest=newest)
         present = [term for term in terms if frequencies[term] > 0]
         return present, bound
 

@@ -7,15 +7,19 @@ on pgvector), too slow at 100k memories, so for a larger user :class:`CodeCache`
 the sign bits and an int8 copy of every vector in memory (the retrieval index's
 scheme, see :mod:`agentctx.retrieval.dense`, with the int8 vectors in memory too:
 384 bytes a memory): the closest few hundred by Hamming distance are ranked again
-by their int8 cosine.
+by their int8 cosine. On PostgreSQL the cache loads in chunks of pgvector's binary
+form, and a large user's scan runs on a pool thread while the search's connection
+waits for the lexical query (:func:`start_search`).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,24 +161,17 @@ class CodeCache:
             if entry is not None and entry.stamp == stamp:
                 self._entries.move_to_end(key)
                 return entry
-        table = vector_table(embedder_id)
         if conn.dialect.name == "sqlite":
+            table = vector_table(embedder_id)
             rows = conn.execute(
                 text(f'SELECT rowid, embedding FROM "{table}" WHERE uid = :uid'), {"uid": uid}
             ).all()
             matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
+            doc_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            matrix = matrix.reshape(len(rows), -1) if len(rows) else matrix.reshape(0, 8)
+            fresh = _Codes(stamp, doc_ids, _sign_words(np, matrix), _quantize(np, matrix))
         else:
-            rows = conn.execute(
-                text(f'SELECT doc_id, CAST(embedding AS real[]) FROM "{table}" WHERE uid = :uid'),
-                {"uid": uid},
-            ).all()
-            matrix = np.asarray([r[1] for r in rows], dtype=np.float32)
-        doc_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = matrix.reshape(len(rows), -1) if len(rows) else matrix.reshape(0, 8)
-        top = np.abs(matrix).max(axis=1, initial=0.0) if len(rows) else np.zeros(0)
-        scale = np.divide(127.0, top, out=np.zeros_like(top), where=top > 0)
-        quantized = np.round(matrix * scale[:, None]).astype(np.int8)
-        fresh = _Codes(stamp, doc_ids, _sign_words(np, matrix), quantized)
+            fresh = _load_pg(np, conn, embedder_id, uid, stamp)
         with self._lock:
             self._entries[key] = fresh
             self._entries.move_to_end(key)
@@ -198,9 +195,19 @@ class CodeCache:
         """The ``take`` doc_ids closest to the query by Hamming distance of sign codes,
         ranked by the cosine of their int8 vectors (in memory); the best ``k`` as
         (doc_id, cosine distance)."""
+        return self.scan(self.entry(conn, embedder_id, uid, stamp), query, take=take, k=k)
+
+    def entry(self, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]) -> Any:
+        """The user's codes, loaded through ``conn`` unless cached with this stamp."""
+        return self._load(conn, embedder_id, uid, stamp)
+
+    def scan(
+        self, entry: Any, query: Sequence[float], *, take: int, k: int
+    ) -> list[tuple[int, float]]:
+        """:meth:`search` over an :meth:`entry`: numpy only, no database, so it can run
+        on another thread while the caller's connection waits on a query."""
         np = self._np
         assert np is not None
-        entry = self._load(conn, embedder_id, uid, stamp)
         n = len(entry.doc_ids)
         if n == 0:
             return []
@@ -214,6 +221,57 @@ class CodeCache:
         cosine = (matrix @ q_vector) / norms / q_norm
         order = np.argsort(-cosine, kind="stable")[:k]
         return [(int(entry.doc_ids[nearest[i]]), float(1.0 - cosine[i])) for i in order]
+
+
+_LOAD_CHUNK = 20_000
+
+
+def _quantize(np: Any, matrix: Any) -> Any:
+    """int8 rows, each scaled so its largest magnitude is 127."""
+    top = np.abs(matrix).max(axis=1, initial=0.0) if len(matrix) else np.zeros(0)
+    scale = np.divide(127.0, top, out=np.zeros_like(top), where=top > 0)
+    return np.round(matrix * scale[:, None]).astype(np.int8)
+
+
+def _load_pg(
+    np: Any, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]
+) -> _Codes:
+    """A user's codes from pgvector, :data:`_LOAD_CHUNK` vectors at a time, in doc_id
+    order. Read in pgvector's binary form (``vector_send``: a 4-byte header, then
+    big-endian float32s) and decoded by numpy: as ``real[]`` each value became a Python
+    float, over 10 GB and minutes at a million vectors; this way a chunk at a time."""
+    table = vector_table(embedder_id)
+    statement = text(
+        f'SELECT doc_id, vector_send(embedding) FROM "{table}" '
+        "WHERE uid = :uid AND doc_id > :after ORDER BY doc_id LIMIT :n"
+    )
+    ids: list[Any] = []
+    words: list[Any] = []
+    quantized: list[Any] = []
+    after = -1
+    while True:
+        rows = conn.execute(statement, {"uid": uid, "after": after, "n": _LOAD_CHUNK}).all()
+        if not rows:
+            break
+        raw = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.uint8)
+        matrix = raw.reshape(len(rows), -1)[:, 4:].copy().view(">f4").astype(np.float32)
+        ids.append(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+        words.append(_sign_words(np, matrix))
+        quantized.append(_quantize(np, matrix))
+        after = int(rows[-1][0])
+        if len(rows) < _LOAD_CHUNK:
+            break
+    if not ids:
+        empty = np.zeros((0, 8), dtype=np.float32)
+        return _Codes(
+            stamp, np.zeros(0, dtype=np.int64), _sign_words(np, empty), _quantize(np, empty)
+        )
+    return _Codes(
+        stamp,
+        np.concatenate(ids),
+        np.ascontiguousarray(np.concatenate(words, axis=1)),
+        np.concatenate(quantized),
+    )
 
 
 def _sign_words(np: Any, matrix: Any) -> Any:
@@ -278,6 +336,68 @@ def search(
     """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first:
     exact for a user with at most ``exact_limit`` documents, else the sign-code first
     pass over ``max(rescore, k)`` candidates ranked by their int8 cosine."""
+    return start_search(
+        conn,
+        cache,
+        embedder_id=embedder_id,
+        uid=uid,
+        stamp=stamp,
+        query=query,
+        k=k,
+        exact_limit=exact_limit,
+        rescore=rescore,
+        background=False,
+    )()
+
+
+BACKGROUND_SCAN_MIN = 300_000
+"""The fewest codes scanned on a pool thread: a smaller scan (about 1 ms a 100k codes)
+gains less from overlapping the lexical query than the two threads lose taking turns
+with the interpreter lock (measured at 100k: slower in the background)."""
+
+_SCANNER: ThreadPoolExecutor | None = None
+_SCANNER_LOCK = threading.Lock()
+
+
+def _scanner() -> ThreadPoolExecutor:
+    """The threads that run code scans, shared by the process's indexes. A scan waits on
+    nothing (no lock, no connection), so a busy pool only queues; it never deadlocks."""
+    global _SCANNER  # noqa: PLW0603 - one pool per process, made on first use
+    with _SCANNER_LOCK:
+        if _SCANNER is None:
+            _SCANNER = ThreadPoolExecutor(
+                max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="agentctx-memscan"
+            )
+        return _SCANNER
+
+
+def start_search(
+    conn: Connection,
+    cache: CodeCache,
+    *,
+    embedder_id: int,
+    uid: int,
+    stamp: tuple[int, int],
+    query: Sequence[float],
+    k: int,
+    exact_limit: int,
+    rescore: int,
+    background: bool = True,
+) -> Callable[[], list[tuple[int, float]]]:
+    """:func:`search`, started: returns a function that waits for its result.
+
+    Whatever needs ``conn`` (the exact search of a small user, loading a stale code
+    entry) is done before this returns. With ``background`` a scan of at least
+    :data:`BACKGROUND_SCAN_MIN` codes then runs on a pool thread, so the caller can use
+    ``conn`` meanwhile (the lexical query, which waits on the database server while the
+    scan keeps a core busy). The result is the same either way; an exception in the
+    scan is raised by the returned function."""
     if stamp[0] <= exact_limit or not cache.enabled:
-        return exact_search(conn, embedder_id, uid, query, k=k)
-    return cache.search(conn, embedder_id, uid, stamp, query, take=max(rescore, k), k=k)
+        exact = exact_search(conn, embedder_id, uid, query, k=k)
+        return lambda: exact
+    entry = cache.entry(conn, embedder_id, uid, stamp)
+    take = max(rescore, k)
+    if not background or len(entry.doc_ids) < BACKGROUND_SCAN_MIN:
+        found = cache.scan(entry, query, take=take, k=k)
+        return lambda: found
+    return _scanner().submit(cache.scan, entry, query, take=take, k=k).result

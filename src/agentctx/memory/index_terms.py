@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
 
@@ -128,11 +129,15 @@ class RecentBounds:
         self._entries: OrderedDict[tuple[int, int], tuple[int, int | None]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def bound(self, conn: Connection, uid: int, window: int) -> int | None:
-        """The cached or fresh :func:`recent_bound`."""
-        newest = conn.execute(
-            text(f"SELECT max(doc_id) FROM {DOCS_TABLE} WHERE uid = :u"), {"u": uid}
-        ).scalar()
+    def bound(
+        self, conn: Connection, uid: int, window: int, *, newest: int | None = None
+    ) -> int | None:
+        """The cached or fresh :func:`recent_bound`; ``newest`` is the user's newest
+        doc_id when the caller has read it already (:func:`search_state`)."""
+        if newest is None:
+            newest = conn.execute(
+                text(f"SELECT max(doc_id) FROM {DOCS_TABLE} WHERE uid = :u"), {"u": uid}
+            ).scalar()
         key = (uid, window)
         with self._lock:
             entry = self._entries.get(key)
@@ -146,3 +151,50 @@ class RecentBounds:
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
         return value
+
+
+@dataclass(frozen=True, slots=True)
+class SearchState:
+    """What a search reads of a user before ranking."""
+
+    documents: int
+    """The user's documents, counted up to the limit asked + 1."""
+    newest: int
+    """The user's newest doc_id (0: none); with ``documents``, the code cache's stamp."""
+    frequencies: dict[str, int] | None
+    """Document frequencies of the query terms (PostgreSQL; None on SQLite, whose
+    fts5vocab view is read only when the budget needs it)."""
+
+    def stamp(self) -> tuple[int, int]:
+        """(documents, newest doc_id): the code cache's check that its entry is current."""
+        return self.documents, self.newest
+
+
+def search_state(conn: Connection, uid: int, terms: Sequence[str], limit: int) -> SearchState:
+    """The user's document count (up to ``limit + 1``), newest doc_id and, on
+    PostgreSQL, the terms' document frequencies: one statement there (each round trip
+    to the server costs as much as the lookups themselves)."""
+    if conn.dialect.name == "sqlite":
+        count = conn.execute(
+            text(f"SELECT count(*) FROM (SELECT 1 FROM {DOCS_TABLE} WHERE uid = :u LIMIT :n) AS x"),
+            {"u": uid, "n": limit + 1},
+        ).scalar_one()
+        newest = conn.execute(
+            text(f"SELECT max(doc_id) FROM {DOCS_TABLE} WHERE uid = :u"), {"u": uid}
+        ).scalar()
+        return SearchState(int(count), int(newest or 0), None)
+    wanted = list(dict.fromkeys(terms))
+    row = conn.execute(
+        text(
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {DOCS_TABLE} WHERE uid = :u "
+            "LIMIT :n) AS x), "
+            f"(SELECT max(doc_id) FROM {DOCS_TABLE} WHERE uid = :u), "
+            f"(SELECT json_object_agg(term, df) FROM {TERMS_TABLE} "
+            "WHERE uid = :u AND term = ANY(CAST(:terms AS text[])))"
+        ),
+        {"u": uid, "n": limit + 1, "terms": wanted},
+    ).one()
+    found = row[2] or {}
+    return SearchState(
+        int(row[0]), int(row[1] or 0), {term: int(found.get(term, 0)) for term in wanted}
+    )
