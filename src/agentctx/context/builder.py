@@ -357,6 +357,7 @@ class ContextBuilder:
             run.cost(heading),
             cost_of=lambda c: measure(run, c, terms),
             least_cost_of=lambda c: least_cost(c, limit),
+            heading_cost=lambda day: run.counter.count(f"## {day}"),
         )
         for candidate in not_chosen:
             for event in candidate.atom.events:

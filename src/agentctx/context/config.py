@@ -54,12 +54,18 @@ class CompressedSettings(_Strict):
 class AdaptiveSettings(_Strict):
     """``adaptive``: a token budget, a guaranteed recent core, then importance layers.
 
-    The current turn and at least ``min_recent`` messages are always kept. What budget
-    is left goes to older events by importance: relevance to the query (when there is
-    one), decisions and errors (``important_keywords``), then recency.
+    The current turn and at least ``min_recent`` messages are always kept (left at its
+    default, one message per 1,000 tokens of budget in windows under 3,000). What
+    budget is left goes to older events by importance: relevance to the query (when
+    there is one), decisions and errors (``important_keywords``), then recency.
     """
 
-    min_recent: int = Field(default=3, ge=0)
+    min_recent: int = Field(
+        default=3,
+        ge=0,
+        description="Messages always kept, the current turn's included (when not set: "
+        "at most one per 1,000 tokens of budget).",
+    )
     important_keywords: tuple[str, ...] = (
         "decision",
         "decided",
@@ -172,7 +178,9 @@ class ContextConfig(_Strict):
         """This configuration with ``overrides`` (nested dicts merge) applied and checked."""
         if not overrides:
             return self
-        return parse_context_config(_deep_merge(self.model_dump(), overrides))
+        # Only what was set is carried over, so defaults that depend on the window (such
+        # as adaptive.min_recent) still know they were not chosen.
+        return parse_context_config(_deep_merge(self.model_dump(exclude_unset=True), overrides))
 
 
 def parse_context_config(data: dict[str, Any] | ContextConfig | None) -> ContextConfig:

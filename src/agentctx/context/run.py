@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 REPLY_PRIMING = 3
 """Tokens every chat request spends priming the reply (OpenAI's counting rules)."""
 
+TOKENS_PER_RECENT = 1000
+"""``adaptive``: unless ``min_recent`` is set, the recent core keeps at most one of its
+messages per this many tokens of budget (the current turn always)."""
+
 
 class RememberingCounter:
     """A token counter that remembers every text it counted during one build.
@@ -371,7 +375,14 @@ class Run:
         elif strategy == "compressed":
             want = self.config.compressed.recent_messages
         else:
-            want = self.config.adaptive.min_recent
+            # By default a small window guarantees fewer messages: at 1,000 tokens three
+            # chat messages can take a fifth of it. The others still compete for the
+            # room (by recency, and by relevance when there is a query). A min_recent
+            # that was set is kept as set.
+            adaptive = self.config.adaptive
+            want = adaptive.min_recent
+            if "min_recent" not in adaptive.model_fields_set:
+                want = min(want, max(1, self.budget // TOKENS_PER_RECENT))
         core = [units[-1]]
         count = _message_count(units[-1])
         index = len(units) - 2

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
+from agentctx.context.layout import BlockLayout, BlockLine, render_block
 from agentctx.context.render import canonical_json, event_text
 from agentctx.context.sources import RetrievedHit, Retriever
 from agentctx.context.units import Atom, Unit, atoms_of
@@ -60,7 +61,7 @@ class Candidate:
     piece: Piece | None = None  # rendered as messages, when it may extend the recent window
     contiguous_before: int | None = None  # first seq of what it directly precedes
     drop_reason: str = "budget"
-    lines: tuple[tuple[str, str], ...] = ()  # (day, "who: text") per event
+    lines: tuple[BlockLine, ...] = ()  # one per event shown as a block line
     unit: Unit | None = None  # its whole turn, when it may extend the recent window
     as_messages: bool = False  # priced as messages (no query) rather than as block lines
 
@@ -72,12 +73,14 @@ def measure(run: Run, candidate: Candidate, terms: frozenset[str]) -> int:
         return candidate.tokens
     if candidate.as_messages:
         piece_of(run, candidate)
-    counted = _lines(candidate.atom, terms, run)
-    candidate.lines = tuple((day, body) for day, body, _ in counted)
+    candidate.lines = _lines(candidate.atom, terms, run)
     if candidate.as_messages and candidate.piece is not None:
         candidate.tokens = candidate.piece.tokens
     else:
-        candidate.tokens = sum(tokens + 1 for _, _, tokens in counted) + DAY_HEADING_SHARE
+        candidate.tokens = (
+            sum(line.label_tokens + line.text_tokens + 1 for line in candidate.lines)
+            + DAY_HEADING_SHARE
+        )
     return candidate.tokens
 
 
@@ -290,6 +293,7 @@ def choose_older(
     *,
     cost_of: Callable[[Candidate], int],
     least_cost_of: Callable[[Candidate], int] = lambda _: 0,
+    heading_cost: Callable[[str], int] | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """The best candidates that fit in ``room`` tokens, and the rest.
 
@@ -298,6 +302,10 @@ def choose_older(
     measures a candidate (see :func:`measure`); it is called in rank order, and not at
     all once the room left is too small for any line, nor for a candidate whose
     ``least_cost_of`` (a bound below its cost, see :func:`least_cost`) exceeds the room.
+    With ``heading_cost`` (what a day's heading costs), a candidate going into the block
+    is charged what its lines add to the lines chosen before it
+    (:class:`~agentctx.context.layout.BlockLayout`: a day's heading once, no name after
+    a line by the same author) rather than its cost alone.
     """
     chosen: list[Candidate] = []
     rest: list[Candidate] = []
@@ -305,6 +313,7 @@ def choose_older(
         candidates, key=lambda c: (-c.score, -(c.atom.events[0].seq if c.atom.events else 0))
     )
     header_paid = False
+    layout = BlockLayout(heading_cost) if heading_cost is not None else None
     newest_first_only = config.strategy in ("full", "compressed")
     full = False
     for candidate in ranked:
@@ -323,12 +332,19 @@ def choose_older(
             continue
         cost = cost_of(candidate)
         in_block = not candidate.as_messages
+        laid_out = in_block and layout is not None and bool(candidate.lines)
+        if laid_out:
+            assert layout is not None
+            cost = layout.price(candidate.lines)
         if in_block and not header_paid:
             cost += block_header
         if cost <= room:
             chosen.append(candidate)
             room -= cost
             header_paid = header_paid or in_block
+            if laid_out:
+                assert layout is not None
+                layout.add(candidate.lines)
         else:
             _passed_over(candidate, config)
             rest.append(candidate)
@@ -350,22 +366,9 @@ SMALLEST_LINE = 4
 def compact_lines(candidates: list[Candidate], config: ContextConfig) -> list[str]:
     """The retrieved block's lines: every chosen event, oldest first, under a heading
     for each day (the day is what questions about *when* need; a time of day on
-    every line would cost about an eighth of the block)."""
-    lines: list[tuple[float, str, str]] = []
-    for candidate in candidates:
-        if candidate.lines:
-            seq = candidate.atom.events[0].seq if candidate.atom.events else 0
-            lines.extend(
-                (seq + i / 1000, day, body) for i, (day, body) in enumerate(candidate.lines)
-            )
-    out: list[str] = []
-    current_day = None
-    for _, day, body in sorted(lines, key=lambda item: item[0]):
-        if day != current_day:
-            out.append(f"## {day}")
-            current_day = day
-        out.append(body)
-    return out
+    every line would cost about an eighth of the block), the author's name left out
+    after a line by the same author (see :mod:`agentctx.context.layout`)."""
+    return render_block(line for candidate in candidates for line in candidate.lines)
 
 
 def _scored_atom(
@@ -396,23 +399,43 @@ def line_limit(run: Run) -> int:
     return max(48, run.max_message_tokens // 4)
 
 
-def _lines(atom: Atom, terms: frozenset[str], run: Run) -> list[tuple[str, str, int]]:
-    """(day, line, tokens) for each event of ``atom`` that shows as a line."""
+def _lines(atom: Atom, terms: frozenset[str], run: Run) -> tuple[BlockLine, ...]:
+    """A block line for each event of ``atom`` that shows as one."""
     limit = line_limit(run)
     out = []
-    for event in atom.events:
-        line = _line(event, run)
-        if line is None:
+    count = run.counter.count
+    for index, event in enumerate(atom.events):
+        shown = _line(event, run)
+        if shown is None:
             continue
-        tokens = run.counter.count(line)
-        if tokens > limit:
-            line = _shorten(line, terms, limit, run)
-            tokens = run.counter.count(line)
-        out.append((run.day_of(event.ts), line, tokens))
-    return out
+        who, text = shown
+        label = f"{who}: " if who is not None else ""
+        label_tokens = count(label) if label else 0
+        text_tokens = count(text)
+        if label_tokens + text_tokens > limit:
+            line = _shorten(label + text, terms, limit, run)
+            # The name stays at the start of a shortened line (sentences are picked or
+            # the middle is cut); if it did not, the line shows as it is, unnamed.
+            if label and line.startswith(label):
+                text = line[len(label) :]
+            else:
+                who, label, label_tokens, text = None, "", 0, line
+            text_tokens = count(text)
+        out.append(
+            BlockLine(
+                key=event.seq + index / 1000,
+                day=run.day_of(event.ts),
+                who=who,
+                text=text,
+                label_tokens=label_tokens,
+                text_tokens=text_tokens,
+            )
+        )
+    return tuple(out)
 
 
-def _line(event: Event, run: Run) -> str | None:
+def _line(event: Event, run: Run) -> tuple[str | None, str] | None:
+    """(author, text) of an event's line; no author for lines that say what they are."""
     if event.type in _NOT_LINES:
         return None
     who = event.author or (event.role.value if event.role is not None else event.type.value)
@@ -421,13 +444,13 @@ def _line(event: Event, run: Run) -> str | None:
     text = " ".join((shown if shown is not None else event_text(event)).split())
     if event.type is _TOOL_CALL:
         args = next((canonical_json(p.data) for p in event.parts if isinstance(p, JsonPart)), "{}")
-        return f"{who} called {event.meta.tool_name or 'tool'}({args})"
+        return None, f"{who} called {event.meta.tool_name or 'tool'}({args})"
     if event.type is _TOOL_RESULT:
         status = " (error)" if event.meta.status == "error" else ""
-        return f"tool result{status}: {text}"
+        return None, f"tool result{status}: {text}"
     if event.type is _ERROR:
-        return f"error: {text}"
-    return f"{who}: {text}"
+        return None, f"error: {text}"
+    return who, text
 
 
 def _shorten(line: str, terms: frozenset[str], limit: int, run: Run) -> str:

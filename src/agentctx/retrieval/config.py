@@ -31,6 +31,16 @@ class RetrievalConfig(BaseModel):
         description="Weight of the rankings restricted to the one session author a query "
         "names (0: off). See agentctx.retrieval.participants.",
     )
+    feedback_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight of a second dense ranking, for the query moved towards its "
+        "best hits (pseudo-relevance feedback; 0: off).",
+    )
+    feedback_docs: int = Field(default=3, ge=1, le=20, description="Best hits fed back.")
+    feedback_mix: float = Field(
+        default=0.7, ge=0, le=5, description="How far the query moves towards the hits fed back."
+    )
     min_similarity: float = Field(
         default=0.1,
         ge=-1,

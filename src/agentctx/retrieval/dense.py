@@ -151,6 +151,30 @@ def exact_search(
     ]
 
 
+def stored_vectors(
+    conn: Connection, embedder_id: int, sid: int, seqs: Sequence[int]
+) -> list[list[float]]:
+    """The stored (int8) vectors of the given events of session ``sid``, each of unit
+    length; events without a vector are left out."""
+    if not seqs:
+        return []
+    rows = conn.execute(
+        select(search_codes.c.quantized).where(
+            search_codes.c.sid == sid,
+            search_codes.c.embedder_id == embedder_id,
+            search_codes.c.seq.in_(bindparam("seqs", expanding=True)),
+        ),
+        {"seqs": list(seqs)},
+    ).all()
+    vectors = []
+    for (raw,) in rows:
+        values = struct.unpack(f"{len(raw)}b", bytes(raw))
+        norm = sum(v * v for v in values) ** 0.5
+        if norm:
+            vectors.append([v / norm for v in values])
+    return vectors
+
+
 _BYTE_BITS: list[int] = [bin(i).count("1") for i in range(256)]
 
 

@@ -386,7 +386,21 @@ class SearchIndex:
             for seqs, weight in list(rankings):
                 own = [seq for seq in seqs if seq in rows and rows[seq][5] == focus]
                 rankings.append((own, weight * boost))
-        fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
+        fused = fuse(rankings, self.config.rrf_k)
+        if (
+            self.config.feedback_weight
+            and fused
+            and ranking.vector is not None
+            and embedder_id is not None
+            and state.vector_count
+        ):
+            feedback = self._feedback_ranking(
+                conn, state, embedder_id, ranking, [seq for seq, _, _ in fused]
+            )
+            if feedback:
+                rankings.append((feedback, self.config.feedback_weight))
+                fused = fuse(rankings, self.config.rrf_k)
+        fused = fused[: ranking.limit]
         if not fused:
             return []
         missing = [seq for seq, _, _ in fused if seq not in rows]
@@ -408,6 +422,35 @@ class SearchIndex:
             for seq, score, ranks in fused
             if seq in rows
         ]
+
+    def _feedback_ranking(
+        self,
+        conn: Connection,
+        state: IndexState,
+        embedder_id: int,
+        ranking: _Ranking,
+        best: Sequence[int],
+    ) -> list[int]:
+        """Dense ranking for the query moved towards the vectors of its best hits
+        (Rocchio's pseudo-relevance feedback): finds events like the answers found."""
+        assert ranking.vector is not None and state.sid is not None
+        found = dense_index.stored_vectors(
+            conn, embedder_id, state.sid, best[: self.config.feedback_docs]
+        )
+        if not found:
+            return []
+        mix = self.config.feedback_mix / len(found)
+        moved = [q + mix * sum(vector[i] for vector in found) for i, q in enumerate(ranking.vector)]
+        norm = sum(v * v for v in moved) ** 0.5 or 1.0
+        hits = self._dense(
+            conn,
+            state,
+            embedder_id,
+            [v / norm for v in moved],
+            depth=ranking.depth,
+            before_seq=ranking.before_seq,
+        )
+        return [h.seq for h in hits]
 
     @staticmethod
     def _event_rows(
