@@ -567,17 +567,23 @@ class Run:
             tokens = self.cost_all(messages) + REPLY_PRIMING
             if tokens <= self.budget:
                 return messages, tokens
-            # Over (tokenizers do not add up exactly): drop the least important piece,
-            # a line of the block or the oldest turn extending the recent window.
+            # Over (tokenizers do not add up exactly, and a long block is estimated from
+            # samples): drop the least important pieces, lines of the block or the oldest
+            # turn extending the recent window, about as many as the excess, then count
+            # again (one at a time would count the whole window once per line).
             removable = plan.block + plan.extension[:1]
             if removable:
-                weakest = min(removable, key=lambda c: (c.score, c.atom.first_seq))
-                if weakest in plan.block:
+                excess = tokens - self.budget
+                for weakest in sorted(removable, key=lambda c: (c.score, c.atom.first_seq)):
+                    self._drop(weakest.atom, "budget")
+                    excess -= max(1, weakest.tokens or 0)
+                    if weakest in plan.extension:
+                        plan.extension.remove(weakest)
+                        plan.recent = [p for p in plan.recent if p is not weakest.piece]
+                        break  # the next oldest extension becomes removable only now
                     plan.block.remove(weakest)
-                else:
-                    plan.extension.remove(weakest)
-                    plan.recent = [p for p in plan.recent if p is not weakest.piece]
-                self._drop(weakest.atom, "budget")
+                    if excess <= 0:
+                        break
             elif plan.memories is not None:
                 plan.memories = None
                 plan.notes.append("memories left out to fit")
