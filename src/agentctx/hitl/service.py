@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, RowMapping, Text, and_, insert, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.errors import IdempotencyConflict, InvalidInput, SessionNotFound
@@ -42,7 +42,7 @@ from agentctx.jobs import Job
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.models import SessionInfo
 from agentctx.storage import repository as repo
-from agentctx.storage.schema import events, sessions
+from agentctx.storage.schema import sessions
 
 if TYPE_CHECKING:
     from agentctx.context.window import ContextReport
@@ -104,23 +104,30 @@ def turn_may_need_human(conn: Connection, user_id: str, session_id: str, turn_id
     """The turn-end condition of the ``hitl`` job: the turn has an error or a tool result,
     or an event that mentions a confidence. Other turns cannot fire a trigger (they are
     still read by the next evaluation, so skipping them loses nothing)."""
-    suspicious = or_(
-        events.c.type.in_([EventType.ERROR.value, EventType.TOOL_RESULT.value]),
-        events.c.payload.cast(Text).contains('"confidence"'),
-        events.c.meta.cast(Text).contains('"confidence"'),
+    # Spelled out for SQLite's sake: with the OR of LIKEs its planner walks the session's
+    # primary key, every event of the session on each turn end (quadratic over a long
+    # session), unless told to use the turn index.
+    hint = (
+        " INDEXED BY ix_events_user_id_session_id_turn_id" if conn.dialect.name == "sqlite" else ""
     )
-    query = (
-        select(events.c.seq)
-        .where(
-            events.c.user_id == user_id,
-            events.c.session_id == session_id,
-            events.c.turn_id == turn_id,
-            events.c.type != EventType.HITL.value,
-            suspicious,
-        )
-        .limit(1)
+    query = text(
+        f"SELECT seq FROM events{hint} WHERE user_id = :user AND session_id = :session "
+        "AND turn_id = :turn AND type != :hitl AND (type IN (:error, :result) "
+        "OR CAST(payload AS TEXT) LIKE :mention OR CAST(meta AS TEXT) LIKE :mention) LIMIT 1"
     )
-    return conn.execute(query).first() is not None
+    found = conn.execute(
+        query,
+        {
+            "user": user_id,
+            "session": session_id,
+            "turn": turn_id,
+            "hitl": EventType.HITL.value,
+            "error": EventType.ERROR.value,
+            "result": EventType.TOOL_RESULT.value,
+            "mention": '%"confidence"%',
+        },
+    ).first()
+    return found is not None
 
 
 class HitlService:
