@@ -237,6 +237,23 @@ class SessionEntries(Generic[EntryT]):
                 total -= len(dropped.seqs)
 
 
+def rows_after(
+    conn: Connection, sid: int, embedder_id: int, column: Any, *, after: int, upto_seq: int
+) -> Sequence[Any]:
+    """(seq, ``column``) of session ``sid``'s stored vectors with ``after < seq <=
+    upto_seq``, in seq order: what a cache entry lacks."""
+    return conn.execute(
+        select(search_codes.c.seq, column)
+        .where(
+            search_codes.c.sid == sid,
+            search_codes.c.embedder_id == embedder_id,
+            search_codes.c.seq > after,
+            search_codes.c.seq <= upto_seq,
+        )
+        .order_by(search_codes.c.seq)
+    ).all()
+
+
 class NumpyCache(Generic[EntryT]):
     """Base of the in-memory caches of per-session arrays (numpy needed)."""
 
@@ -278,16 +295,9 @@ class CodeCache(NumpyCache[_Codes]):
         if entry is not None and entry.upto_seq >= upto_seq:
             return entry
         after = entry.upto_seq if entry is not None else 0
-        rows = conn.execute(
-            select(search_codes.c.seq, search_codes.c.code)
-            .where(
-                search_codes.c.sid == sid,
-                search_codes.c.embedder_id == embedder_id,
-                search_codes.c.seq > after,
-                search_codes.c.seq <= upto_seq,
-            )
-            .order_by(search_codes.c.seq)
-        ).all()
+        rows = rows_after(
+            conn, sid, embedder_id, search_codes.c.code, after=after, upto_seq=upto_seq
+        )
         assert np is not None
         width = len(rows[0][1]) if rows else (entry.codes.shape[1] if entry is not None else 0)
         seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))

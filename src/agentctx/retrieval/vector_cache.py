@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy import Connection, bindparam, text
 
-from agentctx.retrieval.dense import DenseHit, NumpyCache
+from agentctx.retrieval.dense import DenseHit, NumpyCache, rows_after
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage.schema import search_codes
 
@@ -54,16 +54,9 @@ class VectorCache(NumpyCache[_Vectors]):
         if entry is not None and entry.upto_seq >= upto_seq:
             return entry
         after = entry.upto_seq if entry is not None else 0
-        docs = conn.execute(
-            select(search_codes.c.seq, search_codes.c.doc_id)
-            .where(
-                search_codes.c.sid == sid,
-                search_codes.c.embedder_id == embedder_id,
-                search_codes.c.seq > after,
-                search_codes.c.seq <= upto_seq,
-            )
-            .order_by(search_codes.c.seq)
-        ).all()
+        docs = rows_after(
+            conn, sid, embedder_id, search_codes.c.doc_id, after=after, upto_seq=upto_seq
+        )
         vectors: dict[int, bytes] = {}
         statement = text(
             f'SELECT rowid, embedding FROM "{vector_table(embedder_id)}" WHERE rowid IN :docs'
