@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, text
 
 from agentctx.memory.index_tables import vector_table
+from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.dense import float32_bytes, pgvector_literal
 
 
@@ -218,7 +219,8 @@ class CodeCache:
         norms[norms == 0] = 1.0
         q_vector = np.asarray(query, dtype=np.float32)
         q_norm = float(np.linalg.norm(q_vector)) or 1.0
-        cosine = (matrix @ q_vector) / norms / q_norm
+        with one_blas_thread():
+            cosine = (matrix @ q_vector) / norms / q_norm
         order = np.argsort(-cosine, kind="stable")[:k]
         return [(int(entry.doc_ids[nearest[i]]), float(1.0 - cosine[i])) for i in order]
 

@@ -27,6 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage.schema import search_codes
 
@@ -356,6 +357,7 @@ class CodeCache(NumpyCache[_Codes]):
         matrix = matrix.reshape(len(rows), -1).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
-        cosine = (matrix @ np.asarray(query, dtype=np.float32)) / norms
+        with one_blas_thread():
+            cosine = (matrix @ np.asarray(query, dtype=np.float32)) / norms
         order = np.argsort(-cosine, kind="stable")[:k]
         return [DenseHit(int(rows[i][0]), int(rows[i][1]), float(1.0 - cosine[i])) for i in order]

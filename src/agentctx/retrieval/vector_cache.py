@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
+from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.dense import DenseHit, NumpyCache, rows_after
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage.schema import search_codes
@@ -108,7 +109,8 @@ class VectorCache(NumpyCache[_Vectors]):
         norm = float(np.linalg.norm(q))
         if n == 0 or k < 1 or norm == 0.0:
             return []
-        distance = 1.0 - entry.unit[:n] @ (q / norm)
+        with one_blas_thread():
+            distance = 1.0 - entry.unit[:n] @ (q / norm)
         candidates = np.flatnonzero(entry.nonzero[:n])
         if len(candidates) > k:
             # The k smallest (ties at the cut kept whole, so that the order below decides).
