@@ -132,8 +132,8 @@ class ContextEngine:
             preview_chars=s.blob_preview_chars,
             dedup=s.visual.dedup,
         )
-        # Optional Redis hot cache in front of the database (recent events, memories);
-        # the no-op cache unless `cache.url` is set.
+        # Hot cache in front of the database (events, memory reads): in this process
+        # unless `cache.url` names a Redis; validated by a database read either way.
         self.cache: HotCache = build_cache(s.cache)
         self._service = SessionService(
             self.db,
@@ -513,6 +513,7 @@ class ContextEngine:
         """Remove everything stored for a user, long-term memories and their history
         included; the report counts what went."""
         report = self._retention.delete_user_data(user_id)
+        self.cache.drop_user(user_id)  # stale keys could not be read, but free the data
         purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
         return report.model_copy(update={"extra": {**report.extra, **purged}})
 

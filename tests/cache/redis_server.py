@@ -95,6 +95,7 @@ def redis_server(folder: Path) -> Iterator[RedisServer]:
 def attach_cache(engine: ContextEngine, cache: HotCache) -> None:
     """What the engine's wiring does with ``settings.cache``: both services read
     through ``cache``."""
+    engine.cache = cache
     engine._service.cache = cache
     engine.memory.use_cache(cache)
 
@@ -103,10 +104,15 @@ def make_engine(
     db_url: str, home: Path, server: RedisServer | None, **cache: object
 ) -> ContextEngine:
     """An engine on ``db_url`` (lightweight embeddings); with ``server``, reading
-    through a Redis cache configured by ``cache``."""
+    through a Redis cache configured by ``cache``, else through none."""
     from agentctx.cache import CacheConfig, build_cache
 
-    engine = ContextEngine(url=db_url, home=home, embeddings={"provider": "hashing"})
+    engine = ContextEngine(
+        url=db_url,
+        home=home,
+        embeddings={"provider": "hashing"},
+        cache={"local_events": 0} if server is None else {},
+    )
     if server is not None:
         config = CacheConfig.model_validate({"url": server.url, "timeout_ms": 500, **cache})
         attach_cache(engine, build_cache(config))

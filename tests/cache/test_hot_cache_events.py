@@ -40,7 +40,12 @@ def replicas(
     """Two cached replicas (A, B) and a cache-off one (C) on one database."""
     a = _cached_engine(db_url, tmp_path / "a", redis_srv)
     b = _cached_engine(db_url, tmp_path / "b", redis_srv)
-    c = ContextEngine(url=db_url, home=tmp_path / "c", embeddings={"provider": "hashing"})
+    c = ContextEngine(
+        url=db_url,
+        home=tmp_path / "c",
+        embeddings={"provider": "hashing"},
+        cache={"local_events": 0},
+    )
     yield a, b, c
     for engine in (a, b, c):
         engine.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.cache import CacheConfig, CircuitBreaker, NullCache, build_cache
+from agentctx.cache import CacheConfig, CircuitBreaker, LocalCache, NullCache, build_cache
 from agentctx.cache.redis_cache import RedisCache
 from cache.redis_server import RedisServer, make_engine, redis_server
 
@@ -69,8 +69,8 @@ def test_killed_redis_changes_nothing_but_counters(
         assert stats.errors == 2  # then the breaker opened
         assert stats.skipped > 0
         assert stats.breaker == "open"
-        cached.delete_user_data("u1")  # the drop cannot reach Redis; counted, not raised
-        assert _cache(cached).stats().drop_failures == 1
+        cached.delete_user_data("u1")  # the drops cannot reach Redis; counted, not raised
+        assert _cache(cached).stats().drop_failures == 2  # the user's memories, then the rest
 
 
 def test_hung_redis_costs_one_timeout_per_breaker_period(
@@ -146,7 +146,8 @@ def test_breaker_opens_after_consecutive_failures_and_tries_again() -> None:
 
 def test_build_cache() -> None:
     assert isinstance(build_cache(None), NullCache)
-    assert isinstance(build_cache(CacheConfig()), NullCache)
+    assert isinstance(build_cache(CacheConfig()), LocalCache)  # the default: in process
+    assert isinstance(build_cache(CacheConfig(local_events=0)), NullCache)
     # Building never contacts the server: a port nobody listens on is fine.
     cache = build_cache(CacheConfig(url="redis://127.0.0.1:1/0", timeout_ms=50))
     assert isinstance(cache, RedisCache)

@@ -25,15 +25,29 @@ class BreakerConfig(BaseModel):
 
 
 class CacheConfig(BaseModel):
-    """A Redis cache in front of the database for the hot reads: the recent events of
-    active sessions and a user's memories. Off unless ``url`` is set; with it on or
-    off (or Redis gone) the engine returns the same results."""
+    """A cache in front of the database for the hot reads: the events of active
+    sessions and a user's memories. In this process's memory by default
+    (``local_events``), in a Redis shared by every process when ``url`` is set; with
+    it on or off (or Redis gone) the engine returns the same results."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     url: str | None = Field(
         default=None,
-        description="Redis URL (redis://host:6379/0, rediss://, unix://); None = no cache.",
+        description="Redis URL (redis://host:6379/0, rediss://, unix://); None = the "
+        "in-process cache (local_events, local_tokens).",
+    )
+    local_events: int = Field(
+        default=20_000,
+        ge=0,
+        description="Without a url: events kept in this process's memory, least recently "
+        "used sessions dropped first; 0 = no cache.",
+    )
+    local_tokens: int = Field(
+        default=4_000_000,
+        ge=0,
+        description="Without a url: the most estimated tokens of text those events may "
+        "hold together (about four bytes each).",
     )
     ttl: timedelta = Field(
         default=timedelta(hours=1),

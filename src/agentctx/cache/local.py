@@ -1,0 +1,173 @@
+"""``LocalCache``: the hot cache in this process's memory, the default without Redis.
+
+An agent calls ``build_context`` before every model call, and each build reads the
+same events again: the recent turns, and the older events its search finds (hundreds
+in a large window). Parsing them from the database was about a fifth of a build.
+Here they are kept as the immutable :class:`~agentctx.events.Event` objects already
+built, under the same keys a Redis cache uses and validated the same way: every read
+still reads the session's head from the database (:mod:`agentctx.cache.events`), so
+another process's writes, a deletion or a recreated session are seen at once.
+
+Bounded two ways, least recently used sessions going first: ``local_events`` events
+in all, and ``local_tokens`` of their estimated tokens (a long tool output is one
+event but many kilobytes). Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agentctx.cache.base import CacheStats, SessionScope
+from agentctx.events import Event
+
+MEMORY_ENTRIES = 1024
+"""A user's memory reads kept (list and search results, keyed by generation)."""
+
+
+class LocalCache:
+    """The hot cache in process memory (see the module docstring)."""
+
+    def __init__(self, max_events: int, *, events: int, tokens: int) -> None:
+        self._max_read = max_events
+        self._events_cap = events
+        self._tokens_cap = tokens
+        self._lock = threading.Lock()
+        # Sessions, least recently used first; each maps seq -> event.
+        self._sessions: OrderedDict[SessionScope, dict[int, Event]] = OrderedDict()
+        self._events = 0
+        self._tokens = 0
+        self._entries: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._stats = CacheStats()
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    @property
+    def max_events(self) -> int:
+        return self._max_read
+
+    def __len__(self) -> int:
+        """Events held now."""
+        with self._lock:
+            return self._events
+
+    # Events -----------------------------------------------------------------------------
+
+    def get_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
+        with self._lock:
+            held = self._sessions.get(scope)
+            found: dict[int, Event] = {}
+            if held is not None:
+                self._sessions.move_to_end(scope)
+                for seq in seqs:
+                    event = held.get(seq)
+                    if event is not None:
+                        found[seq] = event
+            self._count(event_hits=len(found), event_misses=len(seqs) - len(found))
+            return found
+
+    def put_events(self, scope: SessionScope, events: Sequence[Event]) -> None:
+        with self._lock:
+            held = self._sessions.get(scope)
+            if held is None:
+                held = self._sessions[scope] = {}
+            else:
+                self._sessions.move_to_end(scope)
+            for event in events:
+                if event.seq in held:
+                    continue
+                tokens = event.token_estimate
+                if tokens > self._tokens_cap or self._events_cap == 0:
+                    continue  # larger than the whole cache: read it from the database
+                held[event.seq] = event
+                self._events += 1
+                self._tokens += tokens
+            self._evict(keep=scope)
+
+    def _evict(self, *, keep: SessionScope) -> None:
+        """Drop least recently used sessions (then the oldest events of ``keep``) until
+        both bounds hold."""
+        while self._over() and len(self._sessions) > 1:
+            oldest = next(iter(self._sessions))
+            if oldest == keep:
+                self._sessions.move_to_end(keep)
+                continue
+            self._forget(self._sessions.pop(oldest))
+        held = self._sessions.get(keep)
+        if held is not None and self._over():
+            # One session larger than the cache: keep its newest events, the ones
+            # recent windows read.
+            for seq in sorted(held):
+                if not self._over():
+                    break
+                event = held.pop(seq)
+                self._events -= 1
+                self._tokens -= event.token_estimate
+
+    def _over(self) -> bool:
+        return self._events > self._events_cap or self._tokens > self._tokens_cap
+
+    def _forget(self, held: dict[int, Event]) -> None:
+        self._events -= len(held)
+        self._tokens -= sum(event.token_estimate for event in held.values())
+
+    # Generation-keyed entries -----------------------------------------------------------
+
+    def get_entry(self, user_id: str, generation: str, name: str) -> str | None:
+        key = (user_id, generation, name)
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            self._count(memory_hits=int(value is not None), memory_misses=int(value is None))
+            return value
+
+    def put_entry(self, user_id: str, generation: str, name: str, value: str) -> None:
+        with self._lock:
+            self._entries[(user_id, generation, name)] = value
+            self._entries.move_to_end((user_id, generation, name))
+            while len(self._entries) > MEMORY_ENTRIES:
+                self._entries.popitem(last=False)
+
+    # Drops ------------------------------------------------------------------------------
+
+    def drop_session(self, user_id: str, session_id: str) -> None:
+        with self._lock:
+            for scope in [
+                s for s in self._sessions if s.user_id == user_id and s.session_id == session_id
+            ]:
+                self._forget(self._sessions.pop(scope))
+
+    def drop_memories(self, user_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == user_id]:
+                del self._entries[key]
+
+    def drop_user(self, user_id: str) -> None:
+        with self._lock:
+            for scope in [s for s in self._sessions if s.user_id == user_id]:
+                self._forget(self._sessions.pop(scope))
+            for key in [k for k in self._entries if k[0] == user_id]:
+                del self._entries[key]
+
+    # Counters ---------------------------------------------------------------------------
+
+    def _count(self, **deltas: int) -> None:
+        current = self._stats
+        self._stats = replace(
+            current, **{k: getattr(current, k) + v for k, v in deltas.items() if v}
+        )
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return self._stats
+
+    def close(self) -> None:
+        with self._lock:
+            self._sessions.clear()
+            self._entries.clear()
+            self._events = self._tokens = 0
