@@ -366,11 +366,11 @@ class ContextBuilder:
                 )
         run.place_older(plan, chosen, core_start=first_seq(plan.recent))
         if deferred_memories is not None:
-            left = budget - REPLY_PRIMING - run.cost_all(run.messages_of(plan))
+            left = budget - run.planned_tokens(plan)
             if memory_tokens <= left:
                 plan.memories = deferred_memories
         if deferred_summary is not None:
-            left = budget - REPLY_PRIMING - run.cost_all(run.messages_of(plan))
+            left = budget - run.planned_tokens(plan)
             plan.summary, plan.summary_ids = deferred_summary
             run.fit_summary(plan, max(0, left))
         shown_from = first_seq(plan.recent)

@@ -560,13 +560,19 @@ class Run:
             + plan.tail
         )
 
+    def planned_tokens(self, plan: Plan) -> int:
+        """What :meth:`messages_of` would cost, reply priming included. A piece's tokens
+        are its messages' costs (kept so when it is cut), so the recent window, often
+        hundreds of messages, is not counted again on each pass of :meth:`finish`."""
+        fixed = plan.system + plan.summary + self.retrieved_messages(plan) + plan.tail
+        return self.cost_all(fixed) + sum(p.tokens for p in plan.recent) + REPLY_PRIMING
+
     def finish(self, plan: Plan) -> tuple[list[dict[str, Any]], int]:
         """The final messages, counted; trimmed until they fit the budget."""
         while True:
-            messages = self.messages_of(plan)
-            tokens = self.cost_all(messages) + REPLY_PRIMING
+            tokens = self.planned_tokens(plan)
             if tokens <= self.budget:
-                return messages, tokens
+                return self.messages_of(plan), tokens
             # Over (tokenizers do not add up exactly, and a long block is estimated from
             # samples): drop the least important pieces, lines of the block or the oldest
             # turn extending the recent window, about as many as the excess, then count
