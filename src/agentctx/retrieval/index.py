@@ -11,6 +11,7 @@ reciprocal rank fusion; each hit keeps its event's time, turn and type.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 from collections import OrderedDict
@@ -94,14 +95,33 @@ def fuse(
     Returns (seq, score, 1-based rank in each ranking or None), best first; ties go to
     the newer event.
     """
-    scores: dict[int, float] = {}
+    scores = fused_scores(rankings, k)
     ranks: dict[int, list[int | None]] = {}
-    for index, (ranking, weight) in enumerate(rankings):
+    count = len(rankings)
+    for index, (ranking, _) in enumerate(rankings):
         for rank, seq in enumerate(ranking, start=1):
-            scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
-            ranks.setdefault(seq, [None] * len(rankings))[index] = rank
+            found = ranks.get(seq)
+            if found is None:
+                found = ranks[seq] = [None] * count
+            found[index] = rank
     order = sorted(scores, key=lambda seq: (-scores[seq], -seq))
     return [(seq, scores[seq], ranks[seq]) for seq in order]
+
+
+def fused_scores(rankings: Sequence[tuple[Sequence[int], float]], k: int) -> dict[int, float]:
+    """seq -> its reciprocal rank fusion score over ``rankings`` (see :func:`fuse`)."""
+    scores: dict[int, float] = {}
+    get = scores.get
+    for ranking, weight in rankings:
+        for rank, seq in enumerate(ranking, start=k + 1):
+            scores[seq] = get(seq, 0.0) + weight / rank
+    return scores
+
+
+def best_fused(rankings: Sequence[tuple[Sequence[int], float]], k: int, n: int) -> list[int]:
+    """The first ``n`` seqs :func:`fuse` would give, without ranking the rest."""
+    scores = fused_scores(rankings, k)
+    return heapq.nsmallest(n, scores, key=lambda seq: (-scores[seq], -seq))
 
 
 class SearchIndex:
@@ -386,21 +406,19 @@ class SearchIndex:
             for seqs, weight in list(rankings):
                 own = [seq for seq in seqs if seq in rows and rows[seq][5] == focus]
                 rankings.append((own, weight * boost))
-        fused = fuse(rankings, self.config.rrf_k)
         if (
             self.config.feedback_weight
-            and fused
             and ranking.vector is not None
             and embedder_id is not None
             and state.vector_count
         ):
-            feedback = self._feedback_ranking(
-                conn, state, embedder_id, ranking, [seq for seq, _, _ in fused]
+            best = best_fused(rankings, self.config.rrf_k, self.config.feedback_docs)
+            feedback = (
+                self._feedback_ranking(conn, state, embedder_id, ranking, best) if best else []
             )
             if feedback:
                 rankings.append((feedback, self.config.feedback_weight))
-                fused = fuse(rankings, self.config.rrf_k)
-        fused = fused[: ranking.limit]
+        fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
         if not fused:
             return []
         missing = [seq for seq, _, _ in fused if seq not in rows]

@@ -118,4 +118,12 @@ class VectorCache(NumpyCache[_Vectors]):
             candidates = candidates[distance[candidates] <= cut]
         # Nearest first; of equal distances (rare with a real model) the newest first.
         order = candidates[np.lexsort((-entry.seqs[candidates], distance[candidates]))][:k]
-        return [DenseHit(int(entry.seqs[i]), int(entry.docs[i]), float(distance[i])) for i in order]
+        # Plain Python numbers, converted in bulk (one per hit, up to hundreds a search).
+        return list(
+            map(
+                DenseHit,
+                entry.seqs[order].tolist(),
+                entry.docs[order].tolist(),
+                distance[order].tolist(),
+            )
+        )
