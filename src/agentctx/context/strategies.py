@@ -21,7 +21,7 @@ import bisect
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
@@ -497,6 +497,11 @@ class _Keywords:
 
     words: tuple[str, ...]
     pattern: re.Pattern[str]
+    # event hash -> whether its text has a keyword. Events never change, and one set of
+    # keywords (one instance, see _keyword_pattern) tests the same events build after
+    # build: a long session's windows consider a thousand each. By hash, not id: a
+    # caller may choose ids, and one process may hold several databases.
+    found: dict[str, bool] = field(default_factory=dict, compare=False, hash=False)
 
 
 def _is_important(event: Event, keywords: _Keywords | None) -> bool:
@@ -504,6 +509,20 @@ def _is_important(event: Event, keywords: _Keywords | None) -> bool:
         return True
     if keywords is None:
         return False
+    found = keywords.found.get(event.hash)
+    if found is None:
+        found = _has_keyword(event, keywords)
+        if len(keywords.found) >= REMEMBERED_EVENTS:
+            keywords.found.clear()  # a crude bound; the builds refill what they use
+        keywords.found[event.hash] = found
+    return found
+
+
+REMEMBERED_EVENTS = 100_000
+"""Events whose keyword test one set of keywords remembers."""
+
+
+def _has_keyword(event: Event, keywords: _Keywords) -> bool:
     parts = event.parts
     if len(parts) == 1:  # the usual single part: no join
         text = parts[0].text if isinstance(parts[0], TextPart) else ""

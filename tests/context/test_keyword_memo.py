@@ -1,0 +1,35 @@
+"""The keyword test of an event is remembered by the event's hash: an id a caller chose
+twice, in two databases of one process, never shares the other event's answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentctx import ContextEngine
+from agentctx.context.config import AdaptiveSettings
+from agentctx.context.strategies import _is_important, _keyword_pattern
+
+
+def test_same_chosen_id_in_two_databases_keeps_each_events_own_answer(tmp_path: Path) -> None:
+    keywords = _keyword_pattern(AdaptiveSettings().important_keywords)
+    assert keywords is not None
+    events = []
+    for name, text in (("a", "we decided to ship on Friday"), ("b", "nice weather today")):
+        with ContextEngine(url=f"sqlite:///{tmp_path / name}.db", home=tmp_path / name) as engine:
+            session = engine.create_session("u1", "helper", session_id="s1")
+            events.append(session.add_message("user", text, event_id="evt-1"))
+    first, second = events
+    assert first.event_id == second.event_id and first.hash != second.hash
+    for _ in range(2):  # the second round answers from the memory
+        assert _is_important(first, keywords) is True
+        assert _is_important(second, keywords) is False
+    assert keywords.found[first.hash] is True and keywords.found[second.hash] is False
+
+
+def test_events_marked_as_errors_are_important_without_keywords(tmp_path: Path) -> None:
+    with ContextEngine(url=f"sqlite:///{tmp_path / 'e.db'}", home=tmp_path / "e") as engine:
+        session = engine.create_session("u1", "helper")
+        call = session.add_tool_call("deploy", {"env": "prod"})
+        result = session.add_tool_result(call.call_id, content="timed out", is_error=True)
+    assert _is_important(result, None) is True
+    assert _is_important(call, None) is False
