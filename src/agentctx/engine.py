@@ -30,6 +30,7 @@ from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart
+from agentctx.gc_freeze import freeze_at_start_up
 from agentctx.hitl import install_hitl
 from agentctx.jobs import Job, JobQueue
 from agentctx.llm.config import llm_from_config
@@ -265,6 +266,10 @@ class ContextEngine:
             )
         if s.jobs == "background":
             self.jobs.start_worker()
+        if s.embeddings.freeze_gc:
+            # The libraries and modules loaded by now last as long as the process: out
+            # of full collections, which otherwise stall builds (agentctx.gc_freeze).
+            freeze_at_start_up()
 
     # Sessions ---------------------------------------------------------------------------
 

@@ -8,13 +8,12 @@ never send to a server).
 
 from __future__ import annotations
 
-import gc
-
 import typer
 from rich.markup import escape
 
 from agentctx.cli._common import fail, load, out, safe_url
 from agentctx.errors import AgentCtxError, MissingExtra
+from agentctx.gc_freeze import freeze_long_lived
 
 
 def serve(  # noqa: PLR0917 - Typer options are parameters
@@ -70,6 +69,5 @@ def serve(  # noqa: PLR0917 - Typer options are parameters
     # Everything loaded so far (the app, the libraries, the demo's model) lives as long
     # as the process: out of the collector's sight, a full collection no longer walks
     # it, a pause that would land on whichever request allocated at the wrong moment.
-    gc.collect()
-    gc.freeze()
+    freeze_long_lived()
     uvicorn.run(app, host=config.host, port=config.port, log_level=log_level)

@@ -97,11 +97,12 @@ class EmbeddingConfig(BaseModel):
     batch_size: int = Field(default=64, ge=1, le=4096, description="Texts per model call.")
     freeze_gc: bool = Field(
         default=True,
-        description="local: once the model is loaded, move the process's objects to the "
-        "garbage collector's permanent generation (gc.freeze). The model brings about "
-        "half a million objects, and every full collection would scan them (~0.4 s on 2 "
-        "cores), stalling whatever call triggers it; frozen objects are still freed by "
-        "reference counting, only cycles among them are never collected.",
+        description="Move the process's objects to the garbage collector's permanent "
+        "generation (gc.freeze) once the first engine of the process is set up, and again "
+        "once the local model is loaded. Full collections would otherwise scan them all "
+        "(50-150 ms on 2 cores for the engine's libraries, ~0.4 s with the model), "
+        "stalling whatever call triggers one; frozen objects are still freed by reference "
+        "counting, only cycles among them are never collected (agentctx.gc_freeze).",
     )
 
 

