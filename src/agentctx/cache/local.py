@@ -91,12 +91,9 @@ class LocalCache:
     def _evict(self, *, keep: SessionScope) -> None:
         """Drop least recently used sessions (then the oldest events of ``keep``) until
         both bounds hold."""
+        # ``keep`` was just used, so it is the newest: the oldest is always another one.
         while self._over() and len(self._sessions) > 1:
-            oldest = next(iter(self._sessions))
-            if oldest == keep:
-                self._sessions.move_to_end(keep)
-                continue
-            self._forget(self._sessions.pop(oldest))
+            self._forget(self._sessions.popitem(last=False)[1])
         held = self._sessions.get(keep)
         if held is not None and self._over():
             # One session larger than the cache: keep its newest events, the ones

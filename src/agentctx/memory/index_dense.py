@@ -153,7 +153,8 @@ class CodeCache:
         """Whether numpy is available."""
         return self._np is not None and self.max_vectors > 0
 
-    def _load(self, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]) -> _Codes:
+    def entry(self, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]) -> _Codes:
+        """The user's codes, loaded through ``conn`` unless cached with this stamp."""
         np = self._np
         assert np is not None
         key = (uid, embedder_id)
@@ -182,31 +183,13 @@ class CodeCache:
                 total -= len(dropped.doc_ids)
         return fresh
 
-    def search(
-        self,
-        conn: Connection,
-        embedder_id: int,
-        uid: int,
-        stamp: tuple[int, int],
-        query: Sequence[float],
-        *,
-        take: int,
-        k: int,
-    ) -> list[tuple[int, float]]:
-        """The ``take`` doc_ids closest to the query by Hamming distance of sign codes,
-        ranked by the cosine of their int8 vectors (in memory); the best ``k`` as
-        (doc_id, cosine distance)."""
-        return self.scan(self.entry(conn, embedder_id, uid, stamp), query, take=take, k=k)
-
-    def entry(self, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]) -> Any:
-        """The user's codes, loaded through ``conn`` unless cached with this stamp."""
-        return self._load(conn, embedder_id, uid, stamp)
-
     def scan(
-        self, entry: Any, query: Sequence[float], *, take: int, k: int
+        self, entry: _Codes, query: Sequence[float], *, take: int, k: int
     ) -> list[tuple[int, float]]:
-        """:meth:`search` over an :meth:`entry`: numpy only, no database, so it can run
-        on another thread while the caller's connection waits on a query."""
+        """The ``take`` doc_ids of ``entry`` closest to the query by Hamming distance of
+        sign codes, ranked by the cosine of their int8 vectors; the best ``k`` as (doc_id,
+        cosine distance). numpy only, no database, so it can run on another thread while
+        the caller's connection waits on a query."""
         np = self._np
         assert np is not None
         n = len(entry.doc_ids)
@@ -323,35 +306,6 @@ def _closest(np: Any, distances: Any, take: int) -> Any:
     return np.concatenate([inside, tied])
 
 
-def search(
-    conn: Connection,
-    cache: CodeCache,
-    *,
-    embedder_id: int,
-    uid: int,
-    stamp: tuple[int, int],
-    query: Sequence[float],
-    k: int,
-    exact_limit: int,
-    rescore: int,
-) -> list[tuple[int, float]]:
-    """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first:
-    exact for a user with at most ``exact_limit`` documents, else the sign-code first
-    pass over ``max(rescore, k)`` candidates ranked by their int8 cosine."""
-    return start_search(
-        conn,
-        cache,
-        embedder_id=embedder_id,
-        uid=uid,
-        stamp=stamp,
-        query=query,
-        k=k,
-        exact_limit=exact_limit,
-        rescore=rescore,
-        background=False,
-    )()
-
-
 BACKGROUND_SCAN_MIN = 300_000
 """The fewest codes scanned on a pool thread: a smaller scan (about 1 ms a 100k codes)
 gains less from overlapping the lexical query than the two threads lose taking turns
@@ -386,7 +340,10 @@ def start_search(
     rescore: int,
     background: bool = True,
 ) -> Callable[[], list[tuple[int, float]]]:
-    """:func:`search`, started: returns a function that waits for its result.
+    """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first,
+    started: returns a function that waits for them. Exact for a user with at most
+    ``exact_limit`` documents, else the sign-code first pass over ``max(rescore, k)``
+    candidates ranked by their int8 cosine (:meth:`CodeCache.scan`).
 
     Whatever needs ``conn`` (the exact search of a small user, loading a stale code
     entry) is done before this returns. With ``background`` a scan of at least
