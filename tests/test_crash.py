@@ -134,9 +134,12 @@ def test_kill_mid_batch_leaves_only_whole_batches(
             str(TEXT_BYTES),
         )  # fmt: skip
         try:
-            # Let this child commit at least one batch, then kill it at a random moment
-            # inside one of its append transactions.
-            wait_for(head_reaches(session, before + BATCH), 60, "a committed batch")
+            # Let this child finish at least one batch, then kill it at a random moment
+            # inside one of its write transactions. Two committed batches: the first
+            # append has then returned (its "end" is printed before the second "begin");
+            # after one, the child may still be in that append's own follow-up writes
+            # (turn-end checks), which the probe below also sees as an append.
+            wait_for(head_reaches(session, before + 2 * BATCH), 60, "two committed batches")
             time.sleep(rng.uniform(0, 0.3))
             wait_for(in_append, 30, "an append in progress")
         finally:
