@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 from datetime import timedelta
 
 from sqlalchemy import select
 
 from agentctx import ContextEngine, Event, EventType
-from agentctx.events import trusted_event, utcnow
+from agentctx.events import pack_event, trusted_event, unpack_event, utcnow
 from agentctx.storage import repository as repo
 from agentctx.storage.schema import events
 
@@ -39,6 +40,43 @@ def test_trusted_events_equal_validated_ones(engine: ContextEngine, png: bytes) 
         assert fast.model_dump() == Event.model_validate(row).model_dump()
         assert fast.model_fields_set == set(Event.model_fields)
     assert session.verify().ok
+
+
+def test_packed_events_unpack_equal_and_are_not_tracked(engine: ContextEngine, png: bytes) -> None:
+    """What the hot cache holds: every part kind, payloads, meta extras and roles come
+    back equal, and the packed form leaves the collector nothing to track."""
+    session = _varied_session(engine, png)
+    with session.turn() as turn:
+        turn.add_message("assistant", "a plain reply")
+    stored = session.events()
+    assert {part.kind for event in stored for part in event.parts} == {
+        "text",
+        "json",
+        "image",
+        "blob",
+    }
+    assert any(event.payload for event in stored) and any(e.meta.extra for e in stored)
+    packed = [pack_event(event) for event in stored]
+    for event, values in zip(stored, packed, strict=True):
+        back = unpack_event(values)
+        assert back == event and back is not event
+        assert back.model_dump() == event.model_dump()
+        assert back.model_fields_set == set(Event.model_fields)
+        assert back.meta.model_fields_set == event.meta.model_fields_set
+        assert type(back.type) is EventType
+    # Plain events (text parts, no payload, no extras) pack to tuples of plain values,
+    # which a collection or two untracks (dicts, even empty ones, never are).
+    plain = [
+        values
+        for event, values in zip(stored, packed, strict=True)
+        if not event.payload
+        and not event.meta.extra
+        and all(part.kind == "text" for part in event.parts)
+    ]
+    assert plain
+    for _ in range(3):
+        gc.collect()
+    assert not any(gc.is_tracked(values) for values in plain)
 
 
 def test_compiled_reads_equal_core_reads(engine: ContextEngine, png: bytes) -> None:

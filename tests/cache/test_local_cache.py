@@ -13,7 +13,7 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.cache import LocalCache, SessionScope
-from agentctx.events import Event
+from agentctx.events import Event, trusted_event, utcnow
 
 
 @pytest.fixture
@@ -115,8 +115,11 @@ def test_deleting_through_the_engine_frees_what_it_cached(
 
 
 def _event(seq: int, tokens: int, session_id: str) -> Event:
-    # The cache reads only an event's seq and token estimate.
-    return Event.model_construct(seq=seq, token_estimate=tokens, session_id=session_id)
+    return trusted_event(
+        f"e-{session_id}-{seq}", seq, utcnow(), "user_input", "user", None, "u", session_id,
+        None, None, None, None, [{"kind": "text", "text": f"event {seq}"}], {}, {}, False, [],
+        tokens, f"h-{session_id}-{seq}",
+    )  # fmt: skip
 
 
 def test_bounds_hold_and_the_least_recently_used_session_goes_first() -> None:

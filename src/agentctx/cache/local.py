@@ -3,10 +3,13 @@
 An agent calls ``build_context`` before every model call, and each build reads the
 same events again: the recent turns, and the older events its search finds (hundreds
 in a large window). Parsing them from the database was about a fifth of a build.
-Here they are kept as the immutable :class:`~agentctx.events.Event` objects already
-built, under the same keys a Redis cache uses and validated the same way: every read
-still reads the session's head from the database (:mod:`agentctx.cache.events`), so
-another process's writes, a deletion or a recreated session are seen at once.
+Here they are kept packed into tuples of plain values (:func:`~agentctx.events.pack_event`),
+which Python's collector stops tracking: built events would be half a dozen tracked
+objects each, and a full cache made every full collection tens of milliseconds
+slower. Unpacking on a hit is a few microseconds. Keys are those a Redis cache uses,
+and reads are validated the same way: every read still reads the session's head from
+the database (:mod:`agentctx.cache.events`), so another process's writes, a deletion
+or a recreated session are seen at once.
 
 Bounded two ways, least recently used sessions going first: ``local_events`` events
 in all, and ``local_tokens`` of their estimated tokens (a long tool output is one
@@ -21,10 +24,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from agentctx.cache.base import CacheStats, SessionScope
-from agentctx.events import Event
+from agentctx.events import Event, PackedEvent, pack_event, unpack_event
 
 MEMORY_ENTRIES = 1024
 """A user's memory reads kept (list and search results, keyed by generation)."""
+
+
+_Held = tuple[int, PackedEvent]
+"""A cached event: its estimated tokens (for the bound) and the event, packed."""
 
 
 class LocalCache:
@@ -35,8 +42,8 @@ class LocalCache:
         self._events_cap = events
         self._tokens_cap = tokens
         self._lock = threading.Lock()
-        # Sessions, least recently used first; each maps seq -> event.
-        self._sessions: OrderedDict[SessionScope, dict[int, Event]] = OrderedDict()
+        # Sessions, least recently used first; each maps seq -> (tokens, packed event).
+        self._sessions: OrderedDict[SessionScope, dict[int, _Held]] = OrderedDict()
         self._events = 0
         self._tokens = 0
         self._entries: OrderedDict[tuple[str, str, str], str] = OrderedDict()
@@ -60,15 +67,16 @@ class LocalCache:
     def get_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
         with self._lock:
             held = self._sessions.get(scope)
-            found: dict[int, Event] = {}
+            hits: list[tuple[int, PackedEvent]] = []
             if held is not None:
                 self._sessions.move_to_end(scope)
                 for seq in seqs:
-                    event = held.get(seq)
-                    if event is not None:
-                        found[seq] = event
-            self._count(event_hits=len(found), event_misses=len(seqs) - len(found))
-            return found
+                    entry = held.get(seq)
+                    if entry is not None:
+                        hits.append((seq, entry[1]))
+            self._count(event_hits=len(hits), event_misses=len(seqs) - len(hits))
+        # Unpacked outside the lock: other threads' reads need not wait for it.
+        return {seq: unpack_event(packed) for seq, packed in hits}
 
     def put_events(self, scope: SessionScope, events: Sequence[Event]) -> None:
         with self._lock:
@@ -83,7 +91,7 @@ class LocalCache:
                 tokens = event.token_estimate
                 if tokens > self._tokens_cap or self._events_cap == 0:
                     continue  # larger than the whole cache: read it from the database
-                held[event.seq] = event
+                held[event.seq] = (tokens, pack_event(event))
                 self._events += 1
                 self._tokens += tokens
             self._evict(keep=scope)
@@ -101,16 +109,16 @@ class LocalCache:
             for seq in sorted(held):
                 if not self._over():
                     break
-                event = held.pop(seq)
+                tokens, _ = held.pop(seq)
                 self._events -= 1
-                self._tokens -= event.token_estimate
+                self._tokens -= tokens
 
     def _over(self) -> bool:
         return self._events > self._events_cap or self._tokens > self._tokens_cap
 
-    def _forget(self, held: dict[int, Event]) -> None:
+    def _forget(self, held: dict[int, _Held]) -> None:
         self._events -= len(held)
-        self._tokens -= sum(event.token_estimate for event in held.values())
+        self._tokens -= sum(tokens for tokens, _ in held.values())
 
     # Generation-keyed entries -----------------------------------------------------------
 
