@@ -17,8 +17,15 @@ def test_context_benchmark_times_windows_at_each_size() -> None:
         assert result.latency.count == 5
         assert 0 < result.latency.p50_ms <= result.latency.p95_ms
         assert 0 < result.tokens_mean <= 800
-    assert report.growth > 0
+        # Each window less its index lookup: pointwise smaller, so every percentile is.
+        outside = result.outside_search
+        assert outside is not None and outside.count == 5
+        assert 0 < outside.p50_ms < result.latency.p50_ms
+        assert outside.p95_ms < result.latency.p95_ms
+    assert report.growth > 0 and report.outside_growth is not None
     assert report.verdicts[0].startswith(("PASS", "FAIL"))
+    assert "outside the index lookup" in report.verdicts[0]
+    assert "lookup included" in report.verdicts[1]
 
 
 def test_context_benchmark_command_writes_markdown(tmp_path: Path) -> None:

@@ -89,6 +89,10 @@ def test_semantic_retrieves_the_relevant_old_event_with_its_date(session: Sessio
     # Retrieved events keep their dates: a heading per day, the time on each line.
     assert "## 2024-03-01 (Friday)\nuser: My sister Ingrid" in text
     assert window.tokens <= 600
+    # The index lookup is timed apart, within the retrieval step's time.
+    timings = window.report.timings_ms
+    assert 0 < timings["search_ms"] <= timings["retrieve_ms"] <= timings["total_ms"]
+    assert session.build_context(budget=600).report.timings_ms["search_ms"] == 0.0  # no query
 
 
 def test_a_tool_call_and_its_result_are_never_split(session: Session) -> None:

@@ -8,8 +8,10 @@ brought up to date (lexical terms and embeddings, as a background worker would),
 anywhere in the history. Reported per size: p50/p95/p99 latency, the CPU time of the
 building thread (p50/p95: what the build itself costs, less sensitive than wall time to
 other work on a shared machine) and the tokens used.
-The claim checked: latency does not grow with history beyond the index lookup (p95 at
-the largest size within 2x the smallest), and the 50 ms p95 target.
+The claims checked: latency does not grow with history beyond the index lookup (the
+p95 of each window's time outside the retriever's search, at the largest size, within
+2x the smallest), the same bound on the whole latency's p95 (the lookup included), and
+the 50 ms p95 target.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class SizeResult(BaseModel):
     index_s: float
     latency: Latency
     cpu: Latency | None = None  # CPU time of the building thread per window
+    # Each window's latency less its index lookup (the retriever's search, as the
+    # window's report times it): what the claim "no growth beyond the lookup" is about.
+    outside_search: Latency | None = None
     tokens_mean: float
 
 
@@ -63,6 +68,7 @@ class ContextBenchReport(BaseModel):
     tokenizer: str
     results: list[SizeResult]
     growth: float
+    outside_growth: float | None = None
     verdicts: list[str]
 
 
@@ -115,6 +121,7 @@ def run_context_benchmark(
                 session.build_context(query=queries[0], budget=config.budget)  # warm-up
                 samples: list[float] = []
                 cpu: list[float] = []
+                outside: list[float] = []
                 tokens: list[int] = []
                 say(f"timing {len(queries)} windows at {size:,} events")
                 for query in queries:
@@ -125,6 +132,8 @@ def run_context_benchmark(
                     )
                     samples.append(time.perf_counter() - started)
                     cpu.append(time.thread_time() - cpu_started)
+                    search_s = window.report.timings_ms.get("search_ms", 0.0) / 1e3
+                    outside.append(max(0.0, samples[-1] - search_s))
                     tokens.append(window.tokens)
                 results.append(
                     SizeResult(
@@ -133,16 +142,24 @@ def run_context_benchmark(
                         index_s=round(index_s, 2),
                         latency=summarize(samples),
                         cpu=summarize(cpu),
+                        outside_search=summarize(outside),
                         tokens_mean=sum(tokens) / len(tokens),
                     )
                 )
             tokenizer = engine.token_counter().name
         finally:
             engine.close()
-    growth = results[-1].latency.p95_ms / max(results[0].latency.p95_ms, 1e-9)
+    first, last = results[0], results[-1]
+    growth = last.latency.p95_ms / max(first.latency.p95_ms, 1e-9)
+    assert first.outside_search is not None and last.outside_search is not None
+    outside_growth = last.outside_search.p95_ms / max(first.outside_search.p95_ms, 1e-9)
     verdicts = [
-        f"{'PASS' if growth <= GROWTH_LIMIT else 'FAIL'} (p95 at {results[-1].events:,} events "
-        f"= {growth:.2f}x the p95 at {results[0].events:,}; limit {GROWTH_LIMIT:.1f}x)",
+        f"{'PASS' if outside_growth <= GROWTH_LIMIT else 'FAIL'} (outside the index lookup: "
+        f"p95 at {last.events:,} events = {outside_growth:.2f}x the p95 at {first.events:,}; "
+        f"limit {GROWTH_LIMIT:.1f}x)",
+        f"{'PASS' if growth <= GROWTH_LIMIT else 'FAIL'} (whole latency, lookup included: "
+        f"p95 at {last.events:,} events = {growth:.2f}x the p95 at {first.events:,}; "
+        f"limit {GROWTH_LIMIT:.1f}x)",
         *(
             f"{'PASS' if r.latency.p95_ms <= P95_TARGET_MS else 'FAIL'} (p95 "
             f"{r.latency.p95_ms:.1f} ms <= {P95_TARGET_MS:.0f} ms at {r.events:,} events)"
@@ -155,6 +172,7 @@ def run_context_benchmark(
         tokenizer=tokenizer,
         results=results,
         growth=growth,
+        outside_growth=outside_growth,
         verdicts=verdicts,
     )
 
@@ -169,6 +187,7 @@ def context_tables(report: ContextBenchReport) -> Sequence[TableSpec]:
             "p95 ms",
             "p99 ms",
             "cpu p50 / p95 ms",
+            "outside lookup p50 / p95 ms",
             "tokens (mean)",
             "fill s",
             "index s",
@@ -183,6 +202,9 @@ def context_tables(report: ContextBenchReport) -> Sequence[TableSpec]:
                 f"{r.latency.p95_ms:.1f}",
                 f"{r.latency.p99_ms:.1f}",
                 f"{r.cpu.p50_ms:.1f} / {r.cpu.p95_ms:.1f}" if r.cpu is not None else "-",
+                f"{r.outside_search.p50_ms:.1f} / {r.outside_search.p95_ms:.1f}"
+                if r.outside_search is not None
+                else "-",
                 f"{r.tokens_mean:,.0f}",
                 f"{r.fill_s:.1f}",
                 f"{r.index_s:.1f}",

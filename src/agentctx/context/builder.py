@@ -318,6 +318,7 @@ class ContextBuilder:
             retracted=retracted,
         )
         timings["retrieve_ms"] = elapsed_ms(retrieve_started)
+        timings["search_ms"] = round(run.search_ms, 3)  # the index lookup within retrieve_ms
 
         demands = {
             "system": run.cost_all(plan.system) + run.cost_all(plan.tail),

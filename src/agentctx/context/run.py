@@ -134,6 +134,7 @@ class Run:
         self.budget = budget
         self.max_message_tokens = config.max_message_tokens or max(32, budget // 2)
         self.skipped = 0
+        self.search_ms = 0.0  # time in the retriever's index lookup (see older_candidates)
         self.fetched: dict[int, Event] = {}
         self.truncations: list[TruncatedEvent] = []
         self.dropped_events: dict[int, DroppedEvent] = {}

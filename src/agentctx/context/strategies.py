@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -182,6 +183,7 @@ def older_candidates(
                 return False
             return 0 < seq < core_start or (hidden is not None and hidden(seq))
 
+        search_started = time.perf_counter()
         hits = retriever.retrieve(
             run.user_id,
             run.session_id,
@@ -190,6 +192,7 @@ def older_candidates(
             limit=max(adaptive.retrieval_candidates, run.budget // TOKENS_PER_CANDIDATE),
             before_seq=core_start if hidden is None else None,
         )
+        run.search_ms = (time.perf_counter() - search_started) * 1e3
         hits = worth_reading(
             [hit for hit in hits if searchable(hit.seq)],
             run.budget,
