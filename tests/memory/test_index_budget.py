@@ -7,13 +7,11 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 import pytest
 from sqlalchemy import text
 
 from agentctx.memory import index_terms
 from agentctx.memory.index import MemoryIndex
-from agentctx.memory.index_dense import _closest, _hamming, _sign_words
 from agentctx.memory.index_tables import TERMS_TABLE, user_partition
 from agentctx.memory.models import Memory, MemoryKind
 from agentctx.memory.store import insert_memory, purge_user
@@ -187,23 +185,6 @@ def test_concurrent_writers_keep_exact_counts(db: Database) -> None:
         thread.join()
     assert errors == []
     assert frequencies(db, ["alpha", "delta"]) == {"alpha": 48, "delta": 48}
-
-
-@pytest.mark.parametrize("dimensions", [384, 100, 8])
-def test_sign_code_scan_matches_a_plain_hamming_distance(dimensions: int) -> None:
-    rng = np.random.default_rng(dimensions)
-    matrix = rng.standard_normal((3000, dimensions)).astype(np.float32)
-    query = rng.standard_normal(dimensions).astype(np.float32)
-    distances = _hamming(np, _sign_words(np, matrix), _sign_words(np, np.asarray([query])))
-    plain = ((matrix > 0) != (query > 0)).sum(axis=1)
-    assert distances.tolist() == plain.tolist()
-    for take in (1, 50, 400, 3000, 5000):
-        chosen = _closest(np, distances, take)
-        assert len(chosen) == min(take, 3000) == len(set(chosen.tolist()))
-        # Nothing left out is nearer than anything taken.
-        left = np.setdiff1d(np.arange(3000), chosen)
-        if len(left):
-            assert distances[chosen].max() <= distances[left].min()
 
 
 def test_purging_a_user_leaves_no_counts(db: Database, backend: str) -> None:

@@ -19,6 +19,7 @@ from agentctx.memory.index_tables import DOCS_TABLE, vector_table
 from agentctx.memory.index_tables import user_partition as partition
 from agentctx.memory.models import Memory, MemoryKind
 from agentctx.memory.store import insert_memory
+from agentctx.retrieval.codes import sign_words
 from agentctx.storage.database import Database
 from agentctx.storage.migrate import upgrade
 
@@ -240,5 +241,5 @@ def test_chunked_code_load_matches_the_stored_vectors(
     )
     if db.dialect == "postgresql":
         assert list(entry.doc_ids) == sorted(entry.doc_ids)
-    assert (entry.codes == index_dense._sign_words(np, matrix)).all()
+    assert (entry.codes == sign_words(np, matrix)).all()
     assert (entry.quantized == index_dense._quantize(np, matrix)).all()

@@ -267,6 +267,13 @@ def test_large_sessions_rank_through_sign_codes_like_the_exact_search(
     assert {h.seq for h in by_exact} == {h.seq for h in by_codes} == {3 + 5 * k for k in range(12)}
     limited = coded.search("u1", session.id, query, lexical=False, exclude_from_seq=20)
     assert {h.seq for h in limited} == {3, 8, 13, 18}
+    # The session grows: the codes held in memory are extended with the new ones.
+    with session.turn() as turn:
+        for i in range(60, 75):
+            turn.add_message("user", f"note {i}: {topics[i % 5]} item{i}")
+    by_exact = exact.search("u1", session.id, query, lexical=False, limit=15)
+    by_codes = coded.search("u1", session.id, query, lexical=False, limit=15)
+    assert {h.seq for h in by_exact} == {h.seq for h in by_codes} == {3 + 5 * k for k in range(15)}
 
 
 def test_neighbours_stay_inside_the_turn(engine: ContextEngine, index: SearchIndex) -> None:

@@ -27,6 +27,7 @@ from sqlalchemy import Connection, bindparam, text
 
 from agentctx.memory.index_tables import vector_table
 from agentctx.retrieval.blas import one_blas_thread
+from agentctx.retrieval.codes import closest, hamming, sign_words
 from agentctx.retrieval.dense import float32_bytes, pgvector_literal
 
 
@@ -171,7 +172,7 @@ class CodeCache:
             matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
             doc_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             matrix = matrix.reshape(len(rows), -1) if len(rows) else matrix.reshape(0, 8)
-            fresh = _Codes(stamp, doc_ids, _sign_words(np, matrix), _quantize(np, matrix))
+            fresh = _Codes(stamp, doc_ids, sign_words(np, matrix), _quantize(np, matrix))
         else:
             fresh = _load_pg(np, conn, embedder_id, uid, stamp)
         with self._lock:
@@ -195,8 +196,8 @@ class CodeCache:
         n = len(entry.doc_ids)
         if n == 0:
             return []
-        distances = _hamming(np, entry.codes, _sign_words(np, np.asarray([query])))
-        nearest = _closest(np, distances, min(take, n))
+        distances = hamming(np, entry.codes, sign_words(np, np.asarray([query]))[:, 0])
+        nearest = closest(np, distances, min(take, n))
         matrix = entry.quantized[nearest].astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
@@ -241,7 +242,7 @@ def _load_pg(
         raw = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.uint8)
         matrix = raw.reshape(len(rows), -1)[:, 4:].copy().view(">f4").astype(np.float32)
         ids.append(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
-        words.append(_sign_words(np, matrix))
+        words.append(sign_words(np, matrix))
         quantized.append(_quantize(np, matrix))
         after = int(rows[-1][0])
         if len(rows) < _LOAD_CHUNK:
@@ -249,7 +250,7 @@ def _load_pg(
     if not ids:
         empty = np.zeros((0, 8), dtype=np.float32)
         return _Codes(
-            stamp, np.zeros(0, dtype=np.int64), _sign_words(np, empty), _quantize(np, empty)
+            stamp, np.zeros(0, dtype=np.int64), sign_words(np, empty), _quantize(np, empty)
         )
     return _Codes(
         stamp,
@@ -257,53 +258,6 @@ def _load_pg(
         np.ascontiguousarray(np.concatenate(words, axis=1)),
         np.concatenate(quantized),
     )
-
-
-def _sign_words(np: Any, matrix: Any) -> Any:
-    """The sign bits of each row, as uint64[words, rows] (padded with zero bits)."""
-    packed = np.packbits(np.asarray(matrix, dtype=np.float32) > 0, axis=1)
-    pad = (-packed.shape[1]) % 8
-    if pad:
-        packed = np.pad(packed, ((0, 0), (0, pad)))
-    words = np.ascontiguousarray(packed).view(np.uint64)
-    return np.ascontiguousarray(words.T)
-
-
-def _hamming(np: Any, codes: Any, query: Any) -> Any:
-    """Hamming distance of each code to the query's, as uint16[n].
-
-    A word (one contiguous row of ``n``) at a time, into reused buffers: at a million
-    codes this takes a few milliseconds where XOR-ing the (n, bytes) matrix at once
-    took tens (the temporaries are as large as the codes).
-    """
-    n = codes.shape[1]
-    total = np.zeros(n, dtype=np.uint16)
-    xor = np.empty(n, dtype=np.uint64)
-    count = getattr(np, "bitwise_count", None)
-    bits = np.empty(n, dtype=np.uint8)
-    table: Any = np.asarray([bin(i).count("1") for i in range(256)], dtype=np.uint16)
-    for word, q in zip(codes, query[:, 0], strict=True):
-        np.bitwise_xor(word, q, out=xor)
-        if count is not None:
-            count(xor, out=bits)
-            np.add(total, bits, out=total)
-        else:  # numpy < 2: a byte table
-            np.add(total, table[xor.view(np.uint8)].reshape(n, 8).sum(axis=1), out=total)
-    return total
-
-
-def _closest(np: Any, distances: Any, take: int) -> Any:
-    """Indices of ``take`` smallest distances (ties at the cut broken by position).
-
-    Distances are small integers, so a histogram finds the cut in one pass, cheaper
-    than a partition of the whole array."""
-    if take >= len(distances):
-        return np.arange(len(distances))
-    cumulative = np.cumsum(np.bincount(distances))
-    cut = int(np.searchsorted(cumulative, take))  # the first distance reaching `take`
-    inside = np.flatnonzero(distances < cut)
-    tied = np.flatnonzero(distances == cut)[: take - len(inside)]
-    return np.concatenate([inside, tied])
 
 
 BACKGROUND_SCAN_MIN = 300_000

@@ -28,6 +28,7 @@ from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from agentctx.retrieval.blas import one_blas_thread
+from agentctx.retrieval.codes import closest, hamming, word_columns
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage.schema import search_codes
 
@@ -176,18 +177,6 @@ def stored_vectors(
     return vectors
 
 
-_BYTE_BITS: list[int] = [bin(i).count("1") for i in range(256)]
-
-
-def _popcount_rows(np: Any, xor: Any) -> Any:
-    """Set bits per row (numpy 2's bitwise_count, or a byte table on older numpy)."""
-    count = getattr(np, "bitwise_count", None)
-    if count is not None:
-        return count(xor).sum(axis=1, dtype=np.int64)
-    table = np.asarray(_BYTE_BITS, dtype=np.int64)
-    return table[xor.view(np.uint8)].sum(axis=1)
-
-
 class _Entry(Protocol):
     @property
     def upto_seq(self) -> int: ...
@@ -276,7 +265,7 @@ class NumpyCache(Generic[EntryT]):
 class _Codes:
     upto_seq: int
     seqs: Any  # int64[n], ascending
-    codes: Any  # uint64[n, words] or uint8[n, bytes]
+    codes: Any  # uint64[words, n] (see agentctx.retrieval.codes)
 
 
 class CodeCache(NumpyCache[_Codes]):
@@ -300,15 +289,12 @@ class CodeCache(NumpyCache[_Codes]):
             conn, sid, embedder_id, search_codes.c.code, after=after, upto_seq=upto_seq
         )
         assert np is not None
-        width = len(rows[0][1]) if rows else (entry.codes.shape[1] if entry is not None else 0)
         seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
         raw = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=np.uint8)
-        codes = raw.reshape(len(rows), width)
-        if width % 8 == 0 and width:
-            codes = codes.view(np.uint64)
+        codes = word_columns(np, raw.reshape(len(rows), len(rows[0][1]) if rows else 0))
         if entry is not None and len(entry.seqs):
             seqs = np.concatenate([entry.seqs, seqs])
-            codes = np.concatenate([entry.codes, codes]) if len(rows) else entry.codes
+            codes = np.concatenate([entry.codes, codes], axis=1) if len(rows) else entry.codes
         fresh = _Codes(upto_seq, seqs, codes)
         self._entries.put(key, fresh)
         return fresh
@@ -334,12 +320,9 @@ class CodeCache(NumpyCache[_Codes]):
             n = int(np.searchsorted(entry.seqs, before_seq, side="left"))
         if n == 0:
             return []
-        q = np.frombuffer(sign_code(query), dtype=np.uint8)
-        if entry.codes.dtype == np.uint64:
-            q = q.view(np.uint64)
-        distances = _popcount_rows(np, entry.codes[:n] ^ q)
-        take = min(candidates, n)
-        nearest = np.argpartition(distances, take - 1)[:take] if take < n else np.arange(n)
+        q = word_columns(np, np.frombuffer(sign_code(query), dtype=np.uint8).reshape(1, -1))
+        distances = hamming(np, entry.codes[:, :n], q[:, 0])
+        nearest = closest(np, distances, min(candidates, n))
         seqs = sorted(int(s) for s in entry.seqs[nearest])
         if conn.dialect.name == "postgresql":  # one array parameter plans faster than a list
             wanted = search_codes.c.seq == any_(bindparam("seqs", type_=ARRAY(BigInteger)))
