@@ -24,12 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Connection, bindparam, select, text
 
 from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.codes import closest, hamming, word_columns
 from agentctx.retrieval.tables import vector_table
+from agentctx.storage import fastsql
+from agentctx.storage.repository import seq_in_list, seq_list_value
 from agentctx.storage.schema import search_codes
 
 
@@ -324,16 +325,16 @@ class CodeCache(NumpyCache[_Codes]):
         distances = hamming(np, entry.codes[:, :n], q[:, 0])
         nearest = closest(np, distances, min(candidates, n))
         seqs = sorted(int(s) for s in entry.seqs[nearest])
-        if conn.dialect.name == "postgresql":  # one array parameter plans faster than a list
-            wanted = search_codes.c.seq == any_(bindparam("seqs", type_=ARRAY(BigInteger)))
-        else:
-            wanted = search_codes.c.seq.in_(bindparam("seqs", expanding=True))
-        rows = conn.execute(
-            select(search_codes.c.seq, search_codes.c.doc_id, search_codes.c.quantized).where(
-                search_codes.c.sid == sid, search_codes.c.embedder_id == embedder_id, wanted
-            ),
-            {"seqs": seqs},
-        ).all()
+        dialect = conn.dialect.name
+        # Compiled once and run on the driver's cursor: through Connection.execute, the
+        # statement's per-call work cost more than the read itself.
+        found = fastsql.statement(
+            conn, ("rescore_codes", dialect), lambda: _rescore_statement(dialect)
+        )
+        rows = found.fetch_values(
+            conn,
+            {"sid": sid, "embedder_id": embedder_id, "seqs": seq_list_value(dialect, seqs)},
+        )
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.int8)
@@ -344,3 +345,12 @@ class CodeCache(NumpyCache[_Codes]):
             cosine = (matrix @ np.asarray(query, dtype=np.float32)) / norms
         order = np.argsort(-cosine, kind="stable")[:k]
         return [DenseHit(int(rows[i][0]), int(rows[i][1]), float(1.0 - cosine[i])) for i in order]
+
+
+def _rescore_statement(dialect: str) -> Any:
+    """(seq, doc_id, int8 vector) of a list of a session's events (see ``seq_in_list``)."""
+    return select(search_codes.c.seq, search_codes.c.doc_id, search_codes.c.quantized).where(
+        search_codes.c.sid == bindparam("sid"),
+        search_codes.c.embedder_id == bindparam("embedder_id"),
+        seq_in_list(dialect, search_codes.c.seq),
+    )

@@ -240,14 +240,14 @@ def _select_events_statement(
     return query
 
 
-def seq_in_list(dialect: str) -> Any:
-    """``events.seq`` is one of the bound ``seqs``: one parameter for any number of them
-    (a JSON array on SQLite, an array on PostgreSQL; see :func:`seq_list_value`), so the
-    statement compiles once."""
+def seq_in_list(dialect: str, column: Any = events.c.seq) -> Any:
+    """``column`` (``events.seq`` by default) is one of the bound ``seqs``: one parameter
+    for any number of them (a JSON array on SQLite, an array on PostgreSQL; see
+    :func:`seq_list_value`), so the statement compiles once."""
     if dialect == "postgresql":
-        return events.c.seq == any_(bindparam("seqs", type_=ARRAY(BigInteger)))
+        return column == any_(bindparam("seqs", type_=ARRAY(BigInteger)))
     listed = func.json_each(bindparam("seqs", type_=String)).table_valued("value")
-    return events.c.seq.in_(select(listed.c.value))
+    return column.in_(select(listed.c.value))
 
 
 def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
