@@ -17,6 +17,8 @@ from agentctx import ContextEngine
 from agentctx.errors import InvalidInput, MemoryNotFound, StaleMemory
 from agentctx.events import Event, utcnow
 from agentctx.memory import MemoryCandidate, MemoryKind, Provenance
+from agentctx.memory.index_tables import user_partition
+from agentctx.memory.index_terms import document_frequencies
 from agentctx.memory.service import MemoryService
 
 
@@ -296,6 +298,13 @@ def test_ttl_per_kind_expires_memories(db_url: str, home: Path) -> None:
         assert engine.memory.purge_expired(now=utcnow() + timedelta(hours=1)) == 0
         assert engine.memory.purge_expired(now=utcnow() + timedelta(days=2)) == 1
         assert [m.memory_id for m in engine.memory.list("u1")] == [fact.memory_id]
+        # The index's term counts (what ranking weighs terms by) lose the purged memory.
+        with engine.db.read() as conn:
+            counts = document_frequencies(conn, user_partition("u1"), ["rome", "cat"])
+        assert counts == {"rome": 0, "cat": 1}
+        assert [h.memory.memory_id for h in engine.memory.search("u1", "Rome cat")] == [
+            fact.memory_id
+        ]
 
 
 def _chat(engine: ContextEngine, user: str, lines: Sequence[str]) -> list[Event]:

@@ -160,6 +160,11 @@ class MemoryIndex:
         self._lexical_ready = True
         return self._embedder_id if self._dense_ready else None
 
+    def ready(self) -> None:
+        """Create the index's tables now if they are not yet (otherwise done on first
+        use): lets a caller then index or remove inside a write transaction of its own."""
+        self._setup()
+
     @property
     def dense_enabled(self) -> bool:
         """Whether vectors are indexed and searched."""

@@ -308,6 +308,8 @@ class MemoryService:
     def purge_expired(self, now: datetime | None = None) -> int:
         """Delete memories past their time to live (``ttl`` per kind); returns how many."""
         now = now or utcnow()
+        if self.index is not None:
+            self.index.ready()  # its tables are made in a write of their own, not inside ours
         with self.db.write() as conn:
             ids = builtins.list(
                 conn.execute(
@@ -317,9 +319,11 @@ class MemoryService:
                 ).scalars()
             )
             if ids:
+                if self.index is not None:
+                    # First, in the same transaction: deleting a memory deletes its index
+                    # documents too, and the term counts to take off are read from them.
+                    self.index.remove(ids, conn=conn)
                 store.purge_memories(conn, ids)
-        if self.index is not None and ids:
-            self.index.remove(ids)
         return len(ids)
 
     # Search and injection --------------------------------------------------------------
