@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol, runtime_checkable
 
 from agentctx.events import Event
@@ -52,6 +52,10 @@ class CacheStats:
     drop_failures: int = 0
     """Drops (after a deletion) that did not reach Redis; the key checks still hold."""
     breaker: BreakerState = "closed"
+
+    def plus(self, **deltas: int) -> CacheStats:
+        """These counters with ``deltas`` added (counter name -> amount)."""
+        return replace(self, **{k: getattr(self, k) + v for k, v in deltas.items() if v})
 
 
 @runtime_checkable

@@ -21,7 +21,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
 
 from agentctx.cache.base import CacheStats, SessionScope
 from agentctx.events import Event, PackedEvent, pack_event, unpack_event
@@ -161,11 +160,8 @@ class LocalCache:
 
     # Counters ---------------------------------------------------------------------------
 
-    def _count(self, **deltas: int) -> None:
-        current = self._stats
-        self._stats = replace(
-            current, **{k: getattr(current, k) + v for k, v in deltas.items() if v}
-        )
+    def _count(self, **deltas: int) -> None:  # under self._lock
+        self._stats = self._stats.plus(**deltas)
 
     def stats(self) -> CacheStats:
         with self._lock:

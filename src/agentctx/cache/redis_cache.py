@@ -114,10 +114,7 @@ class RedisCache:
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
-            current = self._stats
-            self._stats = replace(
-                current, **{k: getattr(current, k) + v for k, v in deltas.items() if v}
-            )
+            self._stats = self._stats.plus(**deltas)
 
     def stats(self) -> CacheStats:
         with self._lock:
