@@ -50,7 +50,7 @@ from agentctx.memory.index_tables import (
 )
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
 from agentctx.memory.store import load_sources, memory_from_row
-from agentctx.retrieval.index import fuse
+from agentctx.retrieval.fusion import fuse
 from agentctx.retrieval.lexical import choose_terms, prefixed
 from agentctx.retrieval.sync import register_embedder
 from agentctx.retrieval.terms import document_terms, query_terms

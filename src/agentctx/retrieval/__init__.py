@@ -6,7 +6,8 @@ both sides share.
 """
 
 from agentctx.retrieval.config import RetrievalConfig
-from agentctx.retrieval.index import SearchHit, SearchIndex, fuse
+from agentctx.retrieval.fusion import fuse
+from agentctx.retrieval.index import SearchHit, SearchIndex
 from agentctx.retrieval.sync import SyncReport
 from agentctx.retrieval.terms import document_terms, query_terms, stem
 from agentctx.retrieval.text import stored_event_text

@@ -11,7 +11,6 @@ reciprocal rank fusion; each hit keeps its event's time, turn and type.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 from collections import OrderedDict
@@ -28,6 +27,7 @@ from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.config import RetrievalConfig
+from agentctx.retrieval.fusion import best_fused, fuse
 from agentctx.retrieval.participants import (
     ParticipantCache,
     first_person,
@@ -85,43 +85,6 @@ class _Ranking:
     limit: int
     before_seq: int | None
     focus: str | None = None  # the one participant the query names (see participants)
-
-
-def fuse(
-    rankings: Sequence[tuple[Sequence[int], float]], k: int
-) -> list[tuple[int, float, list[int | None]]]:
-    """Reciprocal rank fusion of seq rankings given as (seqs best first, weight).
-
-    Returns (seq, score, 1-based rank in each ranking or None), best first; ties go to
-    the newer event.
-    """
-    scores = fused_scores(rankings, k)
-    ranks: dict[int, list[int | None]] = {}
-    count = len(rankings)
-    for index, (ranking, _) in enumerate(rankings):
-        for rank, seq in enumerate(ranking, start=1):
-            found = ranks.get(seq)
-            if found is None:
-                found = ranks[seq] = [None] * count
-            found[index] = rank
-    order = sorted(scores, key=lambda seq: (-scores[seq], -seq))
-    return [(seq, scores[seq], ranks[seq]) for seq in order]
-
-
-def fused_scores(rankings: Sequence[tuple[Sequence[int], float]], k: int) -> dict[int, float]:
-    """seq -> its reciprocal rank fusion score over ``rankings`` (see :func:`fuse`)."""
-    scores: dict[int, float] = {}
-    get = scores.get
-    for ranking, weight in rankings:
-        for rank, seq in enumerate(ranking, start=k + 1):
-            scores[seq] = get(seq, 0.0) + weight / rank
-    return scores
-
-
-def best_fused(rankings: Sequence[tuple[Sequence[int], float]], k: int, n: int) -> list[int]:
-    """The first ``n`` seqs :func:`fuse` would give, without ranking the rest."""
-    scores = fused_scores(rankings, k)
-    return heapq.nsmallest(n, scores, key=lambda seq: (-scores[seq], -seq))
 
 
 class SearchIndex:
