@@ -518,8 +518,10 @@ class ContextEngine:
         """Remove everything stored for a user, long-term memories and their history
         included; the report counts what went."""
         report = self._retention.delete_user_data(user_id)
-        self.cache.drop_user(user_id)  # stale keys could not be read, but free the data
         purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
+        # Everything the user had cached, events included: stale entries could not be
+        # read (each read is validated), but the data must not stay.
+        self.cache.drop_user(user_id)
         return report.model_copy(update={"extra": {**report.extra, **purged}})
 
     def sweep(self) -> SweepReport:

@@ -302,7 +302,7 @@ class MemoryService:
             counts = store.purge_user(conn, user_id)
         if self.index is not None and ids:
             self.index.remove(ids)
-        self.cache.drop_user(user_id)  # nothing of the user may stay readable in the cache
+        self.cache.drop_memories(user_id)  # stale reads could not be served; free them
         return counts
 
     def purge_expired(self, now: datetime | None = None) -> int:
