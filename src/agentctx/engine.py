@@ -39,7 +39,12 @@ from agentctx.memory import MEMORY_JOB, build_memory_service
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
-from agentctx.sessions.audit import AUDIT_LOGGER, AuditLog, attach_audit_file
+from agentctx.sessions.audit import (
+    AUDIT_LOGGER,
+    AuditLog,
+    attach_audit_file,
+    detach_audit_file,
+)
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.redaction import ScopedRedactors, session_allow_list
@@ -106,12 +111,11 @@ class ContextEngine:
         )
         migrate.upgrade(self.db)
         audit_path = s.audit_path()
-        if audit_path is not None:
-            attach_audit_file(audit_path)
+        self._audit_file = attach_audit_file(audit_path) if audit_path is not None else None
         self.redactor: Redactor = redactor or _configured_redactor(s)
         self._redactors = ScopedRedactors(self.redactor)
         self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
-        self.audit = AuditLog(self.db)
+        self.audit = AuditLog(self.db, self._audit_file)
         self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
         self.agents = AgentRegistry(self.db)
         self._turn_end_kinds: list[str] = []
@@ -580,6 +584,9 @@ class ContextEngine:
         self.jobs.stop_worker()
         self.cache.close()
         self.db.dispose()
+        if self._audit_file is not None:
+            detach_audit_file(self._audit_file)
+            self._audit_file = None
 
     def __enter__(self) -> ContextEngine:
         return self

@@ -3,8 +3,9 @@
 Every load, append, state update, turn end, delete and sweep writes one record
 (seed 003 A.2.3 fields) to the ``audit`` table (inside the same transaction as
 the change it describes, when there is one) and, as a JSON line, to the
-``agentctx.audit`` logger, which the engine points at ``<home>/audit.jsonl``.
-Records hold ids and outcomes, never content.
+``agentctx.audit`` logger: an engine's records go to its own ``<home>/audit.jsonl``,
+and handlers added to the logger receive every engine's. Records hold ids and
+outcomes, never content.
 """
 
 from __future__ import annotations
@@ -67,32 +68,87 @@ class _JsonLineFormatter(logging.Formatter):
         return jsonvalue.dumps(entry) if entry is not None else super().format(record)
 
 
+class _AuditFileHandler(logging.FileHandler):
+    """One engine's JSON-lines file. It takes only that engine's records (every engine
+    logs through the one ``agentctx.audit`` logger), and a failure to write (a full
+    disk, a home removed) is reported through logging's ``handleError``, never raised:
+    the ``audit`` table holds the record already, and the change it describes is done."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.path = path
+        self.users = 0
+        self.setFormatter(_JsonLineFormatter())
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, AUDIT_FILE_ATTR, None) != self.path:
+            return False
+        return super().filter(record)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            # FileHandler opens its file outside StreamHandler's own guard: a handler
+            # closed by someone else's logging.config.dictConfig reopens it here.
+            super().emit(record)
+        except Exception:
+            self.handleError(record)
+
+
+AUDIT_FILE_ATTR = "audit_file"
+"""The log record attribute naming the file an audit record is for."""
+
 _handlers_lock = threading.Lock()
-_file_handlers: dict[Path, logging.Handler] = {}
+_file_handlers: dict[Path, _AuditFileHandler] = {}
 
 
-def attach_audit_file(path: Path) -> None:
-    """Write audit records as JSON lines to ``path`` (once per path per process)."""
+def attach_audit_file(path: Path) -> Path:
+    """Write the audit records emitted for ``path`` to it as JSON lines; returns the
+    resolved path to emit with.
+
+    One handler per path per process, shared by the engines that attach it and
+    removed (its file closed) when the last of them calls :func:`detach_audit_file`.
+    """
     path = path.resolve()
     with _handlers_lock:
-        if path in _file_handlers:
+        handler = _file_handlers.get(path)
+        if handler is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handler = _AuditFileHandler(path)
+            logger = logging.getLogger(AUDIT_LOGGER)
+            # A redaction filter installed on the logger covers the file too.
+            for log_filter in logger.filters:
+                handler.addFilter(log_filter)
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+            _file_handlers[path] = handler
+        handler.users += 1
+    return path
+
+
+def detach_audit_file(path: Path) -> None:
+    """Undo one :func:`attach_audit_file` of ``path`` (the engine using it closed)."""
+    with _handlers_lock:
+        handler = _file_handlers.get(path)
+        if handler is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
-        handler.setFormatter(_JsonLineFormatter())
-        logger = logging.getLogger(AUDIT_LOGGER)
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-        _file_handlers[path] = handler
+        handler.users -= 1
+        if handler.users > 0:
+            return
+        del _file_handlers[path]
+        logging.getLogger(AUDIT_LOGGER).removeHandler(handler)
+        handler.close()
 
 
 class AuditLog:
     """Writes audit records to the table and the JSON-lines logger."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, file: Path | None = None) -> None:
+        """``file``: where the records this log emits go (a path attached with
+        :func:`attach_audit_file`); handlers added to ``agentctx.audit`` see them all."""
         self._db = db
         self._logger = logging.getLogger(AUDIT_LOGGER)
+        self._file = file
 
     def write(self, record: AuditRecord, conn: Connection | None = None) -> None:
         """Store ``record``: in ``conn``'s transaction if given, else in its own."""
@@ -110,7 +166,7 @@ class AuditLog:
         entry = _as_row(record)
         entry["ts"] = format_ts(record.ts)
         entry["level"] = "INFO" if record.status == "ok" else "WARN"
-        self._logger.info(record.action, extra={"audit": entry})
+        self._logger.info(record.action, extra={"audit": entry, AUDIT_FILE_ATTR: self._file})
 
     def deny(self, record: AuditRecord, error: AgentCtxError) -> NoReturn:
         """Record a refused or failed operation, then raise ``error``."""
