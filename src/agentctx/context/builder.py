@@ -69,6 +69,16 @@ from agentctx.tokens import TokenCounter
 
 MIN_BUDGET = 50
 
+RECENT_READ_WHEN_SEARCHING = 1 / 3
+"""With a query, the part of the recent share read from the newest events.
+
+Beyond the recent core those events compete with the search's hits on recency alone (a
+tenth of a hit's weight), and the search covers their span as well, finding the ones
+that matter. On the development chats reading the whole share put more unrelated recent
+turns in 8k windows (evidence recall 0.938, against 0.946 reading a third) and read
+twice as many events.
+"""
+
 EventLoader = Callable[..., list[Event]]
 
 
@@ -218,8 +228,8 @@ class ContextBuilder:
             budget=budget,
         )
 
-        # With a query and an index, older events come from the search: the newest events
-        # are read only as far as the recent share could use them.
+        # With a query and an index, older events come from the search (which covers the
+        # recent span too): the newest events are read only for part of the recent share.
         searching = (
             query is not None
             and self.retriever is not None
@@ -247,7 +257,7 @@ class ContextBuilder:
                 retracted if fold_hidden is None else lambda seq: retracted(seq) or fold_hidden(seq)
             )
         events, complete = run.load_recent(
-            int(budget * recent_share) if searching else budget,
+            int(budget * recent_share * RECENT_READ_WHEN_SEARCHING) if searching else budget,
             after_seq=through,
             hidden=hidden,
         )
