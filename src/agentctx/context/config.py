@@ -90,7 +90,10 @@ class AdaptiveSettings(_Strict):
         description="Search hits asked for at least; larger budgets ask for one per 12 tokens.",
     )
     neighbours: int = Field(
-        default=1, ge=0, le=10, description="Events on each side of a hit also considered."
+        default=1,
+        ge=0,
+        le=10,
+        description="Events on each side of a hit also considered (for the best 60 hits).",
     )
     neighbour_weight: float = Field(
         default=0.3,

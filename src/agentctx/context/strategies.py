@@ -199,9 +199,10 @@ def older_candidates(
             minimum=adaptive.retrieval_candidates,
         )
         top = max((h.score for h in hits), default=0.0) or 1.0
-        for hit in hits:
+        for rank, hit in enumerate(hits):
             relevance[hit.seq] = max(relevance.get(hit.seq, 0.0), hit.score / top)
-            for offset in range(1, adaptive.neighbours + 1):
+            neighbours = adaptive.neighbours if rank < NEIGHBOURED_HITS else 0
+            for offset in range(1, neighbours + 1):
                 for seq in (hit.seq - offset, hit.seq + offset):
                     if searchable(seq):
                         near = adaptive.neighbour_weight * hit.score / top / offset
@@ -278,6 +279,12 @@ def worth_reading(hits: list[RetrievedHit], budget: int, *, minimum: int) -> lis
             return hits[: index + 1]
     return hits
 
+
+NEIGHBOURED_HITS = 60
+"""Hits whose neighbours are considered too, the best first. A neighbour scores a
+fraction (``neighbour_weight``) of its hit's relevance: past the first sixty hits that
+seldom wins it a place, and on the development chats considering them changed evidence
+recall by at most 0.003 at 2k-8k and cost about a tenth of an 8k window's time."""
 
 READ_FACTOR = 1
 """Retrieved lines read per token of budget (see :func:`worth_reading`). The lines of
