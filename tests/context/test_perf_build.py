@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from agentctx import ContextEngine, EventDraft, EventType, TextPart
+from agentctx.context import run as run_module
 from agentctx.context.builder import ContextBuilder
-from agentctx.context.run import RememberingCounter
+from agentctx.context.run import KNOWN_TEXT_CHARS, RememberingCounter
 from agentctx.events import Event
 from agentctx.sessions.session import Session
 from agentctx.tokens import EstimateCounter, messages_tokens
@@ -155,6 +156,43 @@ def test_a_build_counts_each_text_once_and_its_total_is_exact(
     same = session.build_context(query=query, budget=budget)
     assert window.messages == same.messages
     assert window.report.dropped == same.report.dropped
+
+
+def test_later_builds_count_only_long_texts_again(engine: ContextEngine) -> None:
+    session = long_chat(engine, 80)
+    session.add_message("user", "A long note on the harbour ferry. " * 60, author="Mia")
+    counter = RecordingCounter()
+    builder = builder_for(engine, RecordingLoader(session), counter)
+    query = "What happened with the harbour ferry after step 41?"
+    first = build(builder, engine, session, query=query, budget=4_000)
+    after_first = Counter(counter.seen)
+    second = build(builder, engine, session, query=query, budget=4_000)
+    assert second.messages == first.messages and second.tokens == first.tokens
+    assert second.report.dropped == first.report.dropped
+    counted_again = counter.seen - after_first
+    assert counted_again, "the long texts are counted in every build"
+    assert all(len(text) > KNOWN_TEXT_CHARS for text in counted_again), counted_again
+    # A builder of its own starts with nothing known, and counts the same.
+    fresh = RecordingCounter()
+    third = build(
+        builder_for(engine, RecordingLoader(session), fresh), engine, session,
+        query=query, budget=4_000,
+    )  # fmt: skip
+    assert third.messages == first.messages
+    assert set(fresh.seen) >= set(after_first) - set(counted_again)
+
+
+def test_known_counts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_module, "KNOWN_TEXTS", 8)
+    known: dict[str, int] = {}
+    counter = RememberingCounter(EstimateCounter(), known)
+    for i in range(30):
+        assert counter.count(f"line {i}") == EstimateCounter().count(f"line {i}")
+    assert 0 < len(known) <= 8
+    counter.count_many([f"batch {i}" for i in range(30)])
+    assert 0 < len(known) <= 8
+    counter.count("x" * (KNOWN_TEXT_CHARS + 1))
+    assert "x" * (KNOWN_TEXT_CHARS + 1) not in known
 
 
 def test_remembered_counts_are_the_counters_own() -> None:

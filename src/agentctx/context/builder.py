@@ -171,7 +171,8 @@ def memory_block(
 
 
 class ContextBuilder:
-    """Assembles windows for one engine. Stateless between calls; thread-safe."""
+    """Assembles windows for one engine. Keeps only caches between calls (images
+    rendered, token counts of short texts); thread-safe."""
 
     def __init__(
         self,
@@ -200,6 +201,8 @@ class ContextBuilder:
         # id, part index); and the downscaled copies of the images windows show.
         self.image_states = image_states
         self.rendered_images = RenderedImageCache()
+        # Token counts of short texts, per tokenizer spec (see RememberingCounter).
+        self._known_counts: dict[str, dict[str, int]] = {}
 
     def build(
         self,
@@ -226,6 +229,7 @@ class ContextBuilder:
             user_id=user_id,
             session_id=session_id,
             budget=budget,
+            known_counts=self._known_counts.setdefault(config.tokenizer, {}),
         )
 
         # With a query and an index, older events come from the search (which covers the
