@@ -153,3 +153,25 @@ def test_only_a_query_that_may_name_someone_needs_the_authors() -> None:
     assert may_name_someone("王小明最喜欢什么？")
     assert not may_name_someone("what did we decide about the release?")
     assert not may_name_someone("")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What does Kevin know about the Inca empire?",  # names a participant
+        "Who went running or cycling?",
+        "bread",
+    ],
+)
+def test_the_builders_retrieval_is_the_search_it_stands_for(
+    engine: ContextEngine, query: str
+) -> None:
+    session = chat_session(engine)
+    index = SearchIndex(engine.db, HashingEmbedder())
+    for limit, before in ((8, None), (3, None), (5, 7)):
+        found = index.search("u1", session.id, query, limit=limit, exclude_from_seq=before)
+        retrieved = index.retrieve("u1", session.id, query, limit=limit, before_seq=before)
+        assert [(h.seq, h.score, h.tokens) for h in retrieved] == [
+            (h.seq, h.score, h.token_estimate) for h in found
+        ]
+        assert retrieved and all(h.tokens and h.tokens > 0 for h in retrieved)

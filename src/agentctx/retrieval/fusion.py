@@ -45,5 +45,14 @@ def fused_scores(rankings: Sequence[tuple[Sequence[int], float]], k: int) -> dic
 
 def best_fused(rankings: Sequence[tuple[Sequence[int], float]], k: int, n: int) -> list[int]:
     """The first ``n`` seqs :func:`fuse` would give, without ranking the rest."""
+    return [seq for seq, _ in top_fused(rankings, k, n)]
+
+
+def top_fused(
+    rankings: Sequence[tuple[Sequence[int], float]], k: int, n: int
+) -> list[tuple[int, float]]:
+    """The first ``n`` (seq, score) pairs :func:`fuse` would give, without their ranks
+    and without ranking the rest."""
     scores = fused_scores(rankings, k)
-    return heapq.nsmallest(n, scores, key=lambda seq: (-scores[seq], -seq))
+    best = heapq.nsmallest(n, scores, key=lambda seq: (-scores[seq], -seq))
+    return [(seq, scores[seq]) for seq in best]

@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, select
 
@@ -27,7 +27,8 @@ from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.config import RetrievalConfig
-from agentctx.retrieval.fusion import best_fused, fuse
+from agentctx.retrieval.event_rows import event_column, hit_rows
+from agentctx.retrieval.fusion import best_fused, fuse, top_fused
 from agentctx.retrieval.participants import (
     ParticipantCache,
     first_person,
@@ -45,15 +46,19 @@ from agentctx.retrieval.sync import (
 from agentctx.retrieval.tables import ensure_lexical, ensure_vectors
 from agentctx.retrieval.terms import query_terms
 from agentctx.retrieval.vector_cache import VectorCache
-from agentctx.storage import fastsql
 from agentctx.storage.database import Database
-from agentctx.storage.repository import seq_in_list, seq_list_value
 from agentctx.storage.schema import events, search_docs
 
 if TYPE_CHECKING:
     from agentctx.context.sources import RetrievedHit
 
 log = logging.getLogger(__name__)
+
+_Hit = TypeVar("_Hit")
+_Finish = Callable[
+    [Connection, IndexState, "int | None", "_Ranking", "IndexState | None"], list[_Hit]
+]
+"""Makes a search's hits from its rankings (``SearchIndex._ranked``, ``_retrieved``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +261,34 @@ class SearchIndex:
         are ranked again on their own and the query is embedded in their first person
         (:mod:`agentctx.retrieval.participants`).
         """
+        return self._search(
+            user_id,
+            session_id,
+            query,
+            limit=limit,
+            lexical=lexical,
+            dense=dense,
+            exclude_from_seq=exclude_from_seq,
+            sync=sync,
+            depth=depth,
+            finish=self._ranked,
+        )
+
+    def _search(
+        self,
+        user_id: str,
+        session_id: str,
+        query: str,
+        *,
+        limit: int,
+        lexical: bool = True,
+        dense: bool = True,
+        exclude_from_seq: int | None = None,
+        sync: bool = True,
+        depth: int | None = None,
+        finish: _Finish[_Hit],
+    ) -> list[_Hit]:
+        """:meth:`search`, its hits made by ``finish`` from the rankings."""
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         if depth is not None and depth < 1:
@@ -294,7 +327,7 @@ class SearchIndex:
                 context is not None and self._behind(context, self._context_id)
             )
             if not (sync and behind):
-                return self._ranked(conn, state, embedder_id, ranking, context)
+                return finish(conn, state, embedder_id, ranking, context)
         try:
             self.sync(user_id, session_id, embed_limit=self.config.inline_embed_limit)
         except EmbeddingError as exc:  # the turn-end job retries; search what is indexed
@@ -304,7 +337,7 @@ class SearchIndex:
             if state is None:
                 return []
             context = self._context_state(conn, ranking, embedder_id)
-            return self._ranked(conn, state, embedder_id, ranking, context)
+            return finish(conn, state, embedder_id, ranking, context)
 
     def _context_state(
         self, conn: Connection, ranking: _Ranking, embedder_id: int | None
@@ -322,6 +355,64 @@ class SearchIndex:
         ranking: _Ranking,
         context: IndexState | None = None,
     ) -> list[SearchHit]:
+        """The fused rankings as :class:`SearchHit`, best first (for :meth:`search`)."""
+        rankings = self._rankings(conn, state, embedder_id, ranking, context)
+        fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
+        if not fused:
+            return []
+        rows = hit_rows(conn, ranking.user_id, ranking.session_id, [s for s, _, _ in fused])
+        return [
+            SearchHit(
+                seq=seq,
+                event_id=rows[seq][1],
+                turn_id=rows[seq][2],
+                ts=rows[seq][3],
+                type=rows[seq][4],
+                author=rows[seq][5],
+                score=score,
+                lexical_rank=ranks[0],
+                dense_rank=ranks[1],
+                token_estimate=rows[seq][6],
+            )
+            for seq, score, ranks in fused
+            if seq in rows
+        ]
+
+    def _retrieved(
+        self,
+        conn: Connection,
+        state: IndexState,
+        embedder_id: int | None,
+        ranking: _Ranking,
+        context: IndexState | None = None,
+    ) -> list[RetrievedHit]:
+        """The fused rankings as the context builder takes them, best first: seq, score
+        and token estimate only (it reads the events it keeps itself)."""
+        from agentctx.context.sources import RetrievedHit  # noqa: PLC0415 - context imports us
+
+        rankings = self._rankings(conn, state, embedder_id, ranking, context)
+        best = top_fused(rankings, self.config.rrf_k, ranking.limit)
+        if not best:
+            return []
+        tokens = event_column(
+            conn, ranking.user_id, ranking.session_id, [s for s, _ in best], "token_estimate"
+        )
+        return [
+            RetrievedHit(seq=seq, score=score, tokens=tokens[seq])
+            for seq, score in best
+            if seq in tokens
+        ]
+
+    def _rankings(
+        self,
+        conn: Connection,
+        state: IndexState,
+        embedder_id: int | None,
+        ranking: _Ranking,
+        context: IndexState | None,
+    ) -> list[tuple[Sequence[int], float]]:
+        """The rankings to fuse, as (seqs best first, weight): lexical, dense, the
+        contextual vectors', the named participant's own, and the feedback ranking."""
         if state.sid is None:
             return []
         lexical_hits = self._lexical(conn, state, ranking.terms, ranking.depth, ranking.before_seq)
@@ -359,15 +450,20 @@ class SearchIndex:
                 before_seq=ranking.before_seq,
             )
             rankings.append(([h.seq for h in context_hits], weights[1]))
-        rows: dict[int, tuple[Any, ...]] = {}
         if ranking.focus is not None:
             # The named participant's events ranked on their own: the same two rankings,
             # restricted to what they wrote.
-            rows = self._event_rows(conn, ranking, set(lexical_seqs) | set(dense_seqs))
+            authors = event_column(
+                conn,
+                ranking.user_id,
+                ranking.session_id,
+                set(lexical_seqs) | set(dense_seqs),
+                "author",
+            )
             focus = ranking.focus
             boost = self.config.participant_weight
             for seqs, weight in list(rankings):
-                own = [seq for seq in seqs if seq in rows and rows[seq][5] == focus]
+                own = [seq for seq in seqs if authors.get(seq) == focus]
                 rankings.append((own, weight * boost))
         if (
             self.config.feedback_weight
@@ -381,28 +477,7 @@ class SearchIndex:
             )
             if feedback:
                 rankings.append((feedback, self.config.feedback_weight))
-        fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
-        if not fused:
-            return []
-        missing = [seq for seq, _, _ in fused if seq not in rows]
-        if missing:
-            rows.update(self._event_rows(conn, ranking, missing))
-        return [
-            SearchHit(
-                seq=seq,
-                event_id=rows[seq][1],
-                turn_id=rows[seq][2],
-                ts=rows[seq][3],
-                type=rows[seq][4],
-                author=rows[seq][5],
-                score=score,
-                lexical_rank=ranks[0],
-                dense_rank=ranks[1],
-                token_estimate=rows[seq][6],
-            )
-            for seq, score, ranks in fused
-            if seq in rows
-        ]
+        return rankings
 
     def _feedback_ranking(
         self,
@@ -432,27 +507,6 @@ class SearchIndex:
             before_seq=ranking.before_seq,
         )
         return [h.seq for h in hits]
-
-    @staticmethod
-    def _event_rows(
-        conn: Connection, ranking: _Ranking, seqs: Iterable[int]
-    ) -> dict[int, tuple[Any, ...]]:
-        """seq -> (seq, event_id, turn_id, ts, type, author, token_estimate) of the given
-        events."""
-        wanted = sorted(seqs)
-        if not wanted:
-            return {}
-        dialect = conn.dialect.name
-        found = fastsql.statement(conn, ("search_event_rows", dialect), lambda: _rows_of(dialect))
-        rows = found.fetch_values(
-            conn,
-            {
-                "user_id": ranking.user_id,
-                "session_id": ranking.session_id,
-                "seqs": seq_list_value(dialect, wanted),
-            },
-        )
-        return {int(row[0]): tuple(row) for row in rows}
 
     def _focus(self, user_id: str, session_id: str, query: str) -> str | None:
         """The one author of the session that ``query`` names, if exactly one is."""
@@ -579,13 +633,16 @@ class SearchIndex:
     def retrieve(
         self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
     ) -> list[RetrievedHit]:
-        """The context builder's ``Retriever`` protocol: :meth:`search` as (seq, score)."""
-        from agentctx.context.sources import RetrievedHit  # noqa: PLC0415 - context imports us
-
-        hits = self.search(user_id, session_id, query, limit=limit, exclude_from_seq=before_seq)
-        return [
-            RetrievedHit(seq=hit.seq, score=hit.score, tokens=hit.token_estimate) for hit in hits
-        ]
+        """The context builder's ``Retriever`` protocol: :meth:`search`'s hits as (seq,
+        score, token estimate)."""
+        return self._search(
+            user_id,
+            session_id,
+            query,
+            limit=limit,
+            exclude_from_seq=before_seq,
+            finish=self._retrieved,
+        )
 
     # Neighbours -------------------------------------------------------------------------
 
@@ -625,20 +682,3 @@ class SearchIndex:
                     continue
                 found.add(near)
         return sorted(found)
-
-
-def _rows_of(dialect: str) -> Any:
-    """What a search reports of its hits, for a list of seqs (see ``_event_rows``)."""
-    return select(
-        events.c.seq,
-        events.c.event_id,
-        events.c.turn_id,
-        events.c.ts,
-        events.c.type,
-        events.c.author,
-        events.c.token_estimate,
-    ).where(
-        events.c.user_id == bindparam("user_id"),
-        events.c.session_id == bindparam("session_id"),
-        seq_in_list(dialect),
-    )

@@ -1,0 +1,70 @@
+"""What a search reads of the events it ranks: a few columns, for a list of seqs.
+
+The rankings give seqs; a search reports each hit's id, turn, time, type, author and
+token estimate (:func:`hit_rows`), and the context builder's retrieval only the token
+estimates (:func:`event_column`), which spares it decoding the rest. One compiled
+statement per set of columns, for any number of seqs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select
+
+from agentctx.storage import fastsql
+from agentctx.storage.repository import seq_in_list, seq_list_value
+from agentctx.storage.schema import events
+
+HIT_COLUMNS = ("seq", "event_id", "turn_id", "ts", "type", "author", "token_estimate")
+"""What a search reports of each hit, in :class:`~agentctx.retrieval.SearchHit` order."""
+
+
+def hit_rows(
+    conn: Connection, user_id: str, session_id: str, seqs: Iterable[int]
+) -> dict[int, tuple[Any, ...]]:
+    """seq -> (seq, event_id, turn_id, ts, type, author, token_estimate) of the given
+    events of the session (events it does not hold are absent)."""
+    return {int(row[0]): tuple(row) for row in _rows(conn, user_id, session_id, seqs, HIT_COLUMNS)}
+
+
+def event_column(
+    conn: Connection, user_id: str, session_id: str, seqs: Iterable[int], column: str
+) -> dict[int, Any]:
+    """seq -> one column of the given events of the session."""
+    return {
+        int(seq): value for seq, value in _rows(conn, user_id, session_id, seqs, ("seq", column))
+    }
+
+
+def _rows(
+    conn: Connection,
+    user_id: str,
+    session_id: str,
+    seqs: Iterable[int],
+    columns: tuple[str, ...],
+) -> Sequence[Sequence[Any]]:
+    wanted = sorted(seqs)
+    if not wanted:
+        return []
+    dialect = conn.dialect.name
+    found = fastsql.statement(
+        conn, ("search_event_rows", columns, dialect), lambda: _statement(dialect, columns)
+    )
+    return found.fetch_values(
+        conn,
+        {
+            "user_id": user_id,
+            "session_id": session_id,
+            "seqs": seq_list_value(dialect, wanted),
+        },
+    )
+
+
+def _statement(dialect: str, columns: tuple[str, ...]) -> Any:
+    return select(*(events.c[name] for name in columns)).where(
+        events.c.user_id == bindparam("user_id"),
+        events.c.session_id == bindparam("session_id"),
+        seq_in_list(dialect),
+    )
