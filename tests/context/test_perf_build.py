@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from agentctx import ContextEngine, EventDraft, EventType, TextPart
-from agentctx.context import run as run_module
+from agentctx.context import counting
 from agentctx.context.builder import ContextBuilder
-from agentctx.context.run import KNOWN_TEXT_CHARS, RememberingCounter
+from agentctx.context.counting import KNOWN_TEXT_CHARS, RememberingCounter
 from agentctx.events import Event
 from agentctx.sessions.session import Session
 from agentctx.tokens import EstimateCounter, messages_tokens
@@ -183,7 +183,7 @@ def test_later_builds_count_only_long_texts_again(engine: ContextEngine) -> None
 
 
 def test_known_counts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_module, "KNOWN_TEXTS", 8)
+    monkeypatch.setattr(counting, "KNOWN_TEXTS", 8)
     known: dict[str, int] = {}
     counter = RememberingCounter(EstimateCounter(), known)
     for i in range(30):
