@@ -6,10 +6,11 @@ import gc
 import inspect
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from agentctx import ContextEngine, Event, EventType
-from agentctx.events import pack_event, trusted_event, unpack_event, utcnow
+from agentctx.events import JsonPart, pack_event, trusted_event, unpack_event, utcnow
 from agentctx.storage import repository as repo
 from agentctx.storage.schema import events
 
@@ -64,19 +65,40 @@ def test_packed_events_unpack_equal_and_are_not_tracked(engine: ContextEngine, p
         assert back.model_fields_set == set(Event.model_fields)
         assert back.meta.model_fields_set == event.meta.model_fields_set
         assert type(back.type) is EventType
-    # Plain events (text parts, no payload, no extras) pack to tuples of plain values,
-    # which a collection or two untracks (dicts, even empty ones, never are).
-    plain = [
-        values
-        for event, values in zip(stored, packed, strict=True)
-        if not event.payload
-        and not event.meta.extra
-        and all(part.kind == "text" for part in event.parts)
-    ]
-    assert plain
+    # Every event packs to tuples of plain values (payloads, extras and JSON data as
+    # their JSON bytes), which a collection or two untracks (dicts never are).
     for _ in range(3):
         gc.collect()
-    assert not any(gc.is_tracked(values) for values in plain)
+    assert not any(gc.is_tracked(values) for values in packed)
+
+
+def test_what_one_reader_does_to_its_event_no_other_reader_sees(
+    engine: ContextEngine, png: bytes
+) -> None:
+    session = _varied_session(engine, png)
+    with session.turn() as turn:
+        turn.add_message("assistant", "a plain reply")
+    stored = session.events()
+    packed = [pack_event(event) for event in stored]
+    first = [unpack_event(values) for values in packed]
+    for event in first:
+        if event.payload:
+            event.payload["changed"] = True
+        if event.meta.extra:
+            event.meta.extra["changed"] = True
+        for part in event.parts:
+            if isinstance(part, JsonPart) and isinstance(part.data, dict):
+                part.data["changed"] = True
+    assert [unpack_event(values) for values in packed] == stored
+    # An event without extras shares one empty extra with the others: it is read-only,
+    # so writing to it cannot give every such event an extra.
+    plain = next(e for e in first if not e.meta.extra)
+    with pytest.raises(TypeError, match="read-only"):
+        plain.meta.extra["changed"] = True
+    with pytest.raises(TypeError, match="read-only"):
+        plain.meta.extra.update(changed=True)
+    assert [e.meta.extra for e in session.events()] == [e.meta.extra for e in stored]
+    assert plain.meta.extra == {} and plain.model_dump()["meta"]["extra"] == {}
 
 
 def test_compiled_reads_equal_core_reads(engine: ContextEngine, png: bytes) -> None:

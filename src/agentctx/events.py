@@ -12,8 +12,9 @@ import base64
 import binascii
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentctx.errors import InvalidEvent
@@ -144,12 +145,28 @@ _PART_TYPES: dict[str, type[TextPart | JsonPart | ImagePart | BlobPart]] = {
     "blob": BlobPart,
 }
 
+
+class _NoExtra(dict[str, Any]):
+    """The empty ``meta.extra`` that events read without extras share: read-only, so a
+    reader writing to its event's extra cannot give every other such event that extra."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> NoReturn:
+        raise TypeError("an event's meta.extra is read-only: events are immutable")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = setdefault = pop = popitem = clear = _refuse
+
+
+_NO_EXTRA = _NoExtra()
+
 _META_DEFAULTS: dict[str, Any] = {
     "model": None,
     "tool_name": None,
     "duration_ms": None,
     "status": None,
-    "extra": {},
+    "extra": _NO_EXTRA,
 }
 
 # Fields added to a part type after events were first stored: their defaults, so a
@@ -376,8 +393,9 @@ def pack_event(event: Event) -> PackedEvent:
     such a tuple (never a dict, even an empty one), and an untracked object costs a full
     collection nothing. A built event is half a dozen tracked objects: a cache of ten
     thousand made each full collection of a long-running process tens of milliseconds
-    slower. Empty payloads and meta extras pack as None; a JSON part's data or a
-    non-empty dict stays as it is (and tracked).
+    slower. Empty payloads and meta extras pack as None; a payload, a meta extra or a
+    JSON part's data that holds something packs as its JSON bytes, so every unpacked
+    event has its own copy (what one reader does to it, no other reader sees).
     """
     # In field order: a stored part's values come in its JSON's (sorted) key order.
     fields = event.__dict__
@@ -385,12 +403,15 @@ def pack_event(event: Event) -> PackedEvent:
     values[_TYPE_AT] = event.type.value
     values[_ROLE_AT] = event.role.value if event.role is not None else None
     values[_PARTS_AT] = tuple(
-        tuple([part.__dict__[name] for name in _FIELDS_OF_PART[part.kind]]) for part in event.parts
+        (_JSON, orjson.dumps(part.data))
+        if isinstance(part, JsonPart)
+        else tuple([part.__dict__[name] for name in _FIELDS_OF_PART[part.kind]])
+        for part in event.parts
     )
-    values[_PAYLOAD_AT] = event.payload or None
+    values[_PAYLOAD_AT] = orjson.dumps(event.payload) if event.payload else None
     meta_fields = event.meta.__dict__
     meta = [meta_fields[name] for name in _META_FIELDS]
-    meta[_EXTRA_AT] = meta[_EXTRA_AT] or None
+    meta[_EXTRA_AT] = orjson.dumps(meta[_EXTRA_AT]) if meta[_EXTRA_AT] else None
     values[_META_AT] = tuple(meta)
     return tuple(values)
 
@@ -404,22 +425,27 @@ def unpack_event(packed: PackedEvent) -> Event:
     values["role"] = _ROLES[role] if role is not None else None
     values["parts"] = tuple(
         [
-            _trusted(_PART_TYPES[part[0]], dict(zip(_FIELDS_OF_PART[part[0]], part, strict=False)))
+            _trusted(JsonPart, {"kind": _JSON, "data": orjson.loads(part[1])})
+            if part[0] == _JSON
+            else _trusted(
+                _PART_TYPES[part[0]], dict(zip(_FIELDS_OF_PART[part[0]], part, strict=False))
+            )
             for part in values["parts"]
         ]
     )
-    if values["payload"] is None:
-        values["payload"] = {}
+    payload = values["payload"]
+    values["payload"] = {} if payload is None else orjson.loads(payload)
     meta = values["meta"]
     if meta == _NO_META:
-        values["meta"] = _EMPTY_META  # most events: one shared instance (it is frozen)
+        values["meta"] = _EMPTY_META  # most events: one shared instance (frozen, no extra)
     else:
         meta_values = dict(zip(_META_FIELDS, meta, strict=False))
-        if meta_values["extra"] is None:
-            meta_values["extra"] = {}
+        extra = meta_values["extra"]
+        meta_values["extra"] = _NO_EXTRA if extra is None else orjson.loads(extra)
         values["meta"] = _trusted(EventMeta, meta_values)
     return _trusted(Event, values)
 
 
+_JSON = "json"
 _NO_META = (None,) * len(_META_FIELDS)
-_EMPTY_META = _trusted(EventMeta, {**_META_DEFAULTS, "extra": {}})
+_EMPTY_META = _trusted(EventMeta, {**_META_DEFAULTS, "extra": _NO_EXTRA})
