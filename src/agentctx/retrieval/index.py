@@ -55,9 +55,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _Hit = TypeVar("_Hit")
-_Finish = Callable[
-    [Connection, IndexState, "int | None", "_Ranking", "IndexState | None"], list[_Hit]
-]
+_Rankings = list[tuple[Sequence[int], float]]
+"""Rankings to fuse, each as (seqs best first, weight)."""
+_Finish = Callable[[Connection, "_Ranking", _Rankings], list[_Hit]]
 """Makes a search's hits from its rankings (``SearchIndex._ranked``, ``_retrieved``)."""
 
 
@@ -327,7 +327,8 @@ class SearchIndex:
                 context is not None and self._behind(context, self._context_id)
             )
             if not (sync and behind):
-                return finish(conn, state, embedder_id, ranking, context)
+                rankings = self._rankings(conn, state, embedder_id, ranking, context)
+                return finish(conn, ranking, rankings)
         try:
             self.sync(user_id, session_id, embed_limit=self.config.inline_embed_limit)
         except EmbeddingError as exc:  # the turn-end job retries; search what is indexed
@@ -337,7 +338,8 @@ class SearchIndex:
             if state is None:
                 return []
             context = self._context_state(conn, ranking, embedder_id)
-            return finish(conn, state, embedder_id, ranking, context)
+            rankings = self._rankings(conn, state, embedder_id, ranking, context)
+            return finish(conn, ranking, rankings)
 
     def _context_state(
         self, conn: Connection, ranking: _Ranking, embedder_id: int | None
@@ -347,16 +349,8 @@ class SearchIndex:
             return None
         return read_state(conn, ranking.user_id, ranking.session_id, self._context_id)
 
-    def _ranked(
-        self,
-        conn: Connection,
-        state: IndexState,
-        embedder_id: int | None,
-        ranking: _Ranking,
-        context: IndexState | None = None,
-    ) -> list[SearchHit]:
+    def _ranked(self, conn: Connection, ranking: _Ranking, rankings: _Rankings) -> list[SearchHit]:
         """The fused rankings as :class:`SearchHit`, best first (for :meth:`search`)."""
-        rankings = self._rankings(conn, state, embedder_id, ranking, context)
         fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
         if not fused:
             return []
@@ -379,18 +373,12 @@ class SearchIndex:
         ]
 
     def _retrieved(
-        self,
-        conn: Connection,
-        state: IndexState,
-        embedder_id: int | None,
-        ranking: _Ranking,
-        context: IndexState | None = None,
+        self, conn: Connection, ranking: _Ranking, rankings: _Rankings
     ) -> list[RetrievedHit]:
         """The fused rankings as the context builder takes them, best first: seq, score
         and token estimate only (it reads the events it keeps itself)."""
         from agentctx.context.sources import RetrievedHit  # noqa: PLC0415 - context imports us
 
-        rankings = self._rankings(conn, state, embedder_id, ranking, context)
         best = top_fused(rankings, self.config.rrf_k, ranking.limit)
         if not best:
             return []
@@ -410,9 +398,9 @@ class SearchIndex:
         embedder_id: int | None,
         ranking: _Ranking,
         context: IndexState | None,
-    ) -> list[tuple[Sequence[int], float]]:
-        """The rankings to fuse, as (seqs best first, weight): lexical, dense, the
-        contextual vectors', the named participant's own, and the feedback ranking."""
+    ) -> _Rankings:
+        """The rankings to fuse: lexical, dense, the contextual vectors', the named
+        participant's own, and the feedback ranking."""
         if state.sid is None:
             return []
         lexical_hits = self._lexical(conn, state, ranking.terms, ranking.depth, ranking.before_seq)
@@ -429,7 +417,7 @@ class SearchIndex:
         lexical_seqs = [h.seq for h in lexical_hits]
         dense_seqs = [h.seq for h in dense_hits]
         weights = self.config.lexical_weight, self.config.dense_weight
-        rankings: list[tuple[Sequence[int], float]] = [
+        rankings: _Rankings = [
             (lexical_seqs, weights[0]),
             (dense_seqs, weights[1]),
         ]

@@ -115,9 +115,8 @@ def attach_audit_file(path: Path) -> Path:
             path.parent.mkdir(parents=True, exist_ok=True)
             handler = _AuditFileHandler(path)
             logger = logging.getLogger(AUDIT_LOGGER)
-            # A redaction filter installed on the logger covers the file too.
-            for log_filter in logger.filters:
-                handler.addFilter(log_filter)
+            # Audit records are logged on this very logger, so a redaction filter
+            # installed on it has rewritten them before any handler sees them.
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
             logger.propagate = False
