@@ -14,6 +14,7 @@ from agentctx.llm import HashingEmbedder
 from agentctx.retrieval import RetrievalConfig, SearchIndex
 from agentctx.retrieval.participants import (
     ParticipantCache,
+    as_asked_by,
     first_person,
     may_name_someone,
     name_parts,
@@ -65,6 +66,39 @@ def test_name_parts_skip_short_words_and_keep_cjk_whole() -> None:
 )
 def test_first_person(query: str, author: str, expected: str) -> None:
     assert first_person(query, author) == expected
+
+
+PAIR = ["Fahim Khan", "Muhhamed"]
+
+
+@pytest.mark.parametrize(
+    ("query", "authors", "expected"),
+    [
+        (
+            "What games do Fahim Khan and Muhammad play together?",
+            PAIR,
+            "What games do we play together?",
+        ),
+        (
+            "How did Fahim and Muhammad's walks affect their health?",
+            PAIR,
+            "How did our walks affect their health?",
+        ),
+        ("Does Muhhamed read more than Fahim?", PAIR, "Do we read more than us?"),
+        (
+            "What did Fahim tell Muhammad about the trip?",
+            PAIR,
+            "What did we tell us about the trip?",
+        ),
+        ("Is Fahim, Muhhamed and Emi's club open?", [*PAIR, "Emi"], "Is our club open?"),
+        ("What are Fahim's hobbies?", ["Fahim Khan"], "What are my hobbies?"),  # one: "I"
+        ("What did the team decide?", PAIR, "What did the team decide?"),  # not named
+        ("What did the team decide?", [], "What did the team decide?"),
+        ("王小明和李雷喜欢什么？", ["王小明", "李雷"], "王小明和李雷喜欢什么？"),  # only English
+    ],
+)
+def test_as_asked_by(query: str, authors: list[str], expected: str) -> None:
+    assert as_asked_by(query, authors) == expected
 
 
 def test_participant_cache_merges_and_only_moves_forward() -> None:
@@ -129,6 +163,39 @@ def test_a_named_participants_events_rank_first(engine: ContextEngine) -> None:
         for who in ("Kevin", "Paola")
     }
     assert len(first) == 1
+
+
+def test_a_query_naming_both_participants_is_embedded_as_they_would_ask_it(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session(user_id="u1")
+    greetings_and_plans = [
+        ("Paola", "Hi Kevin! Paola here"),
+        ("Kevin", "Hey Paola, good to hear from you Paola"),
+        ("Paola", "We both love hiking in the mountains, don't we?"),
+        ("Kevin", "Yes we do, and we both love the sea"),
+    ]
+    for i, (who, text) in enumerate(greetings_and_plans):
+        session.append(
+            EventDraft(
+                type=EventType.USER_INPUT if who == "Paola" else EventType.AGENT_RESPONSE,
+                role=Role.USER if who == "Paola" else Role.ASSISTANT,
+                author=who,
+                parts=(TextPart(text=text),),
+                ts=T0 + timedelta(minutes=i),
+            )
+        )
+    query = "What do Kevin and Paola both love?"
+
+    def dense_order(config: RetrievalConfig) -> list[int]:
+        index = SearchIndex(engine.db, HashingEmbedder(), config=config)
+        return [h.seq for h in index.search("u1", session.id, query, limit=4, lexical=False)]
+
+    # Asked as "What do we both love?": the two events saying what they love lead, and
+    # the greetings, which only share the names, are not near enough to be hits.
+    assert dense_order(RetrievalConfig()) == [4, 3]
+    # Without the participant rewriting the names in the query pull the greeting first.
+    assert dense_order(RetrievalConfig(participant_weight=0))[0] == 1
 
 
 def test_new_authors_are_seen_after_the_first_search(engine: ContextEngine) -> None:

@@ -31,7 +31,7 @@ from agentctx.retrieval.event_rows import event_column, hit_rows
 from agentctx.retrieval.fusion import best_fused, fuse, top_fused
 from agentctx.retrieval.participants import (
     ParticipantCache,
-    first_person,
+    as_asked_by,
     may_name_someone,
     named_participants,
 )
@@ -300,10 +300,11 @@ class SearchIndex:
             embedder_id = self._ensure_dense() if self.embedder is not None else None
         except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
             log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
-        focus = self._focus(user_id, session_id, query) if self.config.participant_weight else None
+        named = self._named(user_id, session_id, query) if self.config.participant_weight else []
+        focus = named[0] if len(named) == 1 else None
         if dense and embedder_id is not None and query.strip():
             try:
-                vector = self._query_vector(first_person(query, focus) if focus else query)
+                vector = self._query_vector(as_asked_by(query, named))
             except EmbeddingError as exc:
                 log.warning("embedding the query failed, lexical ranking only: %s", exc)
         terms = query_terms(query) if lexical else []
@@ -496,10 +497,10 @@ class SearchIndex:
         )
         return [h.seq for h in hits]
 
-    def _focus(self, user_id: str, session_id: str, query: str) -> str | None:
-        """The one author of the session that ``query`` names, if exactly one is."""
+    def _named(self, user_id: str, session_id: str, query: str) -> list[str]:
+        """The authors of the session that ``query`` names."""
         if not may_name_someone(query):
-            return None
+            return []
         key = (user_id, session_id)
         known = self._participants.get(key)
         after = known[0] if known else 0
@@ -522,8 +523,7 @@ class SearchIndex:
             )
         else:
             authors = known[1] if known else frozenset()
-        named = named_participants(query, authors)
-        return named[0] if len(named) == 1 else None
+        return named_participants(query, authors)
 
     def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
         """Whether a sync would find something to do (from the state alone)."""

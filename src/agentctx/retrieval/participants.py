@@ -8,7 +8,11 @@ relax?"). The search uses what the session's event log already knows, its author
   that participant's events, added to the fusion (an event by the person asked about
   is far more often the answer than one that merely mentions them);
 * that query is embedded as the participant would have said it ("What do I do to
-  relax?"), which is closer to the first-person events than the original wording.
+  relax?"), which is closer to the first-person events than the original wording;
+* a query that names two or more participants is embedded as they would ask it
+  together ("What games do Fahim and Muhammad play?" becomes "What games do we
+  play?"): their names are in few of their own events, and in the query's vector
+  they pull it towards the events that greet or address them by name.
 
 Names are matched loosely: any part of an author name of three letters or more,
 against a capitalised word of the query, with a similarity of at least
@@ -129,6 +133,60 @@ def first_person(query: str, author: str) -> str:
     for pattern, replacement in _AFTER_I:
         rewritten = pattern.sub(replacement, rewritten)
     return rewritten
+
+
+_PLURAL_AGREEMENT = (
+    (re.compile(r"\b(does) we\b", re.IGNORECASE), "do"),
+    (re.compile(r"\b(is) we\b", re.IGNORECASE), "are"),
+    (re.compile(r"\b(was) we\b", re.IGNORECASE), "were"),
+    (re.compile(r"\b(has) we\b", re.IGNORECASE), "have"),
+)
+# After a preposition or a verb's object position a name becomes "us", not "we".
+_OBJECT_BEFORE = re.compile(
+    r"\b(?:about|at|between|by|for|from|to|with|without|of|knew|know|knows|met|meet|"
+    r"meets|told|tell|tells|asked|ask|asks|than)\s*$",
+    re.IGNORECASE,
+)
+
+
+def as_asked_by(query: str, authors: Sequence[str]) -> str:
+    """``query`` as the participants it names would ask it: one named author asks it
+    in the first person (:func:`first_person`), two or more together ("we", "us",
+    "our"). Only English is rewritten; a query naming nobody comes back unchanged."""
+    if not authors:
+        return query
+    if len(authors) == 1:
+        return first_person(query, authors[0])
+    if not query.isascii() and _CJK.search(query):
+        return query
+    parts = {part for author in authors for part in name_parts(author)}
+    words = sorted(
+        {w for w in _capitalised(query) if any(_matches(w, p) for p in parts)},
+        key=len,
+        reverse=True,
+    )
+    if not words:
+        return query
+    name = "(?:" + "|".join(re.escape(w) for w in words) + ")"
+    names = rf"{name}(?:\s+{name})*"  # "Fahim Khan": a first and a last name
+    group = rf"{names}(?:\s*,\s*{names})*(?:,?\s+and\s+{names})?"  # "A, B and C"
+    possessive = rf"[{_APOSTROPHES}]s\b"
+
+    def pronoun(match: re.Match[str]) -> str:
+        if match.group("own"):
+            return "our"
+        before = match.string[: match.start()]
+        return "us" if _OBJECT_BEFORE.search(before) else "we"
+
+    rewritten = re.sub(rf"\b{group}(?P<own>{possessive})?(?!\w)", pronoun, query)
+    for pattern, verb in _PLURAL_AGREEMENT:
+        rewritten = pattern.sub(functools.partial(_agree_plural, verb), rewritten)
+    return rewritten
+
+
+def _agree_plural(verb: str, match: re.Match[str]) -> str:
+    original = match.group(1)
+    return (verb.capitalize() if original[:1].isupper() else verb) + " we"
 
 
 def _agree(verb: str, match: re.Match[str]) -> str:
