@@ -19,6 +19,7 @@ from agentctx.retrieval.participants import (
     may_name_someone,
     name_parts,
     named_participants,
+    named_with_someone_else,
 )
 
 AUTHORS = ["Fahim Khan", "Muhhamed", "elise", "Emi", "王小明"]
@@ -99,6 +100,23 @@ PAIR = ["Fahim Khan", "Muhhamed"]
 )
 def test_as_asked_by(query: str, authors: list[str], expected: str) -> None:
     assert as_asked_by(query, authors) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "author", "expected"),
+    [
+        ("What do Elise and Kate have in common?", "elise", True),
+        ("Which cities have both, Kate and Elise, been to?", "elise", True),
+        ("What color are both Kate and Elise's hair?", "elise", True),
+        ("How do Faheem and Mohammed use music?", "Muhhamed", True),  # "Faheem": misspelt
+        ("What did Elise cook?", "elise", False),
+        ("What do Nebraas and her boyfriend do together?", "Nebraas", False),
+        ("When did Paola try Chicken and Waffles?", "Paola", False),  # not joined to her
+        ("Did Paola and Paola's sister bake?", "Paola", False),  # the same person twice
+    ],
+)
+def test_named_with_someone_else(query: str, author: str, expected: bool) -> None:
+    assert named_with_someone_else(query, author) is expected
 
 
 def test_participant_cache_merges_and_only_moves_forward() -> None:
@@ -196,6 +214,19 @@ def test_a_query_naming_both_participants_is_embedded_as_they_would_ask_it(
     assert dense_order(RetrievalConfig()) == [4, 3]
     # Without the participant rewriting the names in the query pull the greeting first.
     assert dense_order(RetrievalConfig(participant_weight=0))[0] == 1
+
+
+def test_a_participant_named_with_someone_else_is_not_the_focus(engine: ContextEngine) -> None:
+    session = chat_session(engine)
+    index = SearchIndex(engine.db, HashingEmbedder())
+    plain = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(participant_weight=0))
+    pair = "What did Kate and Kevin learn about the Inca empire?"
+    # Kevin alone would put his own Inca turn first (see the test above); asked about
+    # with Kate, who is no author here, the turns are ranked on their text alone.
+    alone = index.search("u1", session.id, "What did Kevin learn about the Inca empire?", limit=4)
+    assert alone[0].author == "Kevin"
+    ranked = [h.seq for h in index.search("u1", session.id, pair, limit=4)]
+    assert ranked == [h.seq for h in plain.search("u1", session.id, pair, limit=4)]
 
 
 def test_new_authors_are_seen_after_the_first_search(engine: ContextEngine) -> None:

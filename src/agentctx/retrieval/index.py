@@ -34,6 +34,7 @@ from agentctx.retrieval.participants import (
     as_asked_by,
     may_name_someone,
     named_participants,
+    named_with_someone_else,
 )
 from agentctx.retrieval.sync import (
     IndexState,
@@ -301,6 +302,8 @@ class SearchIndex:
         except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
             log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
         named = self._named(user_id, session_id, query) if self.config.participant_weight else []
+        if len(named) == 1 and named_with_someone_else(query, named[0]):
+            named = []  # about two people: not this one's own events, nor their voice
         focus = named[0] if len(named) == 1 else None
         if dense and embedder_id is not None and query.strip():
             try:

@@ -9,6 +9,9 @@ relax?"). The search uses what the session's event log already knows, its author
   is far more often the answer than one that merely mentions them);
 * that query is embedded as the participant would have said it ("What do I do to
   relax?"), which is closer to the first-person events than the original wording;
+* a query that names one participant together with someone else ("What do Kate and
+  Elise have in common?", where Kate is no author, or one under another name) is about
+  both, so neither of the above applies to it;
 * a query that names two or more participants is embedded as they would ask it
   together ("What games do Fahim and Muhammad play?" becomes "What games do we
   play?"): their names are in few of their own events, and in the query's vector
@@ -103,6 +106,28 @@ def named_participants(query: str, authors: Iterable[str]) -> list[str]:
         if any(_matches(word, part) for word in words for part in parts):
             found.append(author)
     return found
+
+
+_PAIR = re.compile(
+    rf"\b([^\W\d_]{{3,}})(?:[{_APOSTROPHES}]s)?,?\s+and\s+([^\W\d_]{{3,}})", re.UNICODE
+)
+
+
+def named_with_someone_else(query: str, author: str) -> bool:
+    """Whether ``query`` joins ``author``'s name by "and" to another capitalised name
+    ("Kate and Elise", "Elise and Kate"): a question about two people, not about
+    ``author`` alone. The other may be someone outside the session, or the other
+    participant under a nickname or misspelt ("Faheem" for "Fahim")."""
+    parts = name_parts(author)
+    for match in _PAIR.finditer(query):
+        first, second = match.group(1), match.group(2)
+        if not (first[:1].isupper() and second[:1].isupper()):
+            continue
+        first_is = any(_matches(first, part) for part in parts)
+        second_is = any(_matches(second, part) for part in parts)
+        if first_is != second_is:
+            return True
+    return False
 
 
 def first_person(query: str, author: str) -> str:
