@@ -149,9 +149,9 @@ CHAT = [
 ]
 
 
-def chat_session(engine: ContextEngine) -> Session:
+def chat_session(engine: ContextEngine, chat: list[tuple[str, str]] = CHAT) -> Session:
     session = engine.create_session(user_id="u1")
-    for i, (who, text) in enumerate(CHAT):
+    for i, (who, text) in enumerate(chat):
         session.append(
             EventDraft(
                 type=EventType.USER_INPUT if who == "Paola" else EventType.AGENT_RESPONSE,
@@ -186,23 +186,13 @@ def test_a_named_participants_events_rank_first(engine: ContextEngine) -> None:
 def test_a_query_naming_both_participants_is_embedded_as_they_would_ask_it(
     engine: ContextEngine,
 ) -> None:
-    session = engine.create_session(user_id="u1")
     greetings_and_plans = [
         ("Paola", "Hi Kevin! Paola here"),
         ("Kevin", "Hey Paola, good to hear from you Paola"),
         ("Paola", "We both love hiking in the mountains, don't we?"),
         ("Kevin", "Yes we do, and we both love the sea"),
     ]
-    for i, (who, text) in enumerate(greetings_and_plans):
-        session.append(
-            EventDraft(
-                type=EventType.USER_INPUT if who == "Paola" else EventType.AGENT_RESPONSE,
-                role=Role.USER if who == "Paola" else Role.ASSISTANT,
-                author=who,
-                parts=(TextPart(text=text),),
-                ts=T0 + timedelta(minutes=i),
-            )
-        )
+    session = chat_session(engine, greetings_and_plans)
     query = "What do Kevin and Paola both love?"
 
     def dense_order(config: RetrievalConfig) -> list[int]:

@@ -130,6 +130,14 @@ def named_with_someone_else(query: str, author: str) -> bool:
     return False
 
 
+def _named_words(query: str, parts: Iterable[str]) -> list[str]:
+    """The capitalised words of ``query`` that name one of ``parts``, longest first (so
+    a rewrite replaces "Fahimah" before "Fahim")."""
+    wanted = tuple(parts)
+    found = {w for w in _capitalised(query) if any(_matches(w, p) for p in wanted)}
+    return sorted(found, key=len, reverse=True)
+
+
 def first_person(query: str, author: str) -> str:
     """``query`` as ``author`` would ask it of themself: their name becomes "I" (or "my"
     when possessive), third-person pronouns follow, and the verb agrees.
@@ -138,12 +146,7 @@ def first_person(query: str, author: str) -> str:
     """
     if not query.isascii() and _CJK.search(query):
         return query
-    parts = name_parts(author)
-    words = sorted(
-        {w for w in _capitalised(query) if any(_matches(w, p) for p in parts)},
-        key=len,
-        reverse=True,
-    )
+    words = _named_words(query, name_parts(author))
     if not words:
         return query
     rewritten = query
@@ -184,12 +187,7 @@ def as_asked_by(query: str, authors: Sequence[str]) -> str:
         return first_person(query, authors[0])
     if not query.isascii() and _CJK.search(query):
         return query
-    parts = {part for author in authors for part in name_parts(author)}
-    words = sorted(
-        {w for w in _capitalised(query) if any(_matches(w, p) for p in parts)},
-        key=len,
-        reverse=True,
-    )
+    words = _named_words(query, {part for author in authors for part in name_parts(author)})
     if not words:
         return query
     name = "(?:" + "|".join(re.escape(w) for w in words) + ")"
