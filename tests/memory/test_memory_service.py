@@ -369,12 +369,13 @@ class SlowIndex:
 def test_a_slow_retrieval_is_cut_at_the_timeout_and_reported(db_url: str, home: Path) -> None:
     with open_engine(db_url, home, retrieval_timeout_ms=100) as engine:
         service: MemoryService = engine.memory
-        service.index = SlowIndex(service.index, 1.0)  # type: ignore[assignment]
         session = engine.create_session(user_id="u1")
         session.add_message("user", "hello there")
+        session.build_context("anything", 2000)  # models loaded: not timed below
+        service.index = SlowIndex(service.index, 2.0)  # type: ignore[assignment]
         started = time.perf_counter()
-        window = session.build_context("anything", 2000)
+        window = session.build_context("anything else", 2000)
         elapsed = time.perf_counter() - started
-        assert elapsed < 0.9
+        assert elapsed < 1.5  # waiting for the search would take 2 s
         assert any("memories left out" in note for note in window.report.notes)
         assert "## Memory (Verified)" not in str(window.messages)
