@@ -28,13 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agentctx.events import Event, EventType
-from agentctx.memory.extract.rules import (
-    has_secret,
-    is_user_message,
-    keywords_of,
-    provenance,
-    words,
-)
+from agentctx.memory.extract.rules import has_secret, is_user_message, keywords_of, provenance
+from agentctx.memory.extract.statements import words
 from agentctx.memory.models import MemoryCandidate, MemoryKind, ProceduralData, Provenance
 from agentctx.retrieval.terms import STOPWORDS
 

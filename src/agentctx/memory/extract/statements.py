@@ -1,0 +1,74 @@
+"""What the rule-based extractors share: a statement found in a sentence, the match
+it came from, and the helpers both languages' rules use (:mod:`rules_en`, :mod:`rules_zh`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from agentctx.events import Event
+from agentctx.memory.models import MemoryKind
+
+
+def words(text: str) -> frozenset[str]:
+    """The whitespace-separated words of ``text``."""
+    return frozenset(text.split())
+
+
+PROJECT_WORDS = re.compile(
+    r"\b(project|repo|repository|code|codebase|release|deploy|database|api|schema|library|"
+    r"framework|version|architecture|design|stack|backend|frontend|service|server|"
+    r"migration|branch|feature|sprint|roadmap)\b|项目|代码|数据库|框架|版本|架构|发布|接口",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One statement a rule found in a sentence."""
+
+    kind: MemoryKind
+    content: str
+    subject: str | None
+    confidence: float
+    episodic_date: str | None = None
+
+
+class Groups:
+    """A match whose alternative groups (``v2``, ``verb2``) stand in for the main ones."""
+
+    def __init__(self, match: re.Match[str]) -> None:
+        self._match = match
+        self.string = match.string
+
+    def __getitem__(self, name: str) -> str:
+        value = self._match.groupdict().get(name)
+        if value is None:
+            value = self._match.groupdict().get(f"{name}2")
+        if value is None:
+            value = self._match.groupdict().get(f"{name}3")
+        return value or ""
+
+
+Rule = Callable[[Groups, Event], "Found | None"]
+
+
+def resolve_date(when: str, ts: datetime) -> str:
+    """A relative date ("yesterday", "last week") as the dates it means, seen from ``ts``."""
+    day = ts.date()
+    relative = {
+        "yesterday": day - timedelta(days=1),
+        "today": day,
+        "this morning": day,
+        "tonight": day,
+        "last night": day - timedelta(days=1),
+    }
+    if when in relative:
+        return f"On {relative[when].isoformat()}"
+    if when.endswith(" ago"):
+        return f"{when.capitalize()} (before {day.isoformat()})"
+    if when.startswith("last "):
+        return f"In the {when[5:]} before {day.isoformat()}"
+    return f"On {when}" if not when.startswith("on ") else when.capitalize()
