@@ -8,16 +8,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from agentctx.bench.memory import (
-    LatencyFigures,
-    MemoryBenchConfig,
-    MemoryBenchReport,
-    Ranked,
-    first_hit,
-    hit_in_budget,
-    judge,
-    run_memory_benchmark,
-)
+from agentctx.bench.memory import Ranked, first_hit, hit_in_budget, judge, run_memory_benchmark
+from agentctx.bench.memory_models import LatencyFigures, MemoryBenchConfig, MemoryBenchReport
 from agentctx.bench.memory_report import memory_markdown
 from agentctx.cli.bench import bench_app
 from conftest import new_pg_database

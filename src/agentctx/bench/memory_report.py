@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from agentctx.bench.memory import (
+from agentctx.bench.memory_models import (
     LATENCY_P95_TARGET_MS,
     TOKEN_BUDGET,
     TOP_K,

@@ -443,10 +443,8 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
     """Long-term memory: recall vs raw turns, extraction cost, search latency."""
     import sys  # noqa: PLC0415
 
-    from agentctx.bench.memory import (  # noqa: PLC0415 - loads the engine lazily
-        MemoryBenchConfig,
-        run_memory_benchmark,
-    )
+    from agentctx.bench.memory import run_memory_benchmark  # noqa: PLC0415 - loads the engine
+    from agentctx.bench.memory_models import MemoryBenchConfig  # noqa: PLC0415
     from agentctx.bench.memory_report import (  # noqa: PLC0415
         memory_markdown,
         print_memory_report,
