@@ -175,3 +175,22 @@ def test_questions_hypotheticals_and_other_speakers_are_not_statements(
         turn.add_tool_result(call.call_id, content="I live in Rome. My name is Tool.")
     events: list[Event] = session.events()
     assert extract_declarative(events) == []
+
+
+def test_being_a_fan_or_into_something_is_a_preference(engine: ContextEngine) -> None:
+    session = engine.create_session(user_id="u1")
+    for text in (
+        "I'm a huge fan of the Lakers.",
+        "I'm a basketball fan!",
+        "I'm really into pottery these days.",
+        "I'm not really a football fan.",
+    ):
+        session.add_message("user", text, ts=DAY)
+    found = {
+        c.content: (c.kind, c.subject, c.confidence) for c in extract_declarative(session.events())
+    }
+    assert found == {
+        "User is a fan of the Lakers": (MemoryKind.PREFERENCE, "preference: lakers", 0.65),
+        "User is a basketball fan": (MemoryKind.PREFERENCE, "preference: basketball", 0.65),
+        "User is into pottery": (MemoryKind.PREFERENCE, "preference: pottery", 0.6),
+    }

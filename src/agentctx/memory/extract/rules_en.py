@@ -231,28 +231,16 @@ def _fan(match: Groups, event: Event) -> Found | None:
     value = _value(match["v"], max_words=5)
     if value is None:
         return None
-    if match["kind"].lower() == "into":
-        return Found(
-            MemoryKind.PREFERENCE,
-            f"User is into {value}",
-            f"preference: {_subject_key(value)}",
-            0.6,
-        )
-    if match["kind"].lower() == "fan":  # "a basketball fan": the value precedes the word
+    kind = match["kind"].lower()
+    if kind == "into":
+        content, confidence = f"User is into {value}", 0.6
+    elif kind == "fan":  # "a basketball fan": the value precedes the word
         if set(value.lower().split()) & {"not", "no", "a", "an", "the", "never"}:
             return None
-        return Found(
-            MemoryKind.PREFERENCE,
-            f"User is a {value} fan",
-            f"preference: {_subject_key(value)}",
-            0.65,
-        )
-    return Found(
-        MemoryKind.PREFERENCE,
-        f"User is a fan of {value}",
-        f"preference: {_subject_key(value)}",
-        0.65,
-    )
+        content, confidence = f"User is a {value} fan", 0.65
+    else:
+        content, confidence = f"User is a fan of {value}", 0.65
+    return Found(MemoryKind.PREFERENCE, content, f"preference: {_subject_key(value)}", confidence)
 
 
 def _used_to(match: Groups, event: Event) -> Found | None:
