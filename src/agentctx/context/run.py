@@ -9,35 +9,25 @@ the chosen older events, and trims the final messages until they fit.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctx.context.config import ContextConfig
 from agentctx.context.counting import RememberingCounter
-from agentctx.context.images import LOW_DETAIL_SIDE, RenderedImage, render_image
-from agentctx.context.render import (
-    PLACEHOLDER_PATTERN,
-    event_text,
-    image_reference,
-    image_url_part,
-    render_events,
-    visual_placeholder,
-)
+from agentctx.context.render import event_text, render_events
 from agentctx.context.strategies import BLOCK_HEADING, Candidate, compact_lines, piece_of
 from agentctx.context.units import Atom, Unit
 from agentctx.context.window import (
     ContextReport,
     DroppedEvent,
-    ImagesReport,
     SectionReport,
     TruncatedEvent,
 )
-from agentctx.errors import AgentCtxError
-from agentctx.events import Event, EventType, ImagePart
-from agentctx.storage.images import ImageState
-from agentctx.tokens import TokenCounter, image_tokens, message_tokens
+from agentctx.context.window_images import WindowImages
+from agentctx.events import Event, EventType
+from agentctx.tokens import TokenCounter, message_tokens
 
 if TYPE_CHECKING:
     from agentctx.context.builder import ContextBuilder
@@ -102,17 +92,13 @@ class Run:
         self.fetched: dict[int, Event] = {}
         self.truncations: list[TruncatedEvent] = []
         self.dropped_events: dict[int, DroppedEvent] = {}
-        self._image_costs: dict[str, int] = {}
         self._tool_texts: dict[str, str] = {}  # event id -> window text, once per build
         self._tool_output: Callable[[Event, TokenCounter], str] | None = None
         # A flag, not the bound method: a method kept on self would make a reference
         # cycle, and every run (with all the events it read) would wait for the cyclic
         # garbage collector instead of being freed when the build returns.
         self._shortens_tool_output = builder.tool_output is not None
-        self._states: Mapping[tuple[str, int], ImageState] | None = None  # on first image
-        self._full_turns: frozenset[str | None] = frozenset()
-        self._restore = frozenset(config.restore_images)
-        self._url_images: dict[str, str] = {}  # data URL -> image id
+        self.images = WindowImages(builder, config, user_id, session_id)
         self._days: dict[date, str] = {}
         self._block: tuple[tuple[Candidate, ...], dict[str, Any]] | None = None
 
@@ -176,7 +162,7 @@ class Run:
             text_only = dict(message)
             text_only["content"] = [p for p in content if p.get("type") != "image_url"]
             images = sum(
-                self._image_costs.get(p["image_url"]["url"], 0)
+                self.images.cost(p["image_url"]["url"])
                 for p in content
                 if p.get("type") == "image_url"
             )
@@ -199,7 +185,7 @@ class Run:
     def piece(self, atom: Atom) -> Piece:
         """An atom rendered as messages, over-long messages cut in the middle."""
         tool_text = self._shortened_tool_output if self._shortens_tool_output else None
-        messages = render_events(atom.events, self._show_image, tool_text)
+        messages = render_events(atom.events, self.images.show, tool_text)
         for message in messages:
             self._limit_message(message, atom)
         return Piece(atom, messages, sum(self.cost(m) for m in messages))
@@ -236,96 +222,6 @@ class Run:
                 tokens_before=before,
                 tokens_after=self.counter.count(message["content"]),
             )
-        )
-
-    def _show_image(self, event: Event, index: int, part: ImagePart) -> dict[str, Any]:
-        """An image as the window shows it (seed 000's zones).
-
-        Compact zone (ended, compacted turns): a process frame is a placeholder, unless
-        restored for this window; kept frames (anchor, result, error, pinned) of turns
-        older than the last ``history_full_turns`` go at ``history_image_detail``. Active
-        zone and everything else: the image, downscaled to ``image_max_width``. With
-        ``images="placeholder"``, a text reference.
-        """
-        state = self._state(event.event_id, index)
-        restored = part.image_id in self._restore
-        if state is not None and state.is_compressed and not restored:
-            return {"type": "text", "text": visual_placeholder(part.image_id)}
-        if self.config.images == "inline":
-            low = (
-                state is not None
-                and not restored
-                and self.config.history_image_detail == "low"
-                and state.turn_id not in self._full_turns
-            )
-            box = (LOW_DETAIL_SIDE, LOW_DETAIL_SIDE) if low else (self.config.image_max_width, None)
-            rendered = self._rendered(part, *box)
-            if rendered is not None:
-                detail = "low" if low else "auto"
-                self._image_costs[rendered.url] = image_tokens(
-                    rendered.width,
-                    rendered.height,
-                    provider=self.config.image_provider,
-                    detail=detail,
-                )
-                self._url_images[rendered.url] = part.image_id
-                return image_url_part(rendered.url, detail)
-        return {"type": "text", "text": image_reference(part)}
-
-    def _state(self, event_id: str, index: int) -> ImageState | None:
-        if self._states is None:
-            source = self.builder.image_states
-            self._states = source(self.user_id, self.session_id) if source is not None else {}
-            # The newest compacted turns keep their kept frames at full detail.
-            last_seq: dict[str | None, int] = {}
-            for state in self._states.values():
-                last_seq[state.turn_id] = max(last_seq.get(state.turn_id, 0), state.seq or 0)
-            newest = sorted(last_seq, key=last_seq.__getitem__, reverse=True)
-            self._full_turns = frozenset(newest[: self.config.history_full_turns])
-        return self._states.get((event_id, index))
-
-    def _rendered(
-        self, part: ImagePart, max_width: int | None, max_height: int | None
-    ) -> RenderedImage | None:
-        loader = self.builder._image_bytes
-        if loader is None:
-            return None
-        cache = self.builder.rendered_images
-        rendered = cache.get(part.blob_id, max_width, max_height)
-        if rendered is None:
-            try:
-                rendered = render_image(loader(self.user_id, part), part, max_width, max_height)
-            except (AgentCtxError, OSError, ValueError):
-                return None  # bytes gone (expired) or unreadable: a text reference
-            cache.put(part.blob_id, max_width, max_height, rendered)
-        return rendered
-
-    def images_report(self, messages: Sequence[dict[str, Any]]) -> ImagesReport:
-        """Which images ``messages`` send, at which detail, and which are placeholders."""
-        inline: list[str] = []
-        low: list[str] = []
-        placeholders: list[str] = []
-        tokens = 0
-        for message in messages:
-            content = message.get("content")
-            if not isinstance(content, list):
-                continue
-            for part in content:
-                if part.get("type") == "image_url":
-                    url = part["image_url"]["url"]
-                    image_id = self._url_images.get(url)
-                    if image_id is not None:
-                        inline.append(image_id)
-                        if part["image_url"].get("detail") == "low":
-                            low.append(image_id)
-                    tokens += self._image_costs.get(url, 0)
-                elif part.get("type") == "text":
-                    placeholders.extend(PLACEHOLDER_PATTERN.findall(part.get("text", "")))
-        return ImagesReport(
-            inline=tuple(inline),
-            low_detail=tuple(low),
-            placeholders=tuple(placeholders),
-            image_tokens=tokens,
         )
 
     # Fitting ------------------------------------------------------------------------------
@@ -639,7 +535,7 @@ class Run:
             not_considered=not_considered + self.skipped,
             notes=tuple(plan.notes),
             timings_ms=timings,
-            images=self.images_report(messages),
+            images=self.images.report(messages),
         )
 
 
