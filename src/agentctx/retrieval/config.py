@@ -31,6 +31,12 @@ class RetrievalConfig(BaseModel):
         description="Weight of the rankings restricted to the one session author a query "
         "names (0: off). See agentctx.retrieval.participants.",
     )
+    aliases: bool = Field(
+        default=True,
+        description="Learn the other names participants go by from how they are addressed "
+        "and introduce themselves, so a query naming one finds their events. See "
+        "agentctx.retrieval.aliases.",
+    )
     feedback_weight: float = Field(
         default=1.0,
         ge=0,

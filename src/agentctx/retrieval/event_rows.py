@@ -3,7 +3,8 @@
 The rankings give seqs; a search reports each hit's id, turn, time, type, author and
 token estimate (:func:`hit_rows`), and the context builder's retrieval only the token
 estimates (:func:`event_column`), which spares it decoding the rest. One compiled
-statement per set of columns, for any number of seqs.
+statement per set of columns, for any number of seqs. A query that may name someone
+needs the session's authors (:func:`session_authors`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 
+from agentctx.retrieval.participants import ParticipantCache
 from agentctx.storage import fastsql
 from agentctx.storage.repository import seq_in_list, seq_list_value
 from agentctx.storage.schema import events
@@ -36,6 +38,33 @@ def event_column(
     return {
         int(seq): value for seq, value in _rows(conn, user_id, session_id, seqs, ("seq", column))
     }
+
+
+def session_authors(
+    conn: Connection, cache: ParticipantCache, session: tuple[str, str]
+) -> frozenset[str]:
+    """The authors of the session's events (``session`` is (user id, session id)), read
+    incrementally: ``cache`` knows those up to some seq, and only newer events are read,
+    one row per author."""
+    known = cache.get(session)
+    after = known[0] if known else 0
+    user_id, session_id = session
+    rows = conn.execute(
+        select(events.c.author, func.max(events.c.seq))
+        .where(
+            events.c.user_id == user_id,
+            events.c.session_id == session_id,
+            events.c.seq > after,
+        )
+        .group_by(events.c.author)
+    ).all()
+    if not rows:
+        return known[1] if known else frozenset()
+    return cache.put(
+        session,
+        max(int(seq) for _, seq in rows),
+        [a for a, _ in rows if isinstance(a, str) and a],
+    )
 
 
 def _rows(

@@ -19,15 +19,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, select
 
 from agentctx.errors import InvalidInput
 from agentctx.jobs import Job
 from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
+from agentctx.retrieval.aliases import AliasBook
 from agentctx.retrieval.config import RetrievalConfig
-from agentctx.retrieval.event_rows import event_column, hit_rows
+from agentctx.retrieval.event_rows import event_column, hit_rows, session_authors
 from agentctx.retrieval.fusion import best_fused, fuse, top_fused
 from agentctx.retrieval.participants import (
     ParticipantCache,
@@ -35,6 +36,7 @@ from agentctx.retrieval.participants import (
     may_name_someone,
     named_participants,
     named_with_someone_else,
+    unnamed_words,
 )
 from agentctx.retrieval.sync import (
     IndexState,
@@ -119,6 +121,7 @@ class SearchIndex:
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._participants = ParticipantCache()
+        self._aliases = AliasBook()
 
     # Setup ------------------------------------------------------------------------------
 
@@ -260,7 +263,9 @@ class SearchIndex:
 
         When the query names exactly one of the session's authors, that author's events
         are ranked again on their own and the query is embedded in their first person
-        (:mod:`agentctx.retrieval.participants`).
+        (:mod:`agentctx.retrieval.participants`). An author is also named by an alias
+        learned from the indexed events, such as the name others address them by
+        (:mod:`agentctx.retrieval.aliases`).
         """
         return self._search(
             user_id,
@@ -301,13 +306,15 @@ class SearchIndex:
             embedder_id = self._ensure_dense() if self.embedder is not None else None
         except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
             log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
-        named = self._named(user_id, session_id, query) if self.config.participant_weight else []
-        if len(named) == 1 and named_with_someone_else(query, named[0]):
+        named, aliases = (
+            self._named(user_id, session_id, query) if self.config.participant_weight else ([], {})
+        )
+        if len(named) == 1 and named_with_someone_else(query, named[0], aliases):
             named = []  # about two people: not this one's own events, nor their voice
         focus = named[0] if len(named) == 1 else None
         if dense and embedder_id is not None and query.strip():
             try:
-                vector = self._query_vector(as_asked_by(query, named))
+                vector = self._query_vector(as_asked_by(query, named, aliases))
             except EmbeddingError as exc:
                 log.warning("embedding the query failed, lexical ranking only: %s", exc)
         terms = query_terms(query) if lexical else []
@@ -500,33 +507,36 @@ class SearchIndex:
         )
         return [h.seq for h in hits]
 
-    def _named(self, user_id: str, session_id: str, query: str) -> list[str]:
-        """The authors of the session that ``query`` names."""
+    def _named(self, user_id: str, session_id: str, query: str) -> tuple[list[str], dict[str, str]]:
+        """The authors of the session that ``query`` names, and the aliases it names them
+        by (:mod:`agentctx.retrieval.aliases`)."""
         if not may_name_someone(query):
-            return []
+            return [], {}
         key = (user_id, session_id)
-        known = self._participants.get(key)
-        after = known[0] if known else 0
-        # One row per author of the events not read yet (with the newest seq of each).
+        aliases: dict[str, str] = {}
         with self.db.read() as conn:
-            rows = conn.execute(
-                select(events.c.author, func.max(events.c.seq))
-                .where(
-                    events.c.user_id == user_id,
-                    events.c.session_id == session_id,
-                    events.c.seq > after,
-                )
-                .group_by(events.c.author)
-            ).all()
-        if rows:
-            authors = self._participants.put(
-                key,
-                max(int(seq) for _, seq in rows),
-                [a for a, _ in rows if isinstance(a, str) and a],
+            authors = session_authors(conn, self._participants, key)
+            if self.config.aliases and unnamed_words(query, authors):
+                aliases = self._aliases_in(conn, key, query, authors)
+        return named_participants(query, authors, aliases), aliases
+
+    def _aliases_in(
+        self, conn: Connection, key: tuple[str, str], query: str, authors: frozenset[str]
+    ) -> dict[str, str]:
+        """The aliases of ``authors`` among the query's other capitalised words."""
+        state = read_state(conn, key[0], key[1], None)
+        if state is None or state.sid is None:
+            return {}
+        indexed: IndexState = state  # (a closure does not keep the narrowing)
+
+        def lexical(conn: Connection, term: str, limit: int) -> list[int]:
+            return [h.seq for h in self._lexical(conn, indexed, [term], limit, None)]
+
+        return dict(
+            self._aliases.aliases(
+                conn, key, query, authors, doc_count=state.doc_count, lexical=lexical
             )
-        else:
-            authors = known[1] if known else frozenset()
-        return named_participants(query, authors)
+        )
 
     def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
         """Whether a sync would find something to do (from the state alone)."""

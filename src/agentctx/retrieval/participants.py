@@ -20,7 +20,11 @@ relax?"). The search uses what the session's event log already knows, its author
 Names are matched loosely: any part of an author name of three letters or more,
 against a capitalised word of the query, with a similarity of at least
 ``NAME_SIMILARITY`` (so "Muhammad" finds the author "Muhhamed" and "Fahim" finds
-"Fahim Khan"). Names written in CJK script are matched as substrings.
+"Fahim Khan"). Names written in CJK script are matched as substrings. A participant
+may also go by a name that is not their author name ("Kate" for the author "Emi", or
+for "user"): every function here takes the ``aliases`` learned from the session
+(:mod:`agentctx.retrieval.aliases`), alias (casefolded) -> author, and treats an alias
+as one more part of its author's name.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import difflib
 import functools
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 NAME_SIMILARITY = 0.75
 """How alike a query word and a name part must be (difflib's ratio) to count as a match."""
@@ -37,10 +41,10 @@ NAME_SIMILARITY = 0.75
 FUZZY_MIN_LENGTH = 5
 """Names shorter than this are matched exactly."""
 
-_APOSTROPHES = "'\u2019`"  # straight, curly (U+2019) and grave: all mark a possessive in chat text
-_WORD = re.compile(rf"[^\W\d_]+(?:[{_APOSTROPHES}]s)?", re.UNICODE)
+APOSTROPHES = "'\u2019`"  # straight, curly (U+2019) and grave: all mark a possessive in chat text
+_WORD = re.compile(rf"[^\W\d_]+(?:[{APOSTROPHES}]s)?", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_POSSESSIVE = re.compile(rf"[{_APOSTROPHES}]s$")
+_POSSESSIVE = re.compile(rf"[{APOSTROPHES}]s$")
 
 # Verb agreement once the subject has become "I" ("does I" -> "do I"), any case.
 _AGREEMENT = (
@@ -71,6 +75,20 @@ def name_parts(author: str) -> tuple[str, ...]:
     return tuple(w.casefold() for w in re.findall(r"[^\W\d_]+", author) if len(w) >= 3)
 
 
+Aliases = Mapping[str, str]
+"""Other names participants go by: alias (casefolded) -> author."""
+
+_NO_ALIASES: Aliases = {}
+
+
+def names_of(author: str, aliases: Aliases = _NO_ALIASES) -> tuple[str, ...]:
+    """The parts of ``author``'s name (:func:`name_parts`) and the aliases they go by."""
+    parts = name_parts(author)
+    if not aliases:
+        return parts
+    return parts + tuple(sorted(alias for alias, owner in aliases.items() if owner == author))
+
+
 def _matches(word: str, part: str) -> bool:
     folded = word.casefold()
     if folded == part:
@@ -91,34 +109,44 @@ def may_name_someone(query: str) -> bool:
     return bool(_CJK.search(query)) or bool(_capitalised(query))
 
 
-def named_participants(query: str, authors: Iterable[str]) -> list[str]:
-    """The authors ``query`` names, in sorted order."""
+def unnamed_words(query: str, authors: Iterable[str]) -> list[str]:
+    """The capitalised words of ``query`` that name none of ``authors``: where an alias
+    may be (in order, each once)."""
+    parts = [part for author in set(authors) for part in name_parts(author)]
+    found: list[str] = []
+    for word in _capitalised(query):
+        if word not in found and not any(_matches(word, part) for part in parts):
+            found.append(word)
+    return found
+
+
+def named_participants(
+    query: str, authors: Iterable[str], aliases: Aliases = _NO_ALIASES
+) -> list[str]:
+    """The authors ``query`` names (by name or alias), in sorted order."""
     words = _capitalised(query)
     found = []
     for author in sorted(set(authors)):
-        parts = name_parts(author)
+        parts = names_of(author, aliases)
         if not parts:
             continue
-        if _CJK.search(author):
-            if parts[0] in query:
-                found.append(author)
-            continue
-        if any(_matches(word, part) for word in words for part in parts):
+        cjk = bool(_CJK.search(author)) and parts[0] in query
+        if cjk or any(_matches(word, part) for word in words for part in parts):
             found.append(author)
     return found
 
 
 _PAIR = re.compile(
-    rf"\b([^\W\d_]{{3,}})(?:[{_APOSTROPHES}]s)?,?\s+and\s+([^\W\d_]{{3,}})", re.UNICODE
+    rf"\b([^\W\d_]{{3,}})(?:[{APOSTROPHES}]s)?,?\s+and\s+([^\W\d_]{{3,}})", re.UNICODE
 )
 
 
-def named_with_someone_else(query: str, author: str) -> bool:
+def named_with_someone_else(query: str, author: str, aliases: Aliases = _NO_ALIASES) -> bool:
     """Whether ``query`` joins ``author``'s name by "and" to another capitalised name
     ("Kate and Elise", "Elise and Kate"): a question about two people, not about
     ``author`` alone. The other may be someone outside the session, or the other
     participant under a nickname or misspelt ("Faheem" for "Fahim")."""
-    parts = name_parts(author)
+    parts = names_of(author, aliases)
     for match in _PAIR.finditer(query):
         first, second = match.group(1), match.group(2)
         if not (first[:1].isupper() and second[:1].isupper()):
@@ -138,7 +166,7 @@ def _named_words(query: str, parts: Iterable[str]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def first_person(query: str, author: str) -> str:
+def first_person(query: str, author: str, aliases: Aliases = _NO_ALIASES) -> str:
     """``query`` as ``author`` would ask it of themself: their name becomes "I" (or "my"
     when possessive), third-person pronouns follow, and the verb agrees.
 
@@ -146,13 +174,13 @@ def first_person(query: str, author: str) -> str:
     """
     if not query.isascii() and _CJK.search(query):
         return query
-    words = _named_words(query, name_parts(author))
+    words = _named_words(query, names_of(author, aliases))
     if not words:
         return query
     rewritten = query
     for word in words:
         escaped = re.escape(word)
-        rewritten = re.sub(rf"\b{escaped}[{_APOSTROPHES}]s\b", "my", rewritten)
+        rewritten = re.sub(rf"\b{escaped}[{APOSTROPHES}]s\b", "my", rewritten)
         rewritten = re.sub(rf"\b{escaped}\b", "I", rewritten)
     for pattern, replacement in _PRONOUNS:
         rewritten = pattern.sub(replacement, rewritten)
@@ -177,23 +205,23 @@ _OBJECT_BEFORE = re.compile(
 )
 
 
-def as_asked_by(query: str, authors: Sequence[str]) -> str:
+def as_asked_by(query: str, authors: Sequence[str], aliases: Aliases = _NO_ALIASES) -> str:
     """``query`` as the participants it names would ask it: one named author asks it
     in the first person (:func:`first_person`), two or more together ("we", "us",
     "our"). Only English is rewritten; a query naming nobody comes back unchanged."""
     if not authors:
         return query
     if len(authors) == 1:
-        return first_person(query, authors[0])
+        return first_person(query, authors[0], aliases)
     if not query.isascii() and _CJK.search(query):
         return query
-    words = _named_words(query, {part for author in authors for part in name_parts(author)})
+    words = _named_words(query, {part for author in authors for part in names_of(author, aliases)})
     if not words:
         return query
     name = "(?:" + "|".join(re.escape(w) for w in words) + ")"
     names = rf"{name}(?:\s+{name})*"  # "Fahim Khan": a first and a last name
     group = rf"{names}(?:\s*,\s*{names})*(?:,?\s+and\s+{names})?"  # "A, B and C"
-    possessive = rf"[{_APOSTROPHES}]s\b"
+    possessive = rf"[{APOSTROPHES}]s\b"
 
     def pronoun(match: re.Match[str]) -> str:
         if match.group("own"):

@@ -1,0 +1,192 @@
+"""Other names the session's participants go by, learned from what they write.
+
+Questions often name a participant by a name that is not their author name: the
+author is ``"user"`` (or ``"Emi"``) while the other side of the chat calls her "Kate".
+The log holds the evidence, of two kinds:
+
+* **address**: another participant calls them by it ("Hey Kate!", "What about you,
+  Kate?", "Thanks Kate"). Whom a message addresses is only clear when one author is
+  left besides its own: a message by A addresses the one other author (or, from an
+  event with no author such as an assistant's reply, the one author there is);
+* **introduction**: they give it themselves ("I'm Kate.", "my name is Kate", "call me
+  Kate"), which counts :data:`INTRODUCTION_WEIGHT` times.
+
+A word becomes an alias of an author when the evidence pointing to them comes to at
+least :data:`MIN_EVIDENCE`, at least one piece of it is an address (so "I'm Italian."
+said twice does not make "Italian" a name), and at least :data:`OWNER_SHARE` of the
+word's evidence points to them.
+
+Aliases are looked up lazily: only for a capitalised word of a query that names no
+author, over the events the lexical index ranks best for that word (at most
+:data:`SAMPLE`; short messages such as greetings rank first), and remembered per
+session until the session's index grows. Only English is read.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Collection, Iterable, Sequence
+
+from sqlalchemy import Connection, bindparam, select
+
+from agentctx.retrieval.participants import APOSTROPHES, Aliases, unnamed_words
+from agentctx.retrieval.terms import query_terms
+from agentctx.retrieval.text import stored_event_text
+from agentctx.storage.schema import events
+
+MIN_EVIDENCE = 3
+"""Evidence an alias needs (an address counts once, an introduction twice)."""
+
+OWNER_SHARE = 0.75
+"""The share of a word's evidence that must point to one author."""
+
+INTRODUCTION_WEIGHT = 2
+"""What an introduction ("my name is Kate") counts for, against an address's one."""
+
+SAMPLE = 64
+"""Events read per word looked up: the lexical index's best for it."""
+
+_GREETING = (
+    r"(?i:hey|hi|hello|hiya|howdy|thanks|thank you|thx|bye|goodbye|good morning|"
+    r"good afternoon|good evening|good night|goodnight|morning|congrats|congratulations|"
+    r"welcome back|nice to meet you|see you|love you|miss you)"
+)
+_INTRODUCTION = rf"(?i:my name is|my name[{APOSTROPHES}]s|call me|i[{APOSTROPHES}]m|i am)"
+# Words that end "see you ..." or follow a comma without being anyone's name.
+_CALENDAR = frozenset(
+    (
+        *("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+        *("january", "february", "march", "april", "may", "june", "july", "august"),
+        *("september", "october", "november", "december", "today", "tomorrow", "soon"),
+        "later",
+    )
+)
+
+Lexical = Callable[[Connection, str, int], list[int]]
+"""(connection, term, limit) -> the best seqs of the session for that one term."""
+
+
+def addresses(text: str, word: str) -> bool:
+    """Whether ``text`` calls someone ``word``: after a greeting ("Hey Kate"), after
+    "you" ("What about you Kate?"), or after a comma at the end of a sentence ("That
+    looks great, Kate!")."""
+    if word.casefold() in _CALENDAR:
+        return False
+    name = re.escape(word)
+    return bool(
+        re.search(rf"(?:^|[\s,.!?;:]){_GREETING}[,!]?\s+{name}\b(?![{APOSTROPHES}-])", text)
+        or re.search(rf"\b(?i:you),?\s+{name}\s*[.!?,]", text)
+        or re.search(rf",\s*{name}\s*[!?]", text)
+    )
+
+
+def introduces(text: str, word: str) -> bool:
+    """Whether ``text`` gives ``word`` as its author's name ("I'm Kate.", "my name is
+    Kate and ...", "call me Kate")."""
+    name = re.escape(word)
+    return bool(
+        re.search(
+            rf"\b{_INTRODUCTION}\s+{name}(?=\s*(?:[.!,;]|$)|\s+(?i:and|by the way|btw|here)\b)",
+            text,
+        )
+    )
+
+
+def alias_owner(
+    word: str, messages: Iterable[tuple[str | None, str]], authors: Collection[str]
+) -> str | None:
+    """The author ``word`` is another name for, from ``messages`` ((author, text) of
+    events that hold it), or None when the evidence does not say."""
+    votes: Counter[str] = Counter()
+    addressed: Counter[str] = Counter()
+    for author, text in messages:
+        if author is not None and author in authors and introduces(text, word):
+            votes[author] += INTRODUCTION_WEIGHT
+        if addresses(text, word):
+            others = [a for a in authors if a != author]
+            if len(others) == 1:
+                votes[others[0]] += 1
+                addressed[others[0]] += 1
+    if not votes:
+        return None
+    (owner, count), total = votes.most_common(1)[0], sum(votes.values())
+    if count < MIN_EVIDENCE or not addressed[owner] or count < OWNER_SHARE * total:
+        return None
+    return owner
+
+
+class AliasBook:
+    """Aliases found per session and word, each kept while the session's index holds
+    the same number of documents (bounded, least recently used dropped first)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._max = max_entries
+        self._known: OrderedDict[tuple[str, str, str], tuple[int, str | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def aliases(
+        self,
+        conn: Connection,
+        session: tuple[str, str],
+        query: str,
+        authors: Collection[str],
+        *,
+        doc_count: int,
+        lexical: Lexical,
+    ) -> Aliases:
+        """The aliases among ``query``'s capitalised words that name no author:
+        alias (casefolded) -> author. ``session`` is (user id, session id)."""
+        found: dict[str, str] = {}
+        if not authors or not doc_count:
+            return found
+        for word in unnamed_words(query, authors):
+            key = (*session, word.casefold())
+            with self._lock:
+                known = self._known.get(key)
+                if known is not None:
+                    self._known.move_to_end(key)
+            if known is None or known[0] != doc_count:
+                owner = self._look_up(conn, session, word, authors, lexical)
+                with self._lock:
+                    self._known[key] = (doc_count, owner)
+                    while len(self._known) > self._max:
+                        self._known.popitem(last=False)
+            else:
+                owner = known[1]
+            if owner is not None:
+                found[word.casefold()] = owner
+        return found
+
+    @staticmethod
+    def _look_up(
+        conn: Connection,
+        session: tuple[str, str],
+        word: str,
+        authors: Collection[str],
+        lexical: Lexical,
+    ) -> str | None:
+        terms = query_terms(word)
+        if len(terms) != 1:  # a stop word ("What"), or not one word
+            return None
+        seqs = lexical(conn, terms[0], SAMPLE)
+        return alias_owner(word, _messages(conn, session, seqs), authors)
+
+
+def _messages(
+    conn: Connection, session: tuple[str, str], seqs: Sequence[int]
+) -> list[tuple[str | None, str]]:
+    """(author, searchable text) of the given events of the session."""
+    if not seqs:
+        return []
+    user_id, session_id = session
+    rows = conn.execute(
+        select(events.c.author, events.c.parts, events.c.payload, events.c.meta).where(
+            events.c.user_id == user_id,
+            events.c.session_id == session_id,
+            events.c.seq.in_(bindparam("seqs", expanding=True)),
+        ),
+        {"seqs": list(seqs)},
+    ).all()
+    return [(author, stored_event_text(parts, pay, meta)) for author, parts, pay, meta in rows]
