@@ -10,7 +10,8 @@ import io
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 # pgserver's platformdirs wants a private runtime dir; give it one instead of a warning.
@@ -22,7 +23,8 @@ import pgserver  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
-from agentctx import ContextEngine  # noqa: E402
+from agentctx import ContextEngine, Session  # noqa: E402
+from agentctx.events import EventDraft, EventType, Role, TextPart  # noqa: E402
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -78,3 +80,23 @@ def make_png(width: int = 320, height: int = 200, seed: int = 0) -> bytes:
 @pytest.fixture
 def png() -> bytes:
     return make_png()
+
+
+CHAT_START = datetime(2025, 1, 6, 18, 0, tzinfo=UTC)
+
+
+def append_chat(
+    session: Session, chat: Sequence[tuple[str, str]], *, user: str, start: int = 0
+) -> None:
+    """Append a chat's (author, text) turns, a minute apart from ``CHAT_START`` plus
+    ``start`` minutes: ``user``'s as user input, everyone else's as agent responses."""
+    for i, (who, text) in enumerate(chat, start=start):
+        session.append(
+            EventDraft(
+                type=EventType.USER_INPUT if who == user else EventType.AGENT_RESPONSE,
+                role=Role.USER if who == user else Role.ASSISTANT,
+                author=who,
+                parts=(TextPart(text=text),),
+                ts=CHAT_START + timedelta(minutes=i),
+            )
+        )

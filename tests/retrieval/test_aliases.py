@@ -3,12 +3,9 @@ that uses them."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
-from agentctx import ContextEngine, Session
-from agentctx.events import EventDraft, EventType, Role, TextPart
+from agentctx import ContextEngine
 from agentctx.llm import HashingEmbedder
 from agentctx.retrieval import RetrievalConfig, SearchIndex
 from agentctx.retrieval.aliases import addresses, alias_owner, introduces
@@ -19,6 +16,7 @@ from agentctx.retrieval.participants import (
     named_with_someone_else,
     unnamed_words,
 )
+from conftest import append_chat
 
 
 @pytest.mark.parametrize(
@@ -94,8 +92,6 @@ def test_the_participant_functions_take_aliases_as_names() -> None:
     assert not named_with_someone_else("Where did Kate go?", "Emi", aliases)
 
 
-T0 = datetime(2025, 1, 6, 18, 0, tzinfo=UTC)
-
 # Emi goes by Kate: elise calls her that, and her own name never comes up.
 CHAT = [
     ("Emi", "Hello! Lovely to chat with you"),
@@ -108,24 +104,11 @@ CHAT = [
 THIRD_ADDRESS = ("elise", "What about you Kate?")
 
 
-def append(session: Session, chat: list[tuple[str, str]], start: int = 0) -> None:
-    for i, (who, text) in enumerate(chat, start=start):
-        session.append(
-            EventDraft(
-                type=EventType.USER_INPUT if who == "Emi" else EventType.AGENT_RESPONSE,
-                role=Role.USER if who == "Emi" else Role.ASSISTANT,
-                author=who,
-                parts=(TextPart(text=text),),
-                ts=T0 + timedelta(minutes=i),
-            )
-        )
-
-
 def test_a_participant_asked_about_by_an_alias_is_found_once_it_is_learned(
     engine: ContextEngine,
 ) -> None:
     session = engine.create_session(user_id="u1")
-    append(session, CHAT)
+    append_chat(session, CHAT, user="Emi")
     index = SearchIndex(engine.db, HashingEmbedder())
     # Aliases are learned from what the index holds when a query arrives: index first,
     # as the turn-end job does.
@@ -135,7 +118,7 @@ def test_a_participant_asked_about_by_an_alias_is_found_once_it_is_learned(
     # Two addresses are not enough evidence: "Kate" is a word like any other, and the
     # question that shares it ranks first.
     assert index.search("u1", session.id, query, limit=3)[0].seq == 2
-    append(session, [THIRD_ADDRESS], start=len(CHAT))
+    append_chat(session, [THIRD_ADDRESS], user="Emi", start=len(CHAT))
     index.sync("u1", session.id)
     # The index grew, so what was known of "Kate" is read again: three addresses by
     # elise make it Emi's name, and the question is asked of Emi's own events.

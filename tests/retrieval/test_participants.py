@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -21,6 +21,7 @@ from agentctx.retrieval.participants import (
     named_participants,
     named_with_someone_else,
 )
+from conftest import CHAT_START, append_chat
 
 AUTHORS = ["Fahim Khan", "Muhhamed", "elise", "Emi", "王小明"]
 
@@ -134,8 +135,6 @@ def test_participant_cache_merges_and_only_moves_forward() -> None:
     assert cache.get(("u", "v")) is None
 
 
-T0 = datetime(2025, 1, 6, 18, 0, tzinfo=UTC)
-
 # Two people, each talking about their own evenings, in the first person.
 CHAT = [
     ("Paola", "I finally tried the new yoga studio downtown, my back feels great"),
@@ -151,16 +150,7 @@ CHAT = [
 
 def chat_session(engine: ContextEngine, chat: list[tuple[str, str]] = CHAT) -> Session:
     session = engine.create_session(user_id="u1")
-    for i, (who, text) in enumerate(chat):
-        session.append(
-            EventDraft(
-                type=EventType.USER_INPUT if who == "Paola" else EventType.AGENT_RESPONSE,
-                role=Role.USER if who == "Paola" else Role.ASSISTANT,
-                author=who,
-                parts=(TextPart(text=text),),
-                ts=T0 + timedelta(minutes=i),
-            )
-        )
+    append_chat(session, chat, user="Paola")
     return session
 
 
@@ -229,7 +219,7 @@ def test_new_authors_are_seen_after_the_first_search(engine: ContextEngine) -> N
             role=Role.USER,
             author="Vanessa",
             parts=(TextPart(text="I just came back from a trip to Lisbon"),),
-            ts=T0 + timedelta(hours=2),
+            ts=CHAT_START + timedelta(hours=2),
         )
     )
     hits = index.search("u1", session.id, "Where did Vanessa travel?", limit=3)
