@@ -9,6 +9,7 @@ from agentctx import ContextEngine
 from agentctx.llm import HashingEmbedder
 from agentctx.retrieval import RetrievalConfig, SearchIndex
 from agentctx.retrieval.aliases import addresses, alias_owner, introduces
+from agentctx.retrieval.lexical import SessionStats, search_session
 from agentctx.retrieval.participants import (
     as_asked_by,
     first_person,
@@ -16,6 +17,7 @@ from agentctx.retrieval.participants import (
     named_with_someone_else,
     unnamed_words,
 )
+from agentctx.retrieval.sync import read_state
 from conftest import append_chat
 
 
@@ -127,3 +129,26 @@ def test_a_participant_asked_about_by_an_alias_is_found_once_it_is_learned(
     # Learning aliases off, the same log ranks the shared words first again.
     plain = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(aliases=False))
     assert plain.search("u1", session.id, query, limit=3)[0].seq == 2
+
+
+def test_the_lexical_search_after_a_seq_reads_only_later_events(engine: ContextEngine) -> None:
+    session = engine.create_session(user_id="u1")
+    append_chat(session, [*CHAT, THIRD_ADDRESS], user="Emi")
+    index = SearchIndex(engine.db, HashingEmbedder())
+    index.sync("u1", session.id)
+    with engine.db.read() as conn:
+        state = read_state(conn, "u1", session.id, None)
+        assert state is not None and state.sid is not None
+        stats = SessionStats(state.sid, state.doc_count, state.term_count)
+
+        def seqs(after: int | None) -> list[int]:
+            hits = search_session(
+                conn, stats, ["kate"], limit=10, before_seq=None, after_seq=after, max_postings=100
+            )
+            return sorted(h.seq for h in hits)
+
+        # "Kate" is in events 2, 5 and 7: the incremental read of what is new since
+        # seq 5 is the last one alone, and nothing is new after the last event.
+        assert seqs(None) == [2, 5, 7]
+        assert seqs(5) == [7]
+        assert seqs(7) == []

@@ -18,8 +18,9 @@ word's evidence points to them.
 
 Aliases are looked up lazily: only for a capitalised word of a query that names no
 author, over the events the lexical index ranks best for that word (at most
-:data:`SAMPLE`; short messages such as greetings rank first), and remembered per
-session until the session's index grows. Only English is read.
+:data:`SAMPLE`; short messages such as greetings rank first). The evidence is kept per
+session and word, and as the session's index grows only the newly indexed events that
+hold the word are read. Only English is read.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ _CALENDAR = frozenset(
     )
 )
 
-Lexical = Callable[[Connection, str, int], list[int]]
-"""(connection, term, limit) -> the best seqs of the session for that one term."""
+Lexical = Callable[[Connection, str, int, int | None], list[int]]
+"""(connection, term, limit, after seq) -> the session's best seqs for that one term,
+only among those after the given seq when one is given."""
 
 
 def addresses(text: str, word: str) -> bool:
@@ -94,36 +96,57 @@ def introduces(text: str, word: str) -> bool:
     )
 
 
+class Evidence:
+    """What the events read so far say of one word: the votes for each author, and how
+    many of them were addresses."""
+
+    def __init__(self) -> None:
+        self.votes: Counter[str] = Counter()
+        self.addressed: Counter[str] = Counter()
+
+    def add(
+        self, word: str, messages: Iterable[tuple[str | None, str]], authors: Collection[str]
+    ) -> None:
+        """Count what ``messages`` ((author, text) of events that hold ``word``) say."""
+        for author, text in messages:
+            if author is not None and author in authors and introduces(text, word):
+                self.votes[author] += INTRODUCTION_WEIGHT
+            if addresses(text, word):
+                others = [a for a in authors if a != author]
+                if len(others) == 1:
+                    self.votes[others[0]] += 1
+                    self.addressed[others[0]] += 1
+
+    def owner(self) -> str | None:
+        """The author the word is another name for, or None when the evidence does not
+        say (see the module's rules)."""
+        if not self.votes:
+            return None
+        (owner, count), total = self.votes.most_common(1)[0], sum(self.votes.values())
+        if count < MIN_EVIDENCE or not self.addressed[owner] or count < OWNER_SHARE * total:
+            return None
+        return owner
+
+
 def alias_owner(
     word: str, messages: Iterable[tuple[str | None, str]], authors: Collection[str]
 ) -> str | None:
     """The author ``word`` is another name for, from ``messages`` ((author, text) of
     events that hold it), or None when the evidence does not say."""
-    votes: Counter[str] = Counter()
-    addressed: Counter[str] = Counter()
-    for author, text in messages:
-        if author is not None and author in authors and introduces(text, word):
-            votes[author] += INTRODUCTION_WEIGHT
-        if addresses(text, word):
-            others = [a for a in authors if a != author]
-            if len(others) == 1:
-                votes[others[0]] += 1
-                addressed[others[0]] += 1
-    if not votes:
-        return None
-    (owner, count), total = votes.most_common(1)[0], sum(votes.values())
-    if count < MIN_EVIDENCE or not addressed[owner] or count < OWNER_SHARE * total:
-        return None
-    return owner
+    evidence = Evidence()
+    evidence.add(word, messages, authors)
+    return evidence.owner()
 
 
 class AliasBook:
-    """Aliases found per session and word, each kept while the session's index holds
-    the same number of documents (bounded, least recently used dropped first)."""
+    """The evidence for each session's words, read incrementally: a word is looked up
+    once over the best :data:`SAMPLE` events for it, then again only over the events
+    indexed since (bounded, least recently used dropped first)."""
 
     def __init__(self, max_entries: int = 4096) -> None:
         self._max = max_entries
-        self._known: OrderedDict[tuple[str, str, str], tuple[int, str | None]] = OrderedDict()
+        # (user id, session id, word) -> (seq indexed up to when read, its evidence)
+        self._known: OrderedDict[tuple[str, str, str], tuple[int, Evidence]] = OrderedDict()
         self._lock = threading.Lock()
 
     def aliases(
@@ -133,45 +156,41 @@ class AliasBook:
         query: str,
         authors: Collection[str],
         *,
-        doc_count: int,
+        indexed_seq: int,
         lexical: Lexical,
     ) -> Aliases:
         """The aliases among ``query``'s capitalised words that name no author:
-        alias (casefolded) -> author. ``session`` is (user id, session id)."""
+        alias (casefolded) -> author. ``session`` is (user id, session id);
+        ``indexed_seq``, how far its lexical index has got."""
         found: dict[str, str] = {}
-        if not authors or not doc_count:
+        if not authors or not indexed_seq:
             return found
         for word in unnamed_words(query, authors):
+            terms = query_terms(word)
+            if len(terms) != 1:  # a stop word ("What"), or not one word
+                continue
             key = (*session, word.casefold())
             with self._lock:
                 known = self._known.get(key)
                 if known is not None:
                     self._known.move_to_end(key)
-            if known is None or known[0] != doc_count:
-                owner = self._look_up(conn, session, word, authors, lexical)
+            if known is not None and known[0] > indexed_seq:
+                known = None  # the index was rebuilt: read it again
+            if known is None or known[0] < indexed_seq:
+                after = known[0] if known is not None else None
+                evidence = known[1] if known is not None else Evidence()
+                seqs = lexical(conn, terms[0], SAMPLE, after)
+                evidence.add(word, _messages(conn, session, seqs), authors)
                 with self._lock:
-                    self._known[key] = (doc_count, owner)
+                    self._known[key] = (indexed_seq, evidence)
                     while len(self._known) > self._max:
                         self._known.popitem(last=False)
             else:
-                owner = known[1]
+                evidence = known[1]
+            owner = evidence.owner()
             if owner is not None:
                 found[word.casefold()] = owner
         return found
-
-    @staticmethod
-    def _look_up(
-        conn: Connection,
-        session: tuple[str, str],
-        word: str,
-        authors: Collection[str],
-        lexical: Lexical,
-    ) -> str | None:
-        terms = query_terms(word)
-        if len(terms) != 1:  # a stop word ("What"), or not one word
-            return None
-        seqs = lexical(conn, terms[0], SAMPLE)
-        return alias_owner(word, _messages(conn, session, seqs), authors)
 
 
 def _messages(

@@ -50,7 +50,7 @@ from agentctx.retrieval.tables import ensure_lexical, ensure_vectors
 from agentctx.retrieval.terms import query_terms
 from agentctx.retrieval.vector_cache import VectorCache
 from agentctx.storage.database import Database
-from agentctx.storage.schema import events, search_docs
+from agentctx.storage.schema import events
 
 if TYPE_CHECKING:
     from agentctx.context.sources import RetrievedHit
@@ -529,12 +529,13 @@ class SearchIndex:
             return {}
         indexed: IndexState = state  # (a closure does not keep the narrowing)
 
-        def lexical(conn: Connection, term: str, limit: int) -> list[int]:
-            return [h.seq for h in self._lexical(conn, indexed, [term], limit, None)]
+        def lexical(conn: Connection, term: str, limit: int, after: int | None) -> list[int]:
+            hits = self._lexical(conn, indexed, [term], limit, None, after_seq=after)
+            return [h.seq for h in hits]
 
         return dict(
             self._aliases.aliases(
-                conn, key, query, authors, doc_count=state.doc_count, lexical=lexical
+                conn, key, query, authors, indexed_seq=state.indexed_seq, lexical=lexical
             )
         )
 
@@ -552,36 +553,19 @@ class SearchIndex:
         terms: list[str],
         depth: int,
         before_seq: int | None,
+        *,
+        after_seq: int | None = None,
     ) -> list[lexical_index.LexicalHit]:
-        if not terms or state.sid is None or not state.doc_count:
+        if state.sid is None:
             return []
-        sid = state.sid
-        frequencies = lexical_index.document_frequencies(conn, sid, terms)
-        chosen, recent_only = lexical_index.choose_terms(frequencies, self.config.max_postings)
-        if not chosen:
-            return []
-        min_doc = None
-        if recent_only:
-            # Even the rarest term is too common to score everywhere: score the newest
-            # documents that hold about max_postings of its postings.
-            window = max(1, state.doc_count * self.config.max_postings // frequencies[chosen[0]])
-            query = select(search_docs.c.doc_id).where(search_docs.c.sid == sid)
-            if before_seq is not None:
-                query = query.where(search_docs.c.seq < before_seq)
-            found = conn.execute(
-                query.order_by(search_docs.c.seq.desc()).offset(window - 1).limit(1)
-            ).scalar()
-            min_doc = None if found is None else int(found)
-        return lexical_index.search(
+        return lexical_index.search_session(
             conn,
-            sid,
-            chosen,
-            frequencies,
-            doc_count=state.doc_count,
-            term_count=state.term_count,
+            lexical_index.SessionStats(state.sid, state.doc_count, state.term_count),
+            terms,
             limit=depth,
-            min_doc_id=min_doc,
             before_seq=before_seq,
+            after_seq=after_seq,
+            max_postings=self.config.max_postings,
         )
 
     def _dense(

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy import Connection, bindparam, func, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from agentctx.retrieval.tables import LEXICAL_TABLE
@@ -53,6 +53,15 @@ class LexicalHit:
     seq: int
     doc_id: int
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    """What BM25 needs to know of a session's index: its number, documents and terms."""
+
+    sid: int
+    doc_count: int
+    term_count: int
 
 
 def insert_documents(conn: Connection, sid: int, documents: Sequence[Document]) -> tuple[int, int]:
@@ -243,3 +252,59 @@ def search(
         params,
     ).all()
     return [LexicalHit(int(seq), int(doc), float(score)) for seq, doc, score in rows]
+
+
+def search_session(
+    conn: Connection,
+    stats: SessionStats,
+    terms: Sequence[str],
+    *,
+    limit: int,
+    before_seq: int | None,
+    after_seq: int | None = None,
+    max_postings: int,
+) -> list[LexicalHit]:
+    """The best ``limit`` documents of a session for ``terms`` by BM25, among the events
+    with seqs between ``after_seq`` and ``before_seq`` (both left out), reading about
+    ``max_postings`` postings at most (:func:`choose_terms`)."""
+    if not terms or not stats.doc_count:
+        return []
+    sid = stats.sid
+    min_doc = None
+    if after_seq is not None:
+        # Documents are numbered in seq order: a bound on seqs is one on doc ids.
+        first = conn.execute(
+            select(func.min(search_docs.c.doc_id)).where(
+                search_docs.c.sid == sid, search_docs.c.seq > after_seq
+            )
+        ).scalar()
+        if first is None:
+            return []
+        min_doc = int(first)
+    frequencies = document_frequencies(conn, sid, terms)
+    chosen, recent_only = choose_terms(frequencies, max_postings)
+    if not chosen:
+        return []
+    if recent_only:
+        # Even the rarest term is too common to score everywhere: score the newest
+        # documents that hold about max_postings of its postings.
+        window = max(1, stats.doc_count * max_postings // frequencies[chosen[0]])
+        query = select(search_docs.c.doc_id).where(search_docs.c.sid == sid)
+        if before_seq is not None:
+            query = query.where(search_docs.c.seq < before_seq)
+        found = conn.execute(
+            query.order_by(search_docs.c.seq.desc()).offset(window - 1).limit(1)
+        ).scalar()
+        if found is not None:
+            min_doc = max(min_doc or 0, int(found))
+    return search(
+        conn,
+        sid,
+        chosen,
+        frequencies,
+        doc_count=stats.doc_count,
+        term_count=stats.term_count,
+        limit=limit,
+        min_doc_id=min_doc,
+        before_seq=before_seq,
+    )
