@@ -526,6 +526,7 @@ class ContextEngine:
         # Everything the user had cached, events included: stale entries could not be
         # read (each read is validated), but the data must not stay.
         self.cache.drop_user(user_id)
+        self.search_index.forget_user(user_id)
         return report.model_copy(update={"extra": {**report.extra, **purged}})
 
     def sweep(self) -> SweepReport:

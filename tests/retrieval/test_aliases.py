@@ -152,3 +152,18 @@ def test_the_lexical_search_after_a_seq_reads_only_later_events(engine: ContextE
         assert seqs(None) == [2, 5, 7]
         assert seqs(5) == [7]
         assert seqs(7) == []
+
+
+def test_forgetting_a_user_drops_the_evidence_read_from_their_sessions(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session(user_id="u1")
+    append_chat(session, [*CHAT, THIRD_ADDRESS], user="Emi")
+    index = SearchIndex(engine.db, HashingEmbedder())
+    index.sync("u1", session.id)
+    assert index.search("u1", session.id, "What are Kate's hobbies?", limit=1)[0].author == "Emi"
+    assert len(index._aliases) == 1  # the evidence for "Kate" ("What" is no name)
+    index.forget_user("u2")
+    assert len(index._aliases) == 1
+    index.forget_user("u1")
+    assert len(index._aliases) == 0

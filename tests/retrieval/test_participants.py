@@ -131,8 +131,10 @@ def test_participant_cache_merges_and_only_moves_forward() -> None:
     cache.put(("u", "t"), 1, ["Dee"])
     cache.put(("u", "v"), 1, ["Eve"])  # over the bound: the oldest session is forgotten
     assert cache.get(key) is None
-    cache.forget(("u", "v"))
-    assert cache.get(("u", "v")) is None
+    cache.put(("w", "x"), 1, ["Fay"])
+    assert cache.get(("u", "v")) == (1, frozenset({"Eve"}))
+    cache.drop_user("u")  # their data was deleted: only the other user's session stays
+    assert cache.get(("u", "v")) is None and cache.get(("w", "x")) == (1, frozenset({"Fay"}))
 
 
 # Two people, each talking about their own evenings, in the first person.

@@ -114,6 +114,31 @@ def test_deleting_user_data_empties_the_index_of_that_user(engine: ContextEngine
         assert session_rows(conn, "u2", other.id) == 1
 
 
+def test_deleting_user_data_leaves_nothing_of_it_in_the_search_index_memory(
+    engine: ContextEngine,
+) -> None:
+    index = engine.search_index
+    gone = indexed_session(engine, index, "u1", SECRET_WORD)
+    kept = indexed_session(engine, index, "u2", "plainword")
+    # Searches fill the caches: the sessions' authors, their vectors, the query vectors.
+    for user_id, session in (("u1", gone), ("u2", kept)):
+        assert index.search(user_id, session.id, f"What did Kate say about {SECRET_WORD}?")
+    assert index._participants.get(("u1", gone.id)) is not None
+    assert index._queries
+    with engine.db.read() as conn:
+        if conn.dialect.name == "sqlite":  # small SQLite sessions are searched in memory
+            assert len(index._vectors)
+
+    engine.delete_user_data("u1")
+
+    assert index._participants.get(("u1", gone.id)) is None
+    assert index._participants.get(("u2", kept.id)) is not None  # another user's stays
+    assert not any(SECRET_WORD in query for query in index._queries)
+    assert len(index._vectors) == 0 and len(index._codes) == 0
+    # The other user's search still works, its caches filled again.
+    assert index.search("u2", kept.id, "plainword trains")
+
+
 def test_the_sweep_removes_expired_sessions_from_the_index(engine: ContextEngine) -> None:
     index = SearchIndex(engine.db, HashingEmbedder())
     kept = indexed_session(engine, index, "u1", "plainword")

@@ -192,6 +192,17 @@ class AliasBook:
                 found[word.casefold()] = owner
         return found
 
+    def __len__(self) -> int:
+        """Words whose evidence is held, over all sessions."""
+        with self._lock:
+            return len(self._known)
+
+    def drop_user(self, user_id: str) -> None:
+        """Drop what is known of the user's sessions (their data was deleted)."""
+        with self._lock:
+            for key in [k for k in self._known if k[0] == user_id]:
+                del self._known[key]
+
 
 def _messages(
     conn: Connection, session: tuple[str, str], seqs: Sequence[int]

@@ -227,6 +227,11 @@ class SessionEntries(Generic[EntryT]):
                 _, dropped = self._entries.popitem(last=False)
                 total -= len(dropped.seqs)
 
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._entries.clear()
+
 
 def rows_after(
     conn: Connection, sid: int, embedder_id: int, column: Any, *, after: int, upto_seq: int
@@ -260,6 +265,10 @@ class NumpyCache(Generic[EntryT]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop every session's arrays."""
+        self._entries.clear()
 
 
 @dataclass(frozen=True, slots=True)

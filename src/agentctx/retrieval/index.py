@@ -216,6 +216,18 @@ class SearchIndex:
                 )
         return SyncReport(indexed, embedded)
 
+    def forget_user(self, user_id: str) -> None:
+        """Drop everything held in memory that came from the user's data (call it once
+        their data is deleted): the authors and aliases of their sessions, and, since
+        they are kept by session number and query text rather than by user, every
+        cached vector, sign code and query embedding (reloaded on the next search)."""
+        self._participants.drop_user(user_id)
+        self._aliases.drop_user(user_id)
+        self._vectors.clear()
+        self._codes.clear()
+        with self._queries_lock:
+            self._queries.clear()
+
     def on_turn_end(self, job: Job) -> None:
         """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``."""
         if job.user_id is not None and job.session_id is not None:

@@ -271,7 +271,8 @@ class ParticipantCache:
                 self._known[key] = (seq, merged)
             return merged
 
-    def forget(self, key: tuple[str, str]) -> None:
-        """Drop what is known of a session (it was deleted)."""
+    def drop_user(self, user_id: str) -> None:
+        """Drop what is known of the user's sessions (their data was deleted)."""
         with self._lock:
-            self._known.pop(key, None)
+            for key in [k for k in self._known if k[0] == user_id]:
+                del self._known[key]
