@@ -3,7 +3,8 @@
 A memory's document is its content and keywords. Its terms (the analysis of
 :mod:`agentctx.retrieval.terms`, prefixed with the user's partition number, as the
 retrieval index prefixes a session's) go to ``memory_fts``; its embedding to
-``memory_vec_<embedder_id>`` (tables: :mod:`agentctx.memory.index_tables`).
+``memory_vec_<embedder_id>`` (tables: :mod:`agentctx.memory.index_tables`; written
+and deleted by :mod:`agentctx.memory.index_documents`).
 
 Scoring of :meth:`MemoryIndex.search`::
 
@@ -26,21 +27,26 @@ documents through the database (cascade, and a trigger on SQLite), so
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy import Connection, bindparam, text
 
 from agentctx.errors import InvalidInput
 from agentctx.events import utcnow
 from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.memory import index_dense, index_terms
+from agentctx.memory.index_documents import (
+    PreparedDocument,
+    indexed_digests,
+    remove_documents,
+    write_documents,
+)
+from agentctx.memory.index_rows import filter_sql, load_memories, utc
 from agentctx.memory.index_tables import (
     DOCS_TABLE,
     LEXICAL_TABLE,
@@ -49,13 +55,12 @@ from agentctx.memory.index_tables import (
     user_partition,
 )
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
-from agentctx.memory.store import load_sources, memory_from_row
 from agentctx.retrieval.fusion import fuse
 from agentctx.retrieval.lexical import choose_terms, prefixed
 from agentctx.retrieval.sync import register_embedder
 from agentctx.retrieval.terms import document_terms, query_terms
 from agentctx.storage.database import Database
-from agentctx.storage.schema import UTCDateTime, memories
+from agentctx.storage.schema import UTCDateTime
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +85,6 @@ def freshness(updated_at: datetime, now: datetime, *, half_life_days: float, flo
     """``max(floor, 0.5 ** (age_days / half_life_days))``; 1 for a future timestamp."""
     age_days = max(0.0, (now - updated_at).total_seconds() / 86400.0)
     return float(max(floor, 0.5 ** (age_days / half_life_days)))
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedDocument:
-    """A memory analysed (and embedded) outside any transaction, ready to write."""
-
-    memory_id: str
-    user_id: str
-    uid: int
-    digest: str
-    terms: list[str]
-    vector: list[float] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +176,7 @@ class MemoryIndex:
         digests = {i: hashlib.sha256(t.encode()).hexdigest()[:32] for i, t in texts.items()}
         if skip_unchanged:
             with self.db.read() as conn:
-                current = self._indexed(conn, list(latest), embedder_id)
+                current = indexed_digests(conn, list(latest), embedder_id)
             latest = {i: m for i, m in latest.items() if current.get(i) != digests[i]}
         wanted = list(latest.values())
         vectors: list[list[float] | None] = [None] * len(wanted)
@@ -201,94 +194,11 @@ class MemoryIndex:
             for m, vector in zip(wanted, vectors, strict=True)
         ]
 
-    def _indexed(
-        self, conn: Connection, memory_ids: Sequence[str], embedder_id: int | None
-    ) -> dict[str, str]:
-        """memory_id -> digest of what is indexed (only complete documents: with their
-        vector when vectors are kept)."""
-        if not memory_ids:
-            return {}
-        rows = conn.execute(
-            text(
-                f"SELECT memory_id, doc_id, digest FROM {DOCS_TABLE} WHERE memory_id IN :ids"
-            ).bindparams(bindparam("ids", expanding=True)),
-            {"ids": list(memory_ids)},
-        ).all()
-        if embedder_id is None or not rows:
-            return {row[0]: row[2] for row in rows}
-        present = index_dense.vectors_of(conn, embedder_id, [int(row[1]) for row in rows])
-        return {row[0]: row[2] for row in rows if int(row[1]) in present}
-
     def write(self, conn: Connection, documents: Sequence[PreparedDocument]) -> None:
         """Write prepared documents inside the caller's write transaction (replacing any
         earlier document of the same memory). The memories must exist in that
         transaction. Call :meth:`prepare` (or :meth:`index_memories`) first."""
-        if not documents:
-            return
-        embedder_id = self._embedder_id if self._dense_ready else None
-        ids = [d.memory_id for d in documents]
-        if conn.dialect.name == "postgresql":
-            # Two writers indexing one memory (two sessions' extractions merged into it)
-            # take turns on its row, so the second replaces the first's document rather
-            # than colliding with it. Sorted: no lock-order deadlock. (SQLite's writer
-            # lock already serializes them.)
-            conn.execute(
-                text(
-                    "SELECT memory_id FROM memories WHERE memory_id IN :ids "
-                    "ORDER BY memory_id FOR UPDATE"
-                ).bindparams(bindparam("ids", expanding=True)),
-                {"ids": sorted(set(ids))},
-            )
-        counts = self._delete_docs(conn, ids)
-        conn.execute(
-            text(
-                f"INSERT INTO {DOCS_TABLE} (memory_id, user_id, uid, digest) "
-                "VALUES (:m, :u, :uid, :d)"
-            ),
-            [{"m": d.memory_id, "u": d.user_id, "uid": d.uid, "d": d.digest} for d in documents],
-        )
-        doc_ids: dict[str, int] = dict(
-            conn.execute(
-                text(
-                    f"SELECT memory_id, doc_id FROM {DOCS_TABLE} WHERE memory_id IN :ids"
-                ).bindparams(bindparam("ids", expanding=True)),
-                {"ids": ids},
-            ).all()
-        )
-        with_terms = [d for d in documents if d.terms]
-        if conn.dialect.name == "sqlite":
-            conn.exec_driver_sql(
-                f"INSERT INTO {LEXICAL_TABLE} (rowid, terms) VALUES (?, ?)",
-                [
-                    (doc_ids[d.memory_id], " ".join(prefixed(d.uid, t) for t in d.terms))
-                    for d in with_terms
-                ],
-            )
-        elif with_terms:
-            conn.execute(
-                text(
-                    f"INSERT INTO {LEXICAL_TABLE} (doc_id, terms) "
-                    "VALUES (:d, array_to_tsvector(CAST(:t AS text[])))"
-                ),
-                [
-                    {
-                        "d": doc_ids[d.memory_id],
-                        "t": list(dict.fromkeys(prefixed(d.uid, t) for t in d.terms)),
-                    }
-                    for d in with_terms
-                ],
-            )
-        if conn.dialect.name == "postgresql":
-            for d in with_terms:
-                counts.update((d.uid, term) for term in set(d.terms))
-            index_terms.apply_counts(conn, counts)
-        if embedder_id is not None:
-            by_user: dict[int, list[tuple[int, Sequence[float]]]] = {}
-            for d in documents:
-                if d.vector is not None:
-                    by_user.setdefault(d.uid, []).append((doc_ids[d.memory_id], d.vector))
-            for uid, items in by_user.items():
-                index_dense.insert_vectors(conn, embedder_id, uid, items)
+        write_documents(conn, documents, self._embedder_id if self._dense_ready else None)
 
     def index_memories(self, memories: Sequence[Memory]) -> None:
         """Index (or re-index) stored memories: an idempotent upsert. Unchanged ones are
@@ -299,34 +209,15 @@ class MemoryIndex:
             with self.db.write() as conn:
                 self.write(conn, documents)
 
-    def _delete_docs(self, conn: Connection, memory_ids: Sequence[str]) -> Counter[tuple[int, str]]:
-        """Delete the memories' documents; on PostgreSQL the term counts to take off
-        (negative), for the caller to apply with its own in one statement."""
-        counts: Counter[tuple[int, str]] = Counter()
-        if not memory_ids:
-            return counts
-        if conn.dialect.name == "postgresql":
-            counts.subtract(index_terms.indexed_terms(conn, memory_ids))
-        statement = text(f"DELETE FROM {DOCS_TABLE} WHERE memory_id IN :ids").bindparams(
-            bindparam("ids", expanding=True)
-        )
-        conn.execute(statement, {"ids": list(memory_ids)})
-        return counts
-
     def remove(self, memory_ids: Sequence[str], *, conn: Connection | None = None) -> None:
         """Take memories out of the index (the memories themselves are untouched).
         With ``conn``, inside the caller's write transaction."""
         self._setup()
         if conn is not None:
-            self._remove(conn, memory_ids)
+            remove_documents(conn, memory_ids)
             return
         with self.db.write() as own:
-            self._remove(own, memory_ids)
-
-    def _remove(self, conn: Connection, memory_ids: Sequence[str]) -> None:
-        counts = self._delete_docs(conn, memory_ids)
-        if conn.dialect.name == "postgresql":
-            index_terms.apply_counts(conn, counts)
+            remove_documents(own, memory_ids)
 
     # Search -----------------------------------------------------------------------------
 
@@ -351,7 +242,7 @@ class MemoryIndex:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         now = now or utcnow()
         embedder_id = self._setup()
-        where, params = _filter_sql(
+        where, params = filter_sql(
             conn_dialect=self.db.dialect,
             user_id=user_id,
             kinds=kinds,
@@ -398,7 +289,8 @@ class MemoryIndex:
             scored.sort(key=lambda item: (-item[0], -item[2].doc_id))
             top = scored[:limit]
             memories = {
-                m.memory_id: m for m in _load(conn, user_id, [c.memory_id for _, _, c, _ in top])
+                m.memory_id: m
+                for m in load_memories(conn, user_id, [c.memory_id for _, _, c, _ in top])
             }
         return [
             MemoryHit(
@@ -490,7 +382,7 @@ class MemoryIndex:
             if isinstance(value, list):
                 statement = statement.bindparams(bindparam(name, expanding=True))
         rows = conn.execute(statement, params).all()
-        return [_Candidate(int(r[0]), str(r[1]), float(r[2]), _utc(r[3])) for r in rows]
+        return [_Candidate(int(r[0]), str(r[1]), float(r[2]), utc(r[3])) for r in rows]
 
     def _lexical(
         self,
@@ -620,7 +512,7 @@ class MemoryIndex:
                 if len(rows) < page or (len(best) == limit and best[-1][0] >= rows[-1].confidence):
                     break
             memories = {
-                m.memory_id: m for m in _load(conn, user_id, [c.memory_id for _, c in best])
+                m.memory_id: m for m in load_memories(conn, user_id, [c.memory_id for _, c in best])
             }
         return [
             MemoryHit(memory=memories[c.memory_id], score=score, relevance=1.0)
@@ -634,7 +526,7 @@ class MemoryIndex:
             if isinstance(value, list):
                 statement = statement.bindparams(bindparam(name, expanding=True))
         rows = conn.execute(statement, params).all()
-        return [_Candidate(0, str(r[1]), float(r[2]), _utc(r[3])) for r in rows]
+        return [_Candidate(0, str(r[1]), float(r[2]), utc(r[3])) for r in rows]
 
     # Deduplication ----------------------------------------------------------------------
 
@@ -652,7 +544,7 @@ class MemoryIndex:
         sets. Consolidation treats >= 0.9 as the same memory. Candidates are the lexical
         and dense rankings' best, scored exactly."""
         embedder_id = self._setup()
-        where, params = _filter_sql(
+        where, params = filter_sql(
             conn_dialect=self.db.dialect,
             user_id=user_id,
             kinds=[kind],
@@ -676,9 +568,9 @@ class MemoryIndex:
                 vectors = index_dense.vectors_of(conn, embedder_id, list(by_doc))
                 similarity = index_dense.cosines(vector, vectors)
                 scores = {by_doc[doc].memory_id: sim for doc, sim in similarity.items()}
-                memories = _load(conn, user_id, list(scores))
+                memories = load_memories(conn, user_id, list(scores))
             else:
-                memories = _load(conn, user_id, [c.memory_id for c in by_doc.values()])
+                memories = load_memories(conn, user_id, [c.memory_id for c in by_doc.values()])
                 wanted = set(document_terms(content))
                 scores = {
                     m.memory_id: _jaccard(wanted, set(document_terms(memory_text(m))))
@@ -688,64 +580,5 @@ class MemoryIndex:
         return [(m, scores[m.memory_id]) for m in ranked[:limit]]
 
 
-def _load(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-    """Memories by id, in the order asked, only the user's.
-
-    Like :func:`agentctx.memory.store.load`, but looked up by primary key alone and
-    checked for the user here: with ``user_id = ?`` in SQL, SQLite scans the user's
-    (user_id, status, kind) index instead, 70 ms at 100k memories.
-    """
-    if not memory_ids:
-        return []
-    rows = conn.execute(
-        select(memories).where(memories.c.memory_id.in_(bindparam("ids", expanding=True))),
-        {"ids": list(memory_ids)},
-    ).mappings()
-    found = {row["memory_id"]: row for row in rows if row["user_id"] == user_id}
-    sources = load_sources(conn, list(found))
-    return [memory_from_row(found[m], sources[m]) for m in memory_ids if m in found]
-
-
 def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
-
-
-def _utc(value: Any) -> datetime:
-    """A timestamp from a text() row: SQLite returns the stored text."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    parsed = datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _filter_sql(
-    *,
-    conn_dialect: str,
-    user_id: str,
-    kinds: Sequence[MemoryKind | str] | None,
-    agent_id: str | None,
-    filters: dict[str, Any] | None,
-    statuses: Sequence[str],
-    now: datetime,
-) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause on ``memories AS m`` and its parameters."""
-    clauses = ["m.user_id = :user_id", "(m.expires_at IS NULL OR m.expires_at > :now)"]
-    params: dict[str, Any] = {"user_id": user_id, "now": now}
-    clauses.append("m.status IN :statuses")
-    params["statuses"] = list(statuses) or ["__none__"]
-    if kinds is not None:
-        clauses.append("m.kind IN :kinds")
-        params["kinds"] = [str(MemoryKind(k).value) for k in kinds] or ["__none__"]
-    if agent_id is not None:
-        clauses.append("m.agent_id = :agent_id")
-        params["agent_id"] = agent_id
-    for i, (key, value) in enumerate(sorted((filters or {}).items())):
-        encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-        if conn_dialect == "sqlite":
-            params[f"fk{i}"] = '$."' + key.replace('"', '\\"') + '"'
-            clauses.append(f"json(m.data -> :fk{i}) = json(:fv{i})")
-        else:
-            params[f"fk{i}"] = key
-            clauses.append(f"m.data -> CAST(:fk{i} AS text) = CAST(:fv{i} AS jsonb)")
-        params[f"fv{i}"] = encoded
-    return " AND ".join(clauses), params
