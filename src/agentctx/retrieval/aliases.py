@@ -28,14 +28,14 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection
 
-from agentctx.retrieval.participants import APOSTROPHES, Aliases, unnamed_words
+from agentctx.retrieval.event_rows import authored_texts
+from agentctx.retrieval.lexical import SessionStats, search_session
+from agentctx.retrieval.participants import APOSTROPHES, Aliases
 from agentctx.retrieval.terms import query_terms
-from agentctx.retrieval.text import stored_event_text
-from agentctx.storage.schema import events
 
 MIN_EVIDENCE = 3
 """Evidence an alias needs (an address counts once, an introduction twice)."""
@@ -64,10 +64,6 @@ _CALENDAR = frozenset(
         "later",
     )
 )
-
-Lexical = Callable[[Connection, str, int, int | None], list[int]]
-"""(connection, term, limit, after seq) -> the session's best seqs for that one term,
-only among those after the given seq when one is given."""
 
 
 def addresses(text: str, word: str) -> bool:
@@ -153,19 +149,21 @@ class AliasBook:
         self,
         conn: Connection,
         session: tuple[str, str],
-        query: str,
+        words: Sequence[str],
         authors: Collection[str],
         *,
+        index: SessionStats,
         indexed_seq: int,
-        lexical: Lexical,
+        max_postings: int,
     ) -> Aliases:
-        """The aliases among ``query``'s capitalised words that name no author:
-        alias (casefolded) -> author. ``session`` is (user id, session id);
-        ``indexed_seq``, how far its lexical index has got."""
+        """The aliases among ``words`` (a query's capitalised words that name no author,
+        see :func:`~agentctx.retrieval.participants.unnamed_words`): alias (casefolded)
+        -> author. ``session`` is (user id, session id); ``index``, its lexical index,
+        indexed up to ``indexed_seq``; ``max_postings``, the lexical lookup's bound."""
         found: dict[str, str] = {}
         if not authors or not indexed_seq:
             return found
-        for word in unnamed_words(query, authors):
+        for word in words:
             terms = query_terms(word)
             if len(terms) != 1:  # a stop word ("What"), or not one word
                 continue
@@ -179,8 +177,16 @@ class AliasBook:
             if known is None or known[0] < indexed_seq:
                 after = known[0] if known is not None else None
                 evidence = known[1] if known is not None else Evidence()
-                seqs = lexical(conn, terms[0], SAMPLE, after)
-                evidence.add(word, _messages(conn, session, seqs), authors)
+                hits = search_session(
+                    conn,
+                    index,
+                    terms,
+                    limit=SAMPLE,
+                    before_seq=None,
+                    after_seq=after,
+                    max_postings=max_postings,
+                )
+                evidence.add(word, authored_texts(conn, session, [h.seq for h in hits]), authors)
                 with self._lock:
                     self._known[key] = (indexed_seq, evidence)
                     while len(self._known) > self._max:
@@ -202,21 +208,3 @@ class AliasBook:
         with self._lock:
             for key in [k for k in self._known if k[0] == user_id]:
                 del self._known[key]
-
-
-def _messages(
-    conn: Connection, session: tuple[str, str], seqs: Sequence[int]
-) -> list[tuple[str | None, str]]:
-    """(author, searchable text) of the given events of the session."""
-    if not seqs:
-        return []
-    user_id, session_id = session
-    rows = conn.execute(
-        select(events.c.author, events.c.parts, events.c.payload, events.c.meta).where(
-            events.c.user_id == user_id,
-            events.c.session_id == session_id,
-            events.c.seq.in_(bindparam("seqs", expanding=True)),
-        ),
-        {"seqs": list(seqs)},
-    ).all()
-    return [(author, stored_event_text(parts, pay, meta)) for author, parts, pay, meta in rows]

@@ -4,7 +4,8 @@ The rankings give seqs; a search reports each hit's id, turn, time, type, author
 token estimate (:func:`hit_rows`), and the context builder's retrieval only the token
 estimates (:func:`event_column`), which spares it decoding the rest. One compiled
 statement per set of columns, for any number of seqs. A query that may name someone
-needs the session's authors (:func:`session_authors`).
+needs the session's authors (:func:`session_authors`), and looking for another name
+an author goes by, the text of a few events (:func:`authored_texts`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 
 from agentctx.retrieval.participants import ParticipantCache
+from agentctx.retrieval.text import stored_event_text
 from agentctx.storage import fastsql
 from agentctx.storage.repository import seq_in_list, seq_list_value
 from agentctx.storage.schema import events
@@ -65,6 +67,25 @@ def session_authors(
         max(int(seq) for _, seq in rows),
         [a for a, _ in rows if isinstance(a, str) and a],
     )
+
+
+def authored_texts(
+    conn: Connection, session: tuple[str, str], seqs: Sequence[int]
+) -> list[tuple[str | None, str]]:
+    """(author, searchable text) of the given events of the session (``session`` is
+    (user id, session id))."""
+    if not seqs:
+        return []
+    user_id, session_id = session
+    rows = conn.execute(
+        select(events.c.author, events.c.parts, events.c.payload, events.c.meta).where(
+            events.c.user_id == user_id,
+            events.c.session_id == session_id,
+            events.c.seq.in_(bindparam("seqs", expanding=True)),
+        ),
+        {"seqs": list(seqs)},
+    ).all()
+    return [(author, stored_event_text(parts, pay, meta)) for author, parts, pay, meta in rows]
 
 
 def _rows(

@@ -426,7 +426,14 @@ class SearchIndex:
         participant's own, and the feedback ranking."""
         if state.sid is None:
             return []
-        lexical_hits = self._lexical(conn, state, ranking.terms, ranking.depth, ranking.before_seq)
+        lexical_hits = lexical_index.search_session(
+            conn,
+            lexical_index.SessionStats(state.sid, state.doc_count, state.term_count),
+            ranking.terms,
+            limit=ranking.depth,
+            before_seq=ranking.before_seq,
+            max_postings=self.config.max_postings,
+        )
         dense_hits: list[dense_index.DenseHit] = []
         if ranking.vector is not None and embedder_id is not None and state.vector_count:
             dense_hits = self._dense(
@@ -528,28 +535,23 @@ class SearchIndex:
         aliases: dict[str, str] = {}
         with self.db.read() as conn:
             authors = session_authors(conn, self._participants, key)
-            if self.config.aliases and unnamed_words(query, authors):
-                aliases = self._aliases_in(conn, key, query, authors)
+            words = unnamed_words(query, authors) if self.config.aliases else []
+            state = read_state(conn, user_id, session_id, None) if words else None
+            if state is not None and state.sid is not None:
+                aliases = dict(
+                    self._aliases.aliases(
+                        conn,
+                        key,
+                        words,
+                        authors,
+                        index=lexical_index.SessionStats(
+                            state.sid, state.doc_count, state.term_count
+                        ),
+                        indexed_seq=state.indexed_seq,
+                        max_postings=self.config.max_postings,
+                    )
+                )
         return named_participants(query, authors, aliases), aliases
-
-    def _aliases_in(
-        self, conn: Connection, key: tuple[str, str], query: str, authors: frozenset[str]
-    ) -> dict[str, str]:
-        """The aliases of ``authors`` among the query's other capitalised words."""
-        state = read_state(conn, key[0], key[1], None)
-        if state is None or state.sid is None:
-            return {}
-        indexed: IndexState = state  # (a closure does not keep the narrowing)
-
-        def lexical(conn: Connection, term: str, limit: int, after: int | None) -> list[int]:
-            hits = self._lexical(conn, indexed, [term], limit, None, after_seq=after)
-            return [h.seq for h in hits]
-
-        return dict(
-            self._aliases.aliases(
-                conn, key, query, authors, indexed_seq=state.indexed_seq, lexical=lexical
-            )
-        )
 
     def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
         """Whether a sync would find something to do (from the state alone)."""
@@ -557,28 +559,6 @@ class SearchIndex:
             return True
         embeds = embedder_id is not None and self.config.inline_embed_limit > 0
         return embeds and state.embedded_seq < state.indexed_seq
-
-    def _lexical(
-        self,
-        conn: Connection,
-        state: IndexState,
-        terms: list[str],
-        depth: int,
-        before_seq: int | None,
-        *,
-        after_seq: int | None = None,
-    ) -> list[lexical_index.LexicalHit]:
-        if state.sid is None:
-            return []
-        return lexical_index.search_session(
-            conn,
-            lexical_index.SessionStats(state.sid, state.doc_count, state.term_count),
-            terms,
-            limit=depth,
-            before_seq=before_seq,
-            after_seq=after_seq,
-            max_postings=self.config.max_postings,
-        )
 
     def _dense(
         self,
