@@ -127,14 +127,14 @@ def test_deleting_user_data_leaves_nothing_of_it_in_the_search_index_memory(
     assert index._queries
     with engine.db.read() as conn:
         if conn.dialect.name == "sqlite":  # small SQLite sessions are searched in memory
-            assert len(index._vectors)
+            assert len(index._vector_search.vectors)
 
     engine.delete_user_data("u1")
 
     assert index._participants.get(("u1", gone.id)) is None
     assert index._participants.get(("u2", kept.id)) is not None  # another user's stays
     assert not any(SECRET_WORD in query for query in index._queries)
-    assert len(index._vectors) == 0 and len(index._codes) == 0
+    assert len(index._vector_search.vectors) == 0 and len(index._vector_search.codes) == 0
     # The other user's search still works, its caches filled again.
     assert index.search("u2", kept.id, "plainword trains")
 

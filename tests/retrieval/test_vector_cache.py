@@ -116,12 +116,12 @@ def test_cache_grows_with_the_session_and_evicts_least_recent(
     assert top(first.id, 30) == 30
     _more(first, 10, start=30)  # new events after the entry was loaded
     assert top(first.id, 39) == 39
-    held = len(index._vectors)
+    held = len(index._vector_search.vectors)
     assert 37 <= held <= 40  # every document of the 40 events (three are blank)
     second = sqlite_engine.create_session(user_id="u1")
     _more(second, 30, start=100)
     assert top(second.id, 12) == 12
-    assert len(index._vectors) <= 50  # the first session was dropped
+    assert len(index._vector_search.vectors) <= 50  # the first session was dropped
     assert top(first.id, 39) == 39  # and is read again when asked for
 
 
@@ -137,6 +137,6 @@ def test_cache_off_or_without_vectors(sqlite_engine: ContextEngine) -> None:
     assert [h.seq for h in on.search("u1", session_id, "tokyo flight", lexical=False, limit=5)] == [
         h.seq for h in off
     ]
-    assert len(index._vectors) == 0 and not index._vectors.enabled
+    assert len(index._vector_search.vectors) == 0 and not index._vector_search.vectors.enabled
     empty = sqlite_engine.create_session(user_id="u1")
     assert on.search("u1", empty.id, "tokyo", lexical=False) == []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection
 
 from agentctx.errors import InvalidInput
 from agentctx.jobs import Job
@@ -48,9 +48,8 @@ from agentctx.retrieval.sync import (
 )
 from agentctx.retrieval.tables import ensure_lexical, ensure_vectors
 from agentctx.retrieval.terms import query_terms
-from agentctx.retrieval.vector_cache import VectorCache
+from agentctx.retrieval.vector_search import VectorSearch
 from agentctx.storage.database import Database
-from agentctx.storage.schema import events
 
 if TYPE_CHECKING:
     from agentctx.context.sources import RetrievedHit
@@ -116,8 +115,7 @@ class SearchIndex:
         self._dense_ready: bool | None = None  # None: not set up yet
         self._context_id: int | None = None  # vectors embedded with the event before
         self._setup_lock = threading.Lock()
-        self._codes = dense_index.CodeCache(self.config.code_cache_vectors)
-        self._vectors = VectorCache(self.config.vector_cache_vectors)
+        self._vector_search = VectorSearch(self.config)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._queries_lock = threading.Lock()
         self._participants = ParticipantCache()
@@ -223,8 +221,7 @@ class SearchIndex:
         cached vector, sign code and query embedding (reloaded on the next search)."""
         self._participants.drop_user(user_id)
         self._aliases.drop_user(user_id)
-        self._vectors.clear()
-        self._codes.clear()
+        self._vector_search.clear()
         with self._queries_lock:
             self._queries.clear()
 
@@ -436,7 +433,7 @@ class SearchIndex:
         )
         dense_hits: list[dense_index.DenseHit] = []
         if ranking.vector is not None and embedder_id is not None and state.vector_count:
-            dense_hits = self._dense(
+            dense_hits = self._vector_search.search(
                 conn,
                 state,
                 embedder_id,
@@ -459,7 +456,7 @@ class SearchIndex:
         ):
             # The same query against each event embedded after the one before it: a
             # short answer ("They said 6") is found through the question it answers.
-            context_hits = self._dense(
+            context_hits = self._vector_search.search(
                 conn,
                 context,
                 self._context_id,
@@ -491,40 +488,21 @@ class SearchIndex:
         ):
             best = best_fused(rankings, self.config.rrf_k, self.config.feedback_docs)
             feedback = (
-                self._feedback_ranking(conn, state, embedder_id, ranking, best) if best else []
+                self._vector_search.feedback(
+                    conn,
+                    state,
+                    embedder_id,
+                    ranking.vector,
+                    best,
+                    depth=ranking.depth,
+                    before_seq=ranking.before_seq,
+                )
+                if best
+                else []
             )
             if feedback:
-                rankings.append((feedback, self.config.feedback_weight))
+                rankings.append(([h.seq for h in feedback], self.config.feedback_weight))
         return rankings
-
-    def _feedback_ranking(
-        self,
-        conn: Connection,
-        state: IndexState,
-        embedder_id: int,
-        ranking: _Ranking,
-        best: Sequence[int],
-    ) -> list[int]:
-        """Dense ranking for the query moved towards the vectors of its best hits
-        (Rocchio's pseudo-relevance feedback): finds events like the answers found."""
-        assert ranking.vector is not None and state.sid is not None
-        found = dense_index.stored_vectors(
-            conn, embedder_id, state.sid, best[: self.config.feedback_docs]
-        )
-        if not found:
-            return []
-        mix = self.config.feedback_mix / len(found)
-        moved = [q + mix * sum(vector[i] for vector in found) for i, q in enumerate(ranking.vector)]
-        norm = sum(v * v for v in moved) ** 0.5 or 1.0
-        hits = self._dense(
-            conn,
-            state,
-            embedder_id,
-            [v / norm for v in moved],
-            depth=ranking.depth,
-            before_seq=ranking.before_seq,
-        )
-        return [h.seq for h in hits]
 
     def _named(self, user_id: str, session_id: str, query: str) -> tuple[list[str], dict[str, str]]:
         """The authors of the session that ``query`` names, and the aliases it names them
@@ -560,53 +538,6 @@ class SearchIndex:
         embeds = embedder_id is not None and self.config.inline_embed_limit > 0
         return embeds and state.embedded_seq < state.indexed_seq
 
-    def _dense(
-        self,
-        conn: Connection,
-        state: IndexState,
-        embedder_id: int,
-        vector: list[float],
-        *,
-        depth: int,
-        before_seq: int | None,
-    ) -> list[dense_index.DenseHit]:
-        assert state.sid is not None
-        if self._codes.enabled and state.vector_count > self._exact_limit(conn):
-            hits = self._codes.search(
-                conn,
-                embedder_id,
-                state.sid,
-                state.embedded_seq,
-                vector,
-                k=depth,
-                before_seq=before_seq,
-                candidates=max(self.config.rescore_candidates, depth),
-            )
-        elif self._vectors.enabled and conn.dialect.name == "sqlite":
-            hits = self._vectors.search(
-                conn,
-                embedder_id,
-                state.sid,
-                state.embedded_seq,
-                vector,
-                k=depth,
-                before_seq=before_seq,
-            )
-        else:
-            hits = dense_index.exact_search(
-                conn, embedder_id, state.sid, vector, k=depth, before_seq=before_seq
-            )
-        farthest = 1.0 - self.config.min_similarity
-        return [hit for hit in hits if hit.distance <= farthest]
-
-    def _exact_limit(self, conn: Connection) -> int:
-        limit = self.config.exact_vector_limit
-        if limit is None:
-            # Measured: sqlite-vec ~1 µs a vector, pgvector 0.6 ~20 µs. Numpy over cached
-            # floats is bound by reading 1.5 KB a vector, so past 4000 the codes win too.
-            limit = 4000 if conn.dialect.name == "sqlite" else 256
-        return limit
-
     def retrieve(
         self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
     ) -> list[RetrievedHit]:
@@ -639,15 +570,7 @@ class SearchIndex:
         given = set(seqs)
         wanted = sorted({n for s in given for n in range(max(1, s - radius), s + radius + 1)})
         with self.db.read() as conn:
-            rows = conn.execute(
-                select(events.c.seq, events.c.turn_id).where(
-                    events.c.user_id == user_id,
-                    events.c.session_id == session_id,
-                    events.c.seq.in_(bindparam("seqs", expanding=True)),
-                ),
-                {"seqs": wanted},
-            ).all()
-        turn_of = {int(seq): turn for seq, turn in rows}
+            turn_of = event_column(conn, user_id, session_id, wanted, "turn_id")
         found: set[int] = set()
         for seq in given:
             if seq not in turn_of:
