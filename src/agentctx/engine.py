@@ -36,18 +36,17 @@ from agentctx.jobs import Job, JobQueue
 from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import embedder_from_config
 from agentctx.memory import MEMORY_JOB, build_memory_service
-from agentctx.privacy.redactor import PassThroughRedactor, Redactor
+from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
-from agentctx.sessions.audit import (
-    AUDIT_LOGGER,
-    AuditLog,
-    attach_audit_file,
-    detach_audit_file,
-)
+from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_file
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
-from agentctx.sessions.redaction import ScopedRedactors, session_allow_list
+from agentctx.sessions.redaction import (
+    ScopedRedactors,
+    configured_redactor,
+    session_allow_list,
+)
 from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
@@ -60,20 +59,6 @@ from agentctx.storage.images import turn_has_images
 from agentctx.tokens import TokenCounter, counter_from_spec
 
 TURN_END_PREFIX = "turn_end:"
-
-
-def _configured_redactor(settings: Settings) -> Redactor:
-    """The redactor the settings ask for; PII detection is imported only when enabled."""
-    if not settings.redaction.enabled:
-        return PassThroughRedactor()
-    from agentctx.privacy.logging import install_log_redaction  # noqa: PLC0415
-    from agentctx.privacy.pii import PIIRedactor  # noqa: PLC0415
-
-    redactor = PIIRedactor.from_config(settings.redaction)
-    # agentctx's own log records (audit lines included) pass the same redaction.
-    install_log_redaction(redactor, "agentctx")
-    install_log_redaction(redactor, AUDIT_LOGGER)
-    return redactor
 
 
 if TYPE_CHECKING:
@@ -112,7 +97,7 @@ class ContextEngine:
         migrate.upgrade(self.db)
         audit_path = s.audit_path()
         self._audit_file = attach_audit_file(audit_path) if audit_path is not None else None
-        self.redactor: Redactor = redactor or _configured_redactor(s)
+        self.redactor: Redactor = redactor or configured_redactor(s.redaction)
         self._redactors = ScopedRedactors(self.redactor)
         self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
         self.audit = AuditLog(self.db, self._audit_file)

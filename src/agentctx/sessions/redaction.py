@@ -1,4 +1,5 @@
-"""The redactor one session writes through: the engine's, plus its allow-lists.
+"""The engine's redactor, and the one each session writes through: the engine's plus
+its allow-lists.
 
 An agent's own support address or hotline is not personal data of the user. Values
 listed in the agent's ``pii_allow_list`` (``AgentConfig``) and in the session's
@@ -15,12 +16,29 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentctx.errors import ConfigError, InvalidInput
-from agentctx.privacy.redactor import AllowListRedactor, Redactor
+from agentctx.privacy.config import RedactionConfig
+from agentctx.privacy.redactor import AllowListRedactor, PassThroughRedactor, Redactor
+from agentctx.sessions.audit import AUDIT_LOGGER
 
 SESSION_ALLOW_LIST_KEY = "pii_allow_list"
 """The key of a session's ``config`` that holds its allow-list."""
 
 _CACHE_SIZE = 256
+
+
+def configured_redactor(config: RedactionConfig) -> Redactor:
+    """The engine's redactor as ``config`` asks for it; PII detection is imported only
+    when enabled, and then agentctx's own log records (audit lines included) pass the
+    same redaction."""
+    if not config.enabled:
+        return PassThroughRedactor()
+    from agentctx.privacy.logging import install_log_redaction  # noqa: PLC0415
+    from agentctx.privacy.pii import PIIRedactor  # noqa: PLC0415
+
+    redactor = PIIRedactor.from_config(config)
+    install_log_redaction(redactor, "agentctx")
+    install_log_redaction(redactor, AUDIT_LOGGER)
+    return redactor
 
 
 def session_allow_list(config: Mapping[str, Any]) -> tuple[str, ...]:
