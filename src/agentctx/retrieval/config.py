@@ -31,6 +31,12 @@ class RetrievalConfig(BaseModel):
         description="Weight of the rankings restricted to the one session author a query "
         "names (0: off). See agentctx.retrieval.participants.",
     )
+    date_weight: float = Field(
+        default=2.0,
+        ge=0,
+        description="Weight of the rankings restricted to the events of a calendar day the "
+        "query names, and of the day after (0: off). See agentctx.retrieval.dates.",
+    )
     aliases: bool = Field(
         default=True,
         description="Learn the other names participants go by from how they are addressed "

@@ -28,6 +28,7 @@ from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.aliases import AliasBook
 from agentctx.retrieval.config import RetrievalConfig
+from agentctx.retrieval.dates import NamedDay, named_days, restrict_to_days
 from agentctx.retrieval.event_rows import event_column, hit_rows, session_authors
 from agentctx.retrieval.fusion import best_fused, fuse, top_fused
 from agentctx.retrieval.participants import (
@@ -92,6 +93,7 @@ class _Ranking:
     limit: int
     before_seq: int | None
     focus: str | None = None  # the one participant the query names (see participants)
+    days: tuple[NamedDay, ...] = ()  # the calendar days the query names (see dates)
 
 
 class SearchIndex:
@@ -336,6 +338,7 @@ class SearchIndex:
             limit=limit,
             before_seq=exclude_from_seq,
             focus=focus,
+            days=named_days(query) if self.config.date_weight else (),
         )
         # One read transaction (round trips count on PostgreSQL); a second only after a sync.
         with self.db.read() as conn:
@@ -465,6 +468,13 @@ class SearchIndex:
                 before_seq=ranking.before_seq,
             )
             rankings.append(([h.seq for h in context_hits], weights[1]))
+        base = list(rankings)
+        if ranking.days:
+            # The events of the days the query names ranked on their own: the same
+            # rankings, restricted to what was written on those days.
+            ranked = {seq for seqs, _ in base for seq in seqs}
+            written = event_column(conn, ranking.user_id, ranking.session_id, ranked, "ts")
+            rankings.extend(restrict_to_days(base, written, ranking.days, self.config.date_weight))
         if ranking.focus is not None:
             # The named participant's events ranked on their own: the same two rankings,
             # restricted to what they wrote.
@@ -477,7 +487,7 @@ class SearchIndex:
             )
             focus = ranking.focus
             boost = self.config.participant_weight
-            for seqs, weight in list(rankings):
+            for seqs, weight in base:
                 own = [seq for seq in seqs if authors.get(seq) == focus]
                 rankings.append((own, weight * boost))
         if (
