@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentctx.errors import InvalidInput
+from agentctx.retrieval.dates import MONTHS
 
 Layout = Literal["locomo", "realtalk"]
 
@@ -52,27 +53,6 @@ _LOCOMO_DATE = re.compile(
     r"(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})",
     re.IGNORECASE,
 )
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
 
 
 @dataclass(frozen=True)
@@ -168,7 +148,7 @@ def parse_date(value: str) -> datetime:
     m = _LOCOMO_DATE.fullmatch(text)
     if m is not None:
         hour, minute, half, day, month_name, year = m.groups()
-        month = _MONTHS.get(month_name.lower())
+        month = MONTHS.get(month_name.lower())
         hour_12 = int(hour)
         if month is not None and 1 <= hour_12 <= 12:
             hour_24 = hour_12 % 12 + (12 if half.lower() == "p" else 0)
