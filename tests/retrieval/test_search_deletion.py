@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from datetime import timedelta
 
 from sqlalchemy import Connection, text, update
@@ -162,3 +164,44 @@ def test_the_sweep_removes_expired_sessions_from_the_index(engine: ContextEngine
         assert session_rows(conn, "u1", kept.id) == 1
         assert SECRET_WORD.encode() not in derived_bytes(conn)
         assert counts(conn)["search_docs"] == 3
+
+
+class QueryGate(HashingEmbedder):
+    """Holds the embedding of one text until released: a search caught in flight."""
+
+    def __init__(self, held: str) -> None:
+        super().__init__()
+        self.held = held
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.held in texts:
+            self.reached.set()
+            assert self.release.wait(10)
+        return super().embed(texts)
+
+
+def test_a_search_in_flight_puts_nothing_back_once_the_user_is_forgotten(
+    engine: ContextEngine,
+) -> None:
+    query = f"What did I say about {SECRET_WORD}?"
+    gate = QueryGate(query)
+    index = SearchIndex(engine.db, gate)
+    session = indexed_session(engine, index, "u1", SECRET_WORD)
+    searching = threading.Thread(target=index.search, args=("u1", session.id, query))
+    searching.start()
+    assert gate.reached.wait(10)  # the search is embedding its query
+
+    engine.delete_user_data("u1")
+    forgetting = threading.Thread(target=index.forget_user, args=("u1",))
+    forgetting.start()
+    forgetting.join(0.3)
+    assert forgetting.is_alive()  # it waits for the search in flight ...
+    gate.release.set()
+    searching.join(10)
+    forgetting.join(10)
+    assert not searching.is_alive() and not forgetting.is_alive()
+    # ... which embedded and cached the query before the caches were cleared, not after.
+    assert not any(SECRET_WORD in cached for cached in index._queries)
+    assert index.search("u1", session.id, query) == []

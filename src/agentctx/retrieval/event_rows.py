@@ -5,7 +5,8 @@ token estimate (:func:`hit_rows`), and the context builder's retrieval only the 
 estimates (:func:`event_column`), which spares it decoding the rest. One compiled
 statement per set of columns, for any number of seqs. A query that may name someone
 needs the session's authors (:func:`session_authors`), and looking for another name
-an author goes by, the text of a few events (:func:`authored_texts`).
+an author goes by, the text of a few events (:func:`authored_texts`). The neighbours of
+hits are read by their turns (:func:`turn_neighbours`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,33 @@ def authored_texts(
         {"seqs": list(seqs)},
     ).all()
     return [(author, stored_event_text(parts, pay, meta)) for author, parts, pay, meta in rows]
+
+
+def turn_neighbours(
+    conn: Connection,
+    session: tuple[str, str],
+    seqs: Sequence[int],
+    radius: int,
+    same_turn: bool,
+) -> list[int]:
+    """Seqs of the session within ``radius`` of the given ones (not themselves), oldest
+    first; with ``same_turn`` only those in the same turn as the event they neighbour."""
+    if not seqs or radius < 1:
+        return []
+    given = set(seqs)
+    wanted = {n for s in given for n in range(max(1, s - radius), s + radius + 1)}
+    turn_of = event_column(conn, session[0], session[1], wanted, "turn_id")
+    found: set[int] = set()
+    for seq in given:
+        if seq not in turn_of:
+            continue
+        for near in range(seq - radius, seq + radius + 1):
+            if near in given or near not in turn_of:
+                continue
+            if same_turn and turn_of[near] != turn_of[seq]:
+                continue
+            found.add(near)
+    return sorted(found)
 
 
 def _rows(

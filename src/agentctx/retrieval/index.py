@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
+from readerwriterlock import rwlock
 from sqlalchemy import Connection
 
 from agentctx.errors import InvalidInput
@@ -29,7 +30,12 @@ from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.aliases import AliasBook
 from agentctx.retrieval.config import RetrievalConfig
 from agentctx.retrieval.dates import NamedDay, named_days, restrict_to_days
-from agentctx.retrieval.event_rows import event_column, hit_rows, session_authors
+from agentctx.retrieval.event_rows import (
+    event_column,
+    hit_rows,
+    session_authors,
+    turn_neighbours,
+)
 from agentctx.retrieval.fusion import best_fused, fuse, top_fused
 from agentctx.retrieval.participants import (
     ParticipantCache,
@@ -122,6 +128,10 @@ class SearchIndex:
         self._queries_lock = threading.Lock()
         self._participants = ParticipantCache()
         self._aliases = AliasBook()
+        # Searches share it and forget_user takes it alone, so that no search in flight
+        # puts a deleted user's data back into the caches after they were cleared
+        # (writers first: a deletion is not starved by a stream of searches).
+        self._forgetting = rwlock.RWLockWrite()
 
     # Setup ------------------------------------------------------------------------------
 
@@ -221,11 +231,12 @@ class SearchIndex:
         their data is deleted): the authors and aliases of their sessions, and, since
         they are kept by session number and query text rather than by user, every
         cached vector, sign code and query embedding (reloaded on the next search)."""
-        self._participants.drop_user(user_id)
-        self._aliases.drop_user(user_id)
-        self._vector_search.clear()
-        with self._queries_lock:
-            self._queries.clear()
+        with self._forgetting.gen_wlock():  # once the searches in flight are done
+            self._participants.drop_user(user_id)
+            self._aliases.drop_user(user_id)
+            self._vector_search.clear()
+            with self._queries_lock:
+                self._queries.clear()
 
     def on_turn_end(self, job: Job) -> None:
         """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``."""
@@ -278,18 +289,19 @@ class SearchIndex:
         learned from the indexed events, such as the name others address them by
         (:mod:`agentctx.retrieval.aliases`).
         """
-        return self._search(
-            user_id,
-            session_id,
-            query,
-            limit=limit,
-            lexical=lexical,
-            dense=dense,
-            exclude_from_seq=exclude_from_seq,
-            sync=sync,
-            depth=depth,
-            finish=self._ranked,
-        )
+        with self._forgetting.gen_rlock():
+            return self._search(
+                user_id,
+                session_id,
+                query,
+                limit=limit,
+                lexical=lexical,
+                dense=dense,
+                exclude_from_seq=exclude_from_seq,
+                sync=sync,
+                depth=depth,
+                finish=self._ranked,
+            )
 
     def _search(
         self,
@@ -553,14 +565,15 @@ class SearchIndex:
     ) -> list[RetrievedHit]:
         """The context builder's ``Retriever`` protocol: :meth:`search`'s hits as (seq,
         score, token estimate)."""
-        return self._search(
-            user_id,
-            session_id,
-            query,
-            limit=limit,
-            exclude_from_seq=before_seq,
-            finish=self._retrieved,
-        )
+        with self._forgetting.gen_rlock():
+            return self._search(
+                user_id,
+                session_id,
+                query,
+                limit=limit,
+                exclude_from_seq=before_seq,
+                finish=self._retrieved,
+            )
 
     # Neighbours -------------------------------------------------------------------------
 
@@ -575,20 +588,5 @@ class SearchIndex:
     ) -> list[int]:
         """Seqs within ``radius`` of the given ones (not themselves), oldest first;
         with ``same_turn`` only those in the same turn as the event they neighbour."""
-        if not seqs or radius < 1:
-            return []
-        given = set(seqs)
-        wanted = sorted({n for s in given for n in range(max(1, s - radius), s + radius + 1)})
         with self.db.read() as conn:
-            turn_of = event_column(conn, user_id, session_id, wanted, "turn_id")
-        found: set[int] = set()
-        for seq in given:
-            if seq not in turn_of:
-                continue
-            for near in range(seq - radius, seq + radius + 1):
-                if near in given or near not in turn_of:
-                    continue
-                if same_turn and turn_of[near] != turn_of[seq]:
-                    continue
-                found.add(near)
-        return sorted(found)
+            return turn_neighbours(conn, (user_id, session_id), seqs, radius, same_turn)
