@@ -1,0 +1,248 @@
+"""The event log's tables: agents, sessions, their events and turns, background jobs,
+blobs and their references, the audit log, and the server's API keys."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    false,
+    text,
+)
+
+from agentctx.storage.schema.columns import ID, BigId, JsonColumn, UTCDateTime, metadata
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("agent_id", String(ID), primary_key=True),
+    Column("config", JsonColumn, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("agent_id", String(ID), nullable=False),
+    Column("state", JsonColumn, nullable=False),
+    Column("state_version", Integer, nullable=False),
+    Column("last_seq", BigInteger, nullable=False),
+    Column("last_hash", String(64), nullable=False),
+    Column("config", JsonColumn, nullable=False),
+    Column("meta", JsonColumn, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("last_accessed_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=True),
+    PrimaryKeyConstraint("user_id", "session_id"),
+    Index(None, "user_id", "created_at", "session_id"),
+    Index(None, "expires_at"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", String(64), nullable=False),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("role", String(16), nullable=True),
+    Column("author", String(ID), nullable=True),
+    Column("turn_id", String(64), nullable=True),
+    Column("request_id", String(ID), nullable=True),
+    Column("call_id", String(ID), nullable=True),
+    Column("idempotency_key", String(256), nullable=True),
+    Column("parts", JsonColumn, nullable=False),
+    Column("payload", JsonColumn, nullable=False),
+    Column("meta", JsonColumn, nullable=False),
+    Column("redacted", Boolean, nullable=False),
+    Column("redacted_types", JsonColumn, nullable=False),
+    Column("token_estimate", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+    PrimaryKeyConstraint("user_id", "session_id", "seq"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+    UniqueConstraint("user_id", "session_id", "event_id"),
+    # Partial indexes: most events have no idempotency key or call id, so they cost nothing
+    # there, and they can never be mistaken for an ordering index by the planner.
+    Index(
+        None,
+        "user_id",
+        "session_id",
+        "idempotency_key",
+        unique=True,
+        sqlite_where=text("idempotency_key IS NOT NULL"),
+        postgresql_where=text("idempotency_key IS NOT NULL"),
+    ),
+    Index(
+        None,
+        "user_id",
+        "session_id",
+        "turn_id",
+        sqlite_where=text("turn_id IS NOT NULL"),
+        postgresql_where=text("turn_id IS NOT NULL"),
+    ),
+    Index(
+        None,
+        "user_id",
+        "session_id",
+        "call_id",
+        sqlite_where=text("call_id IS NOT NULL"),
+        postgresql_where=text("call_id IS NOT NULL"),
+    ),
+    # On SQLite the table is its primary key b-tree: one write per event, not two, and a
+    # session's events sit together on disk.
+    sqlite_with_rowid=False,
+)
+
+turns = Table(
+    "turns",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("turn_id", String(64), nullable=False),
+    Column("request_id", String(ID), nullable=True),
+    Column("author", String(ID), nullable=True),
+    Column("status", String(16), nullable=False),  # open | ok | error
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime, nullable=True),
+    Column("first_seq", BigInteger, nullable=True),
+    Column("last_seq", BigInteger, nullable=True),
+    Column("event_count", Integer, nullable=False),
+    PrimaryKeyConstraint("user_id", "session_id", "turn_id"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+    sqlite_with_rowid=False,
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", BigId, primary_key=True, autoincrement=True),
+    Column("kind", String(ID), nullable=False),
+    Column("user_id", String(ID), nullable=True),
+    Column("session_id", String(ID), nullable=True),
+    Column("turn_id", String(64), nullable=True),
+    Column("payload", JsonColumn, nullable=False),
+    Column("status", String(16), nullable=False),  # pending | running | done | failed
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("run_after", UTCDateTime, nullable=False),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("worker", String(ID), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("dedupe_key", String(256), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("dedupe_key"),
+    Index(None, "status", "run_after"),
+    Index(None, "user_id", "session_id"),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("blob_id", String(64), primary_key=True),  # sha256 of the bytes
+    Column("size", BigInteger, nullable=False),
+    Column("media_type", String(ID), nullable=False),
+    Column("width", Integer, nullable=True),
+    Column("height", Integer, nullable=True),
+    # Images: perceptual hashes (16 hex digits) and mean colour, for deduplication.
+    Column("phash", String(16), nullable=True),
+    Column("dhash", String(16), nullable=True),
+    Column("ahash", String(16), nullable=True),
+    Column("mean_color", String(6), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    # Set when cold-storage retention removed the bytes; the row stays, so a restore
+    # can say the image expired rather than that it never existed.
+    Column("expired_at", UTCDateTime, nullable=True),
+)
+
+blob_refs = Table(
+    "blob_refs",
+    metadata,
+    Column("user_id", String(ID), nullable=False),
+    Column("session_id", String(ID), nullable=False),
+    Column("event_id", String(64), nullable=False),
+    Column("part_index", Integer, nullable=False),  # -1: the event's payload
+    Column("blob_id", String(64), nullable=False),
+    Column("image_id", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    # Where the referencing event sits (NULL on references written before 0005).
+    Column("seq", BigInteger, nullable=True),
+    Column("turn_id", String(64), nullable=True),
+    # Visual compaction (seed 000): the image's role in its ended turn (anchor, result,
+    # error, process) and whether windows show a placeholder instead of it.
+    Column("frame", String(16), nullable=True),
+    Column("is_compressed", Boolean, nullable=False, server_default=false()),
+    Column("compressed_at", UTCDateTime, nullable=True),
+    # Perceptual dedup: bits between the submitted image and the one it reused.
+    Column("dedup_distance", Integer, nullable=True),
+    PrimaryKeyConstraint("user_id", "session_id", "event_id", "part_index"),
+    ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    ),
+    Index(None, "blob_id"),
+    Index(None, "user_id", "image_id"),
+    Index(None, "user_id", "session_id", "seq"),
+    Index(None, "user_id", "session_id", "turn_id"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("audit_id", BigId, primary_key=True, autoincrement=True),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("user_id", String(ID), nullable=True),
+    Column("session_id", String(ID), nullable=True),
+    Column("request_id", String(ID), nullable=True),
+    Column("event_id", String(64), nullable=True),
+    Column("event_type", String(32), nullable=True),
+    Column("state_version", Integer, nullable=True),
+    Column("duration_ms", Float, nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("error_code", String(64), nullable=True),
+    Column("meta", JsonColumn, nullable=False),
+    # No index on ts alone: the sweep's retention trim may scan; every append must not pay.
+    Index(None, "user_id", "ts"),
+)
+
+# API keys of the server (agentctx.server.auth): the secret is stored as its sha256 only.
+# Not user data: a key belongs to the operator who issued it, and ``users`` only names
+# whom it may act for.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("secret_hash", String(64), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("users", JsonColumn, nullable=False),
+    Column("scopes", JsonColumn, nullable=False),
+    Column("label", String(256), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
