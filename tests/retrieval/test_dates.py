@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -10,7 +10,16 @@ from agentctx import ContextEngine
 from agentctx.events import EventDraft, EventType, Role, TextPart
 from agentctx.llm import HashingEmbedder
 from agentctx.retrieval import RetrievalConfig, SearchIndex
-from agentctx.retrieval.dates import NamedDay, named_days, on_named_day, restrict_to_days
+from agentctx.retrieval.dates import (
+    NamedDay,
+    QueryDays,
+    RelativeDay,
+    named_days,
+    on_named_day,
+    query_days,
+    relative_days,
+    restrict_to_days,
+)
 
 
 @pytest.mark.parametrize(
@@ -42,6 +51,50 @@ from agentctx.retrieval.dates import NamedDay, named_days, on_named_day, restric
 )
 def test_named_days(query: str, days: list[tuple[int | None, int, int]]) -> None:
     assert named_days(query) == tuple(NamedDay(*day) for day in days)
+
+
+@pytest.mark.parametrize(
+    ("query", "days"),
+    [
+        ("What did I do yesterday?", [RelativeDay(1)]),
+        ("Where were we last night?", [RelativeDay(1)]),
+        ("What did we say the day before yesterday?", [RelativeDay(2)]),
+        ("Today's plan, and yesterday's", [RelativeDay(0), RelativeDay(1)]),
+        ("What did we discuss this morning?", [RelativeDay(0)]),
+        ("the meeting 3 days ago", [RelativeDay(3)]),
+        ("the meeting three days ago", [RelativeDay(3)]),
+        ("What happened on Friday?", [RelativeDay(weekday=4)]),
+        ("我昨天做了什么?", [RelativeDay(1)]),
+        ("前天和3天前", [RelativeDay(2), RelativeDay(3)]),
+        ("yesterday, or today?", [RelativeDay(1), RelativeDay(0)]),
+        # A habit, a day ahead, a bound: no day.
+        ("What do I play on Fridays?", []),
+        ("Plans for next Friday?", []),
+        ("What changed since yesterday?", []),
+    ],
+)
+def test_relative_days(query: str, days: list[RelativeDay]) -> None:
+    assert relative_days(query) == tuple(days)
+
+
+def test_relative_days_resolve_against_the_present() -> None:
+    wednesday = date(2026, 11, 25)
+    assert RelativeDay(1).resolve(wednesday) == NamedDay(2026, 11, 24)
+    assert RelativeDay(3).resolve(wednesday) == NamedDay(2026, 11, 22)
+    assert RelativeDay(weekday=4).resolve(wednesday) == NamedDay(2026, 11, 20)  # Friday
+    assert RelativeDay(weekday=1).resolve(wednesday) == NamedDay(2026, 11, 24)  # Tuesday
+    assert RelativeDay(weekday=2).resolve(wednesday) == NamedDay(2026, 11, 18)  # a week ago
+
+
+def test_query_days_take_relative_days_only_from_a_query_with_no_date() -> None:
+    assert query_days("What did I eat?") is None
+    assert query_days("on 21.01.2024") == QueryDays((NamedDay(2024, 1, 21),), ())
+    assert query_days("yesterday") == QueryDays((), (RelativeDay(1),))
+    # The Friday of "on Friday before 10.01.2024" is that date's, which is a bound.
+    assert query_days("What did she make on Friday before 10.01.2024?") is None
+    both = QueryDays((NamedDay(2024, 1, 21),), (RelativeDay(1),))
+    assert both.resolve(date(2024, 3, 2)) == (NamedDay(2024, 1, 21), NamedDay(2024, 3, 1))
+    assert both.resolve(None) == (NamedDay(2024, 1, 21),)
 
 
 def test_a_day_covers_its_events_and_those_of_the_day_after() -> None:
@@ -80,18 +133,7 @@ CLASS_DAYS = [
 
 
 def _class_week(engine: ContextEngine) -> str:
-    session = engine.create_session(user_id="u1")
-    for when, text in CLASS_DAYS:
-        session.append(
-            EventDraft(
-                type=EventType.USER_INPUT,
-                role=Role.USER,
-                author="Kevin",
-                parts=(TextPart(text=text),),
-                ts=when,
-            )
-        )
-    return session.id
+    return _append_dated(engine, CLASS_DAYS)
 
 
 def test_a_query_naming_a_day_ranks_that_days_events_first(engine: ContextEngine) -> None:
@@ -107,3 +149,35 @@ def test_a_query_naming_a_day_ranks_that_days_events_first(engine: ContextEngine
     assert [h.seq for h in index.search("u1", session_id, bound, limit=6)] == [
         h.seq for h in plain.search("u1", session_id, bound, limit=6)
     ]
+
+
+def _append_dated(engine: ContextEngine, chat: list[tuple[datetime, str]]) -> str:
+    session = engine.create_session(user_id="u1")
+    for when, text in chat:
+        session.append(
+            EventDraft(
+                type=EventType.USER_INPUT,
+                role=Role.USER,
+                author="Kevin",
+                parts=(TextPart(text=text),),
+                ts=when,
+            )
+        )
+    return session.id
+
+
+def test_yesterday_counts_from_the_newest_event(engine: ContextEngine) -> None:
+    session_id = _append_dated(
+        engine,
+        [
+            (datetime(2024, 1, 19, 15, tzinfo=UTC), "Economics class ran late, class was dull."),
+            (datetime(2024, 1, 20, 15, tzinfo=UTC), "Biology class today, then a lab class."),
+            (datetime(2024, 1, 22, 15, tzinfo=UTC), "A short class in the morning."),
+            (datetime(2024, 1, 23, 15, tzinfo=UTC), "Hello again, how are you?"),  # the present
+        ],
+    )
+    index = SearchIndex(engine.db, HashingEmbedder())
+    plain = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(date_weight=0))
+    for query in ("Which class did I have yesterday?", "Which class did I have on Monday?"):
+        assert index.search("u1", session_id, query, limit=3)[0].seq == 3, query
+        assert plain.search("u1", session_id, query, limit=3)[0].seq != 3, query

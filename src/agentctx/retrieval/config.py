@@ -34,8 +34,9 @@ class RetrievalConfig(BaseModel):
     date_weight: float = Field(
         default=2.0,
         ge=0,
-        description="Weight of the rankings restricted to the events of a calendar day the "
-        "query names, and of the day after (0: off). See agentctx.retrieval.dates.",
+        description="Weight of the rankings restricted to the events of a day the query "
+        "names (a date, or 'yesterday', 'on Friday' counted from the newest event), and of "
+        "the day after (0: off). See agentctx.retrieval.dates.",
     )
     aliases: bool = Field(
         default=True,

@@ -29,7 +29,7 @@ from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.aliases import AliasBook
 from agentctx.retrieval.config import RetrievalConfig
-from agentctx.retrieval.dates import NamedDay, named_days, restrict_to_days
+from agentctx.retrieval.dates import QueryDays, query_days, restrict_to_days
 from agentctx.retrieval.event_rows import (
     event_column,
     hit_rows,
@@ -99,7 +99,7 @@ class _Ranking:
     limit: int
     before_seq: int | None
     focus: str | None = None  # the one participant the query names (see participants)
-    days: tuple[NamedDay, ...] = ()  # the calendar days the query names (see dates)
+    days: QueryDays | None = None  # the days the query names (see dates)
 
 
 class SearchIndex:
@@ -350,7 +350,7 @@ class SearchIndex:
             limit=limit,
             before_seq=exclude_from_seq,
             focus=focus,
-            days=named_days(query) if self.config.date_weight else (),
+            days=query_days(query) if self.config.date_weight else None,
         )
         # One read transaction (round trips count on PostgreSQL); a second only after a sync.
         with self.db.read() as conn:
@@ -481,12 +481,15 @@ class SearchIndex:
             )
             rankings.append(([h.seq for h in context_hits], weights[1]))
         base = list(rankings)
-        if ranking.days:
+        if ranking.days is not None:
             # The events of the days the query names ranked on their own: the same
-            # rankings, restricted to what was written on those days.
-            ranked = {seq for seqs, _ in base for seq in seqs}
+            # rankings, restricted to what was written on those days. The newest event
+            # is the present that "yesterday" counts from.
+            ranked = {seq for seqs, _ in base for seq in seqs} | {state.last_seq}
             written = event_column(conn, ranking.user_id, ranking.session_id, ranked, "ts")
-            rankings.extend(restrict_to_days(base, written, ranking.days, self.config.date_weight))
+            present = written.get(state.last_seq)
+            days = ranking.days.resolve(present.date() if present is not None else None)
+            rankings.extend(restrict_to_days(base, written, days, self.config.date_weight))
         if ranking.focus is not None:
             # The named participant's events ranked on their own: the same two rankings,
             # restricted to what they wrote.
