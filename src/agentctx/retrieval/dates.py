@@ -21,9 +21,9 @@ period rather than naming a day (``before January 4th, 2024``, ``since 01.01.202
 A day covers its events and those of the day after (:func:`on_named_day`): events are
 stored in UTC while the question names the asker's local day, a conversation begun in
 the evening goes on past midnight, and what was done one day is often told the next
-("How did the game go yesterday?"). Searching a text for dates with ``dateparser``
-would cover more languages but costs tens of milliseconds a query; these few patterns
-cost microseconds.
+("How did the game go yesterday?"). A general date parser (``dateparser``'s search)
+would cover more languages, at the price of a dependency with its own language data and
+of its time on every query; the forms above are a few compiled patterns.
 """
 
 from __future__ import annotations
