@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     DateTime,
     Dialect,
+    ForeignKeyConstraint,
     Integer,
     MetaData,
     String,
@@ -81,3 +82,13 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 ID = 128  # length of user-visible identifiers
+
+
+def session_foreign_key() -> ForeignKeyConstraint:
+    """A row's link to the session it belongs to, by (user_id, session_id): deleting the
+    session deletes the row. A new constraint each call, as each table needs its own."""
+    return ForeignKeyConstraint(
+        ["user_id", "session_id"],
+        ["sessions.user_id", "sessions.session_id"],
+        ondelete="CASCADE",
+    )

@@ -17,7 +17,13 @@ from sqlalchemy import (
     text,
 )
 
-from agentctx.storage.schema.columns import ID, JsonColumn, UTCDateTime, metadata
+from agentctx.storage.schema.columns import (
+    ID,
+    JsonColumn,
+    UTCDateTime,
+    metadata,
+    session_foreign_key,
+)
 
 # Summaries (agentctx.compaction): derived text that stands for an exact range of a
 # session's events, which stay in the log untouched. A summary is never updated: each
@@ -46,11 +52,7 @@ summaries = Table(
     Column("created_at", UTCDateTime, nullable=False),
     # Also the "latest per session and kind" index: its last entry is the newest version.
     UniqueConstraint("user_id", "session_id", "kind", "version"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
 )
 
 # Topic archiving (agentctx.compaction.topics): a topic stands for a contiguous run of a
@@ -77,11 +79,7 @@ topics = Table(
     Column("method", String(256), nullable=False),  # offline | llm:<model> | offline (…)
     Column("created_at", UTCDateTime, nullable=False),
     UniqueConstraint("user_id", "session_id", "first_seq"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
 )
 
 topic_events = Table(
@@ -131,9 +129,5 @@ reflections = Table(
     Column("method", String(256), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("user_id", "session_id", "seq"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
-    ForeignKeyConstraint,
     Index,
     Integer,
     PrimaryKeyConstraint,
@@ -14,7 +13,13 @@ from sqlalchemy import (
     Text,
 )
 
-from agentctx.storage.schema.columns import ID, JsonColumn, UTCDateTime, metadata
+from agentctx.storage.schema.columns import (
+    ID,
+    JsonColumn,
+    UTCDateTime,
+    metadata,
+    session_foreign_key,
+)
 
 # Human in the loop (agentctx.hitl): one flag row per evaluated session, and the last
 # context window built per (session, turn) for repro packages. ``turn_id`` is ``""`` for a
@@ -39,11 +44,7 @@ hitl_flags = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("user_id", "session_id"),
     Index(None, "user_id", "status"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
 )
 
 context_windows = Table(
@@ -60,9 +61,5 @@ context_windows = Table(
     Column("report", JsonColumn, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("user_id", "session_id", "turn_id"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
 )

@@ -8,7 +8,6 @@ from sqlalchemy import (
     Boolean,
     Column,
     Float,
-    ForeignKeyConstraint,
     Index,
     Integer,
     PrimaryKeyConstraint,
@@ -20,7 +19,14 @@ from sqlalchemy import (
     text,
 )
 
-from agentctx.storage.schema.columns import ID, BigId, JsonColumn, UTCDateTime, metadata
+from agentctx.storage.schema.columns import (
+    ID,
+    BigId,
+    JsonColumn,
+    UTCDateTime,
+    metadata,
+    session_foreign_key,
+)
 
 agents = Table(
     "agents",
@@ -75,11 +81,7 @@ events = Table(
     Column("token_estimate", Integer, nullable=False),
     Column("hash", String(64), nullable=False),
     PrimaryKeyConstraint("user_id", "session_id", "seq"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
     UniqueConstraint("user_id", "session_id", "event_id"),
     # Partial indexes: most events have no idempotency key or call id, so they cost nothing
     # there, and they can never be mistaken for an ordering index by the planner.
@@ -128,11 +130,7 @@ turns = Table(
     Column("last_seq", BigInteger, nullable=True),
     Column("event_count", Integer, nullable=False),
     PrimaryKeyConstraint("user_id", "session_id", "turn_id"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
     sqlite_with_rowid=False,
 )
 
@@ -200,11 +198,7 @@ blob_refs = Table(
     # Perceptual dedup: bits between the submitted image and the one it reused.
     Column("dedup_distance", Integer, nullable=True),
     PrimaryKeyConstraint("user_id", "session_id", "event_id", "part_index"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
     Index(None, "blob_id"),
     Index(None, "user_id", "image_id"),
     Index(None, "user_id", "session_id", "seq"),

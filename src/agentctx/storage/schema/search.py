@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from agentctx.storage.schema.columns import ID, BigId, UTCDateTime, metadata
+from agentctx.storage.schema.columns import ID, BigId, UTCDateTime, metadata, session_foreign_key
 
 # The retrieval index (agentctx.retrieval). Its bookkeeping lives in these tables; the
 # lexical and vector indexes themselves are derived tables the index creates on first use,
@@ -35,11 +35,7 @@ search_sessions = Table(
     Column("term_count", BigInteger, nullable=False),  # distinct terms summed over documents
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("user_id", "session_id"),
-    ForeignKeyConstraint(
-        ["user_id", "session_id"],
-        ["sessions.user_id", "sessions.session_id"],
-        ondelete="CASCADE",
-    ),
+    session_foreign_key(),
     sqlite_autoincrement=True,
 )
 
