@@ -213,6 +213,10 @@ class AsyncContextEngine:
         """See ``ContextEngine.delete_user_data``."""
         return await _run(self.sync.delete_user_data, user_id)
 
+    async def forget_erased_users(self) -> list[str]:
+        """See ``ContextEngine.forget_erased_users``."""
+        return await _run(self.sync.forget_erased_users)
+
     async def aclose(self) -> None:
         """Close the engine."""
         await _run(self.sync.close)

@@ -64,6 +64,17 @@ class Settings(BaseSettings):
         description="Sliding: renewed by every write. None = never expire.",
     )
     audit_retention: timedelta = Field(default=timedelta(days=90))
+    erasure_poll: timedelta | None = Field(
+        default=timedelta(seconds=1),
+        description="How often the engine reads the erasure feed and forgets, in memory, "
+        "the users whose data another process sharing the database deleted. None: "
+        "never in the background (call forget_erased_users() yourself).",
+    )
+    erasure_retention: timedelta = Field(
+        default=timedelta(days=7),
+        description="How long the erasure feed keeps a deletion (the sweep trims it); an "
+        "engine that did not read the feed for longer forgets everything it holds.",
+    )
     sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
     pool_size: int = Field(default=8, ge=1)
@@ -166,6 +177,21 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @field_validator("erasure_poll", mode="after")
+    @classmethod
+    def _positive_poll(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be positive (or null: no background reads)")
+        return value
+
+    @field_validator("erasure_retention", mode="after")
+    @classmethod
+    def _retention_over_lag(cls, value: timedelta) -> timedelta:
+        # Each read of the feed looks back a minute (agentctx.sessions.erasures).
+        if value < timedelta(minutes=10):
+            raise ValueError("must be at least 10 minutes")
+        return value
 
     def database_url(self) -> str:
         """The database URL in effect."""

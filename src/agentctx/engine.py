@@ -29,7 +29,7 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
-from agentctx.events import Event, EventDraft, EventType, ImagePart
+from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
 from agentctx.gc_freeze import freeze_at_start_up
 from agentctx.hitl import install_hitl
 from agentctx.jobs import Job, JobQueue
@@ -40,6 +40,7 @@ from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
 from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_file
+from agentctx.sessions.erasures import ErasureFeed, ErasureWatcher
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.redaction import (
@@ -255,6 +256,15 @@ class ContextEngine:
             )
         if s.jobs == "background":
             self.jobs.start_worker()
+        # Deletions of user data by other processes on this database: what this one holds
+        # of those users in memory goes too (agentctx.sessions.erasures).
+        self._erasures = ErasureFeed(self.db, retention=s.erasure_retention)
+        self._erasures.poll()  # the feed is read from now on
+        self._erasure_watch = (
+            ErasureWatcher(self.forget_erased_users, s.erasure_poll.total_seconds())
+            if s.erasure_poll is not None
+            else None
+        )
         if s.embeddings.freeze_gc:
             # The libraries and modules loaded by now last as long as the process: out
             # of full collections, which otherwise stall builds (agentctx.gc_freeze).
@@ -508,16 +518,39 @@ class ContextEngine:
         included; the report counts what went."""
         report = self._retention.delete_user_data(user_id)
         purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
-        # Everything the user had cached, events included: stale entries could not be
-        # read (each read is validated), but the data must not stay.
-        self.cache.drop_user(user_id)
-        self.search_index.forget_user(user_id)
+        self._erasures.record(user_id)  # once it is all gone: other processes forget them
+        self._forget(user_id)
         return report.model_copy(update={"extra": {**report.extra, **purged}})
+
+    def forget_erased_users(self) -> list[str]:
+        """Forget, in this process's memory, the users whose data another process sharing
+        the database deleted since the last call (read from the erasure feed); returns
+        their ids. Runs every ``erasure_poll`` on a background thread; call it yourself
+        when that is off."""
+        erased = self._erasures.poll()
+        if erased.everything:
+            self._forget(None)
+        for user_id in erased.users:
+            self._forget(user_id)
+        return erased.users
+
+    def _forget(self, user_id: str | None) -> None:
+        """Drop what this process holds in memory of a deleted user (None: of everyone):
+        stale entries could never be read (each read is validated), but the data must
+        not stay."""
+        if user_id is None:
+            self.cache.drop_local()
+        else:
+            self.cache.drop_user(user_id)  # their memory reads included
+        if self.memory.index is not None:
+            self.memory.index.forget_user(user_id)
+        self.search_index.forget_user(user_id)
 
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
-        log, and delete memories past their kind's time to live."""
+        log and the erasure feed, and delete memories past their kind's time to live."""
         report = self._retention.sweep()
+        self._erasures.trim(utcnow())
         expired = self.memory.purge_expired()
         if expired:
             extra = {**report.deleted.extra, "memories": expired}
@@ -567,6 +600,8 @@ class ContextEngine:
 
     def close(self) -> None:
         """Stop background work and close database connections."""
+        if self._erasure_watch is not None:
+            self._erasure_watch.stop()
         self.jobs.stop_worker()
         self.cache.close()
         self.db.dispose()

@@ -104,6 +104,11 @@ class HotCache(Protocol):
         """Forget everything cached for the user."""
         ...
 
+    def drop_local(self) -> None:
+        """Forget everything this process holds in its own memory (a shared cache keeps
+        its entries: every deletion drops the deleted user's keys there itself)."""
+        ...
+
     def stats(self) -> CacheStats:
         """The counters."""
         ...
@@ -143,6 +148,9 @@ class NullCache:
         return None
 
     def drop_user(self, user_id: str) -> None:
+        return None
+
+    def drop_local(self) -> None:
         return None
 
     def stats(self) -> CacheStats:

@@ -167,8 +167,11 @@ class LocalCache:
         with self._lock:
             return self._stats
 
-    def close(self) -> None:
+    def drop_local(self) -> None:
         with self._lock:
             self._sessions.clear()
             self._entries.clear()
             self._events = self._tokens = 0
+
+    def close(self) -> None:
+        self.drop_local()

@@ -218,6 +218,9 @@ class RedisCache:
 
         self._call(drop, None, drop=True)
 
+    def drop_local(self) -> None:
+        return None  # nothing is held in this process; deletions drop their keys here
+
     def close(self) -> None:
         self._call(self.client.close, None)
 

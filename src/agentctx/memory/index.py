@@ -219,6 +219,11 @@ class MemoryIndex:
         with self.db.write() as own:
             remove_documents(own, memory_ids)
 
+    def forget_user(self, user_id: str | None) -> None:
+        """Drop the vector codes this process holds in memory of the user's memories (of
+        every user's when None); they are read again on the next search that needs them."""
+        self._codes.drop(None if user_id is None else user_partition(user_id))
+
     # Search -----------------------------------------------------------------------------
 
     def search(

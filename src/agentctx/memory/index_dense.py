@@ -184,6 +184,15 @@ class CodeCache:
                 total -= len(dropped.doc_ids)
         return fresh
 
+    def drop(self, uid: int | None = None) -> None:
+        """Forget the codes of partition ``uid`` (of every partition when None)."""
+        with self._lock:
+            if uid is None:
+                self._entries.clear()
+                return
+            for key in [key for key in self._entries if key[0] == uid]:
+                del self._entries[key]
+
     def scan(
         self, entry: _Codes, query: Sequence[float], *, take: int, k: int
     ) -> list[tuple[int, float]]:

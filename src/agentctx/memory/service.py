@@ -302,8 +302,15 @@ class MemoryService:
             counts = store.purge_user(conn, user_id)
         if self.index is not None and ids:
             self.index.remove(ids)
-        self.cache.drop_memories(user_id)  # stale reads could not be served; free them
+        self.forget_user(user_id)
         return counts
+
+    def forget_user(self, user_id: str) -> None:
+        """Drop what this process holds in memory of the user's memories: cached reads
+        and the index's vector codes (stale ones could not be served; free them)."""
+        self.cache.drop_memories(user_id)
+        if self.index is not None:
+            self.index.forget_user(user_id)
 
     def purge_expired(self, now: datetime | None = None) -> int:
         """Delete memories past their time to live (``ttl`` per kind); returns how many."""

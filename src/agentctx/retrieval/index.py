@@ -226,11 +226,12 @@ class SearchIndex:
                 )
         return SyncReport(indexed, embedded)
 
-    def forget_user(self, user_id: str) -> None:
+    def forget_user(self, user_id: str | None) -> None:
         """Drop everything held in memory that came from the user's data (call it once
-        their data is deleted): the authors and aliases of their sessions, and, since
-        they are kept by session number and query text rather than by user, every
-        cached vector, sign code and query embedding (reloaded on the next search)."""
+        their data is deleted): the authors and aliases of their sessions (of every
+        user's when None), and, since they are kept by session number and query text
+        rather than by user, every cached vector, sign code and query embedding
+        (reloaded on the next search)."""
         with self._forgetting.gen_wlock():  # once the searches in flight are done
             self._participants.drop_user(user_id)
             self._aliases.drop_user(user_id)

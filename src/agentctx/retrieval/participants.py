@@ -271,8 +271,9 @@ class ParticipantCache:
                 self._known[key] = (seq, merged)
             return merged
 
-    def drop_user(self, user_id: str) -> None:
-        """Drop what is known of the user's sessions (their data was deleted)."""
+    def drop_user(self, user_id: str | None) -> None:
+        """Drop what is known of the user's sessions (their data was deleted); of every
+        user's when None."""
         with self._lock:
-            for key in [k for k in self._known if k[0] == user_id]:
+            for key in [k for k in self._known if user_id is None or k[0] == user_id]:
                 del self._known[key]

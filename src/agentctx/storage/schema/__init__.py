@@ -36,6 +36,7 @@ from agentctx.storage.schema.log import (
     audit,
     blob_refs,
     blobs,
+    erasures,
     events,
     jobs,
     sessions,
@@ -74,6 +75,7 @@ __all__ = [
     "blob_refs",
     "blobs",
     "context_windows",
+    "erasures",
     "events",
     "hitl_flags",
     "include_name",
@@ -159,4 +161,5 @@ ALL_TABLES = (
     api_keys,
     hitl_flags,
     context_windows,
+    erasures,
 )

@@ -1,5 +1,5 @@
 """The event log's tables: agents, sessions, their events and turns, background jobs,
-blobs and their references, the audit log, and the server's API keys."""
+blobs and their references, the audit log, the erasure feed, and the server's API keys."""
 
 from __future__ import annotations
 
@@ -223,6 +223,19 @@ audit = Table(
     Column("meta", JsonColumn, nullable=False),
     # No index on ts alone: the sweep's retention trim may scan; every append must not pay.
     Index(None, "user_id", "ts"),
+)
+
+# One row per delete_user_data, written once the user's data is gone: the feed from which
+# every other process sharing the database learns to drop what it holds of that user in
+# memory (agentctx.sessions.erasures). Kept for a while, then trimmed by the sweep.
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("erasure_id", BigId, primary_key=True, autoincrement=True),
+    Column("user_id", String(ID), nullable=False),
+    Column("erased_at", UTCDateTime, nullable=False),
+    Index(None, "erased_at"),
+    sqlite_autoincrement=True,
 )
 
 # API keys of the server (agentctx.server.auth): the secret is stored as its sha256 only.

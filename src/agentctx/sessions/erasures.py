@@ -1,0 +1,157 @@
+"""The erasure feed: how every process sharing a database learns of a user's deletion.
+
+``delete_user_data`` deletes the user's rows, and the engine that ran it clears what
+it holds of them in memory: the search index's vectors, author names and query
+embeddings, the memory index's vector codes, the local hot cache. Other processes on
+the same database (server workers, replicas on one PostgreSQL, a CLI beside a server
+on one SQLite file) hold copies of their own. Those are never served stale (every
+cached read is validated against the database, and session and partition numbers are
+never reused), but a deleted user's data must not stay in their memory either.
+
+So once the data is gone the deleting engine writes one ``erasures`` row, and every
+engine reads the feed (:class:`ErasureFeed`) and forgets the users it names; by
+default a background thread (:class:`ErasureWatcher`) reads it once a second.
+
+Reading by id would not do: on PostgreSQL ids come from a sequence, and a transaction
+that took a smaller id can commit after one that took a larger, so "ids above the
+last one seen" can skip a row for good. Rows are read by time instead: each poll reads
+the rows stamped since :data:`ERASURE_LAG` before the previous poll began and skips
+the ones it has applied. A row is written alone, in a transaction that commits right
+after stamping it, so it is never older than the lag when it becomes visible, as long
+as the hosts' clocks agree within the lag.
+
+The feed is kept for ``erasure_retention`` (the sweep trims it). An engine that has
+not polled for longer than that (a process suspended for days) cannot know what it
+missed, and forgets everything it holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, insert, select
+
+from agentctx.events import utcnow
+from agentctx.storage.database import Database
+from agentctx.storage.schema import erasures
+
+log = logging.getLogger(__name__)
+
+ERASURE_LAG = timedelta(minutes=1)
+"""How far back of its previous poll each poll reads: more than any commit takes after
+its row is stamped, plus the clock difference between hosts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What a poll of the feed found."""
+
+    users: list[str] = field(default_factory=list)  # erased since the last poll, in order
+    everything: bool = False  # the feed was trimmed past the last poll: forget all
+
+
+class ErasureFeed:
+    """The ``erasures`` table as one engine reads and writes it. Thread-safe."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        retention: timedelta,
+        lag: timedelta = ERASURE_LAG,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.db = db
+        self.retention = retention
+        self.lag = lag
+        self._clock = clock
+        self._polled: datetime | None = None  # when the last poll began
+        self._applied: dict[int, datetime] = {}  # erasure id -> stamp, within the window
+        self._lock = threading.Lock()
+
+    def record(self, user_id: str) -> None:
+        """Write the erasure of ``user_id`` (its own short transaction: see the module
+        docstring). This engine forgets the user itself, so its polls skip the row."""
+        stamp = self._clock()
+        with self.db.write() as conn:
+            erasure_id = int(
+                conn.execute(
+                    insert(erasures)
+                    .values(user_id=user_id, erased_at=stamp)
+                    .returning(erasures.c.erasure_id)
+                ).scalar_one()
+            )
+        with self._lock:
+            self._applied[erasure_id] = stamp
+
+    def poll(self) -> Erased:
+        """The users erased by other engines since the previous poll (the first poll
+        reads back :data:`ERASURE_LAG`; an engine holds nothing before it starts)."""
+        with self._lock:  # one poll at a time: each row is reported once
+            started = self._clock()
+            previous = self._polled
+            since = (previous or started) - self.lag
+            with self.db.read() as conn:
+                rows = conn.execute(
+                    select(erasures.c.erasure_id, erasures.c.user_id, erasures.c.erased_at)
+                    .where(erasures.c.erased_at >= since)
+                    .order_by(erasures.c.erased_at, erasures.c.erasure_id)
+                ).all()
+            users: list[str] = []
+            for erasure_id, user_id, stamp in rows:
+                if int(erasure_id) not in self._applied:
+                    self._applied[int(erasure_id)] = stamp
+                    users.append(user_id)
+            # Rows older than the window are never read again: their ids can go.
+            self._applied = {i: s for i, s in self._applied.items() if s >= since}
+            self._polled = started
+        missed = previous is not None and started - previous > self.retention - self.lag
+        return Erased(list(dict.fromkeys(users)), everything=missed)
+
+    def trim(self, now: datetime) -> int:
+        """Delete the rows older than the retention (the sweep's part); returns how many."""
+        with self.db.write() as conn:
+            gone = conn.execute(delete(erasures).where(erasures.c.erased_at < now - self.retention))
+            return int(gone.rowcount or 0)
+
+
+class ErasureWatcher:
+    """Calls ``apply`` every ``interval`` seconds on a daemon thread, until :meth:`stop`
+    or until the object ``apply`` is a method of is garbage-collected (the thread holds
+    it weakly, so an engine nobody closed does not live, and poll, for ever)."""
+
+    def __init__(self, apply: Callable[[], object], interval: float) -> None:
+        self._apply = weakref.WeakMethod(apply)
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="agentctx-erasures", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        failing = False
+        while not self._stop.wait(self._interval):
+            apply = self._apply()
+            if apply is None:
+                return
+            try:
+                apply()
+                failing = False
+            except Exception:  # keep watching; one warning per run of failures
+                log.log(
+                    logging.DEBUG if failing else logging.WARNING,
+                    "reading the erasure feed failed",
+                    exc_info=True,
+                )
+                failing = True
+            del apply
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread (a poll under way finishes first)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
