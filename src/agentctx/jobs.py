@@ -52,7 +52,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    RowMapping,
+    and_,
+    bindparam,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.events import utcnow
@@ -158,10 +169,16 @@ class JobQueue:
         if not self._handlers:
             return []  # jobs of kinds nobody handles wait for a handler
         now = utcnow()
-        claimable = _claimable(now, list(self._handlers), session)
         # Most turns queue nothing: look first with a read, so an empty queue never takes
-        # the write lock (on SQLite that would serialize every caller).
+        # the write lock (on SQLite that would serialize every caller), and for one
+        # session with a statement built once (building the claim costs more than the
+        # read: it runs after every append outside a turn).
         with self._db.read() as conn:
+            if session is not None:
+                waiting = conn.execute(_SESSION_HAS_JOBS, {"u": session[0], "s": session[1]})
+                if waiting.first() is None:
+                    return []
+            claimable = _claimable(now, list(self._handlers), session)
             if conn.execute(select(jobs.c.job_id).where(claimable).limit(1)).first() is None:
                 return []
         query = (
@@ -318,6 +335,18 @@ class JobQueue:
         self._wake.set()
         self._thread.join(timeout)
         self._thread = None
+
+
+_SESSION_HAS_JOBS = (
+    select(jobs.c.job_id)
+    .where(
+        jobs.c.user_id == bindparam("u"),
+        jobs.c.session_id == bindparam("s"),
+        jobs.c.status.in_(("pending", "running")),
+    )
+    .limit(1)
+)
+"""Whether a session has a job that could be claimed now or later (a cheap first look)."""
 
 
 def _runnable(table: Any, now: datetime) -> Any:

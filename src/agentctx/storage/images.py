@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from agentctx.storage.schema import blob_refs, blobs
 
@@ -130,16 +130,20 @@ def image_refs_of_turn(
     return conn.execute(query).all()
 
 
-def turn_has_images(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
-    """Whether an event of the turn references an image."""
-    query = (
-        select(blob_refs.c.blob_id)
-        .where(
-            blob_refs.c.user_id == user_id,
-            blob_refs.c.session_id == session_id,
-            blob_refs.c.turn_id == turn_id,
-            blob_refs.c.image_id.is_not(None),
-        )
-        .limit(1)
+_TURN_IMAGE = (
+    select(blob_refs.c.blob_id)
+    .where(
+        blob_refs.c.user_id == bindparam("u"),
+        blob_refs.c.session_id == bindparam("s"),
+        blob_refs.c.turn_id == bindparam("t"),
+        blob_refs.c.image_id.is_not(None),
     )
-    return conn.execute(query).first() is not None
+    .limit(1)
+)
+
+
+def turn_has_images(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
+    """Whether an event of the turn references an image (a turn-end condition: checked
+    after every append outside a turn, so the statement is built once)."""
+    found = conn.execute(_TURN_IMAGE, {"u": user_id, "s": session_id, "t": turn_id})
+    return found.first() is not None
