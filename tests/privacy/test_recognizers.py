@@ -107,6 +107,7 @@ def test_email(text: str, expected: list[str]) -> None:
         ('"phone": "+1-729-946-3028"', ["+1-729-946-3028"]),
         ("call me on (451) 971-8154.", ["(451) 971-8154"]),
         ("reach me at 1-415-555-0132", ["1-415-555-0132"]),
+        ("from Europe dial 0044 20 7946 0958", ["0044 20 7946 0958"]),
     ],
 )
 def test_phone_positive(text: str, expected: list[str]) -> None:
@@ -127,6 +128,9 @@ def test_phone_positive(text: str, expected: list[str]) -> None:
         "running version 1.234.567.8901",  # a NANP shape next to a version word
         "dial 911-555-1234 for the demo",  # N11 area codes are service numbers
         "(411) 555-0100",
+        # "00" or "+" then 0 is no international prefix: no country code starts with 0.
+        "Can you check the status of order #0000123 and ticket #0004567?",
+        "batch +0 12345678 done",
     ],
 )
 def test_phone_negative(text: str) -> None:

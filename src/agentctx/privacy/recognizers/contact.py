@@ -225,6 +225,7 @@ _NANP = re.compile(
     r"(?:\((?P<paren>[2-9][0-8]\d)\)[ \-]?|(?P<area>[2-9][0-8]\d)(?P<sep>[ \-.]))"
     r"[2-9]\d\d(?(sep)(?P=sep)|[ \-])\d{4}"
 )
+_INTERNATIONAL = re.compile(r"(?:\+|00)[ \-(]?[1-9]")
 _CN_LANDLINE_SHAPE = re.compile(r"\(?0\d{2,3}\)?[ \-]\d{7,8}")
 _DATE_SHAPE = re.compile(r"\d{4}[\-/.]\d{1,2}[\-/.]\d{1,2}|\d{1,2}[\-/.]\d{1,2}[\-/.]\d{2,4}")
 _DOTTED = re.compile(r"\d+(?:\.\d+)+")
@@ -294,7 +295,10 @@ class PhoneRecognizer:
                 return [Finding(EntityType.PHONE, start, end, score, self.name)]
         if _DATE_SHAPE.fullmatch(candidate) or _DOTTED.fullmatch(candidate):
             return []
-        international = candidate.startswith(("+", "00"))
+        # An international prefix ("+", or "00" as dialled from China and Europe) is
+        # followed by a country code, and no country code starts with 0 (E.164): "#0000123"
+        # is an order number, not a call abroad.
+        international = _INTERNATIONAL.match(candidate) is not None
         shaped = bool(
             _NANP_SHAPE.fullmatch(candidate.strip()) or _CN_LANDLINE_SHAPE.fullmatch(candidate)
         )
