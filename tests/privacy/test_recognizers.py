@@ -128,9 +128,11 @@ def test_phone_positive(text: str, expected: list[str]) -> None:
         "running version 1.234.567.8901",  # a NANP shape next to a version word
         "dial 911-555-1234 for the demo",  # N11 area codes are service numbers
         "(411) 555-0100",
-        # "00" or "+" then 0 is no international prefix: no country code starts with 0.
+        # "00" or "+" then 0 is no international prefix: no country code starts with 0;
+        # nor is one followed by fewer than six digits.
         "Can you check the status of order #0000123 and ticket #0004567?",
         "batch +0 12345678 done",
+        "order #0012345 and #0023456 shipped",
     ],
 )
 def test_phone_negative(text: str) -> None:

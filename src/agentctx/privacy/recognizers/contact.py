@@ -233,6 +233,21 @@ _DOTTED = re.compile(r"\d+(?:\.\d+)+")
 DEFAULT_REGIONS: tuple[str, ...] = ("US", "CN", "GB", "DE", "FR", "JP", "HK", "TW", "SG", "IN")
 
 
+def _international(candidate: str) -> bool:
+    """Whether ``candidate`` starts like a number dialled abroad: an international prefix
+    ("+", or "00" as dialled from China and Europe), then a country code, which never
+    starts with 0 (E.164), and at least 6 digits with it (the shortest numbers
+    ``phonenumbers`` knows, 4 digits in Austria, Germany and Iran). "#0012345" is an order
+    number, and is rejected here rather than parsed in every region."""
+    if _INTERNATIONAL.match(candidate) is None:
+        return False
+    digits = sum(ch.isdigit() for ch in candidate) - (2 if candidate[0] == "0" else 0)
+    return digits >= _SHORTEST_INTERNATIONAL
+
+
+_SHORTEST_INTERNATIONAL = 6
+
+
 class PhoneRecognizer:
     """Phone numbers.
 
@@ -295,10 +310,7 @@ class PhoneRecognizer:
                 return [Finding(EntityType.PHONE, start, end, score, self.name)]
         if _DATE_SHAPE.fullmatch(candidate) or _DOTTED.fullmatch(candidate):
             return []
-        # An international prefix ("+", or "00" as dialled from China and Europe) is
-        # followed by a country code, and no country code starts with 0 (E.164): "#0000123"
-        # is an order number, not a call abroad.
-        international = _INTERNATIONAL.match(candidate) is not None
+        international = _international(candidate)
         shaped = bool(
             _NANP_SHAPE.fullmatch(candidate.strip()) or _CN_LANDLINE_SHAPE.fullmatch(candidate)
         )
