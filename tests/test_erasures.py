@@ -1,8 +1,8 @@
-"""delete_user_data reaches the memory of every process on the database (the erasure feed).
+"""Deletions reach the memory of every process on the database (the erasure feed).
 
-The guarantee: once ``delete_user_data`` has returned, every other live engine on the
-database drops what it holds of the user in memory within its ``erasure_poll``; with
-the poll off, at its next ``forget_erased_users()``.
+The guarantee: once ``delete_user_data`` (``delete_session``) has returned, every other
+live engine on the database drops what it holds of the user (the session) in memory
+within its ``erasure_poll``; with the poll off, at its next ``forget_erased()``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, insert, select
 
 from agentctx import ConfigError, ContextEngine
 from agentctx.events import utcnow
-from agentctx.sessions.erasures import ErasureFeed
+from agentctx.sessions.erasures import Erasure, ErasureFeed
 from agentctx.storage.schema import erasures
 from conftest import new_pg_database
 from procs.erasure_child import held
@@ -92,6 +92,49 @@ def test_another_engine_forgets_a_deleted_user_within_its_poll(
         fill_caches(other, "u2", kept, "plainword")
 
 
+def session_held(engine: ContextEngine, user_id: str, session_id: str) -> list[str]:
+    """Where this engine's memory holds something of one session."""
+    index = engine.search_index
+    places = []
+    if (user_id, session_id) in index._participants._known:
+        places.append("authors")
+    sid = index.session_number(user_id, session_id)
+    vectors = index._vector_search
+    if sid is not None and any(
+        key[0] == sid
+        for cache in (vectors.vectors, vectors.codes)
+        for key in cache._entries._entries
+    ):
+        places.append("vectors")
+    if any(
+        scope.user_id == user_id and scope.session_id == session_id
+        for scope in engine.cache._sessions  # type: ignore[attr-defined]
+    ):
+        places.append("events")
+    return places
+
+
+def test_another_engine_forgets_a_deleted_session_and_keeps_the_others(
+    writer: ContextEngine, db_url: str, tmp_path: Path
+) -> None:
+    gone = user_data(writer, "u1", WORD)
+    kept = user_data(writer, "u1", "plainword")
+    with open_engine(db_url, tmp_path / "other", erasure_poll=None) as other:
+        for engine in (writer, other):
+            fill_caches(engine, "u1", gone, WORD)
+            fill_caches(engine, "u1", kept, "plainword")
+            assert session_held(engine, "u1", gone) == ["authors", "vectors", "events"]
+        sid = other.search_index.session_number("u1", gone)
+
+        writer.delete_session(gone, user_id="u1")
+        assert session_held(writer, "u1", gone) == []  # the deleting engine at once
+
+        assert other.forget_erased() == [Erasure("u1", gone, sid)]
+        assert session_held(other, "u1", gone) == []
+        assert session_held(other, "u1", kept) == ["authors", "vectors", "events"]
+        fill_caches(other, "u1", kept, "plainword")
+
+
 def test_the_deleting_engine_forgets_the_users_memory_codes_too(writer: ContextEngine) -> None:
     session_id = user_data(writer, "u1", WORD)
     fill_caches(writer, "u1", session_id, WORD)
@@ -112,12 +155,12 @@ def test_each_erasure_is_reported_once_and_not_to_its_own_engine(
         writer.delete_user_data("u3")
         writer.delete_user_data("u1")  # again: a retry after a lost answer
 
-        assert other.forget_erased_users() == ["u1", "u3"]
-        assert other.forget_erased_users() == []
-        assert writer.forget_erased_users() == []  # it forgot them as it deleted them
+        assert other.forget_erased() == [Erasure("u1"), Erasure("u3")]
+        assert other.forget_erased() == []
+        assert writer.forget_erased() == []  # it forgot them as it deleted them
         other.delete_user_data("u2")
-        assert writer.forget_erased_users() == ["u2"]
-        assert other.forget_erased_users() == []
+        assert writer.forget_erased() == [Erasure("u2")]
+        assert other.forget_erased() == []
 
 
 def test_an_erasure_committed_after_a_newer_one_is_still_read(
@@ -139,12 +182,12 @@ def test_an_erasure_committed_after_a_newer_one_is_still_read(
                 with writer.db.read() as conn:
                     ids = {row.user_id: row.erasure_id for row in conn.execute(select(erasures))}
                 assert list(ids) == ["early"]
-                assert reader.forget_erased_users() == ["early"]
+                assert reader.forget_erased() == [Erasure("early")]
                 transaction.commit()
             with writer.db.read() as conn:
                 ids = {row.user_id: row.erasure_id for row in conn.execute(select(erasures))}
             assert ids["late"] < ids["early"]
-            assert reader.forget_erased_users() == ["late"]
+            assert reader.forget_erased() == [Erasure("late")]
         finally:
             raw.dispose()
 

@@ -20,6 +20,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from agentctx.engine import ContextEngine
 from agentctx.events import Event, EventDraft, EventType
+from agentctx.sessions.erasures import Erasure
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
 from agentctx.sessions.recording import EventRecorder
 from agentctx.sessions.session import Session
@@ -213,9 +214,9 @@ class AsyncContextEngine:
         """See ``ContextEngine.delete_user_data``."""
         return await _run(self.sync.delete_user_data, user_id)
 
-    async def forget_erased_users(self) -> list[str]:
-        """See ``ContextEngine.forget_erased_users``."""
-        return await _run(self.sync.forget_erased_users)
+    async def forget_erased(self) -> list[Erasure]:
+        """See ``ContextEngine.forget_erased``."""
+        return await _run(self.sync.forget_erased)
 
     async def aclose(self) -> None:
         """Close the engine."""

@@ -67,8 +67,8 @@ class Settings(BaseSettings):
     erasure_poll: timedelta | None = Field(
         default=timedelta(seconds=1),
         description="How often the engine reads the erasure feed and forgets, in memory, "
-        "the users whose data another process sharing the database deleted. None: "
-        "never in the background (call forget_erased_users() yourself).",
+        "the users and sessions whose data another process sharing the database deleted. "
+        "None: never in the background (call forget_erased() yourself).",
     )
     erasure_retention: timedelta = Field(
         default=timedelta(days=7),

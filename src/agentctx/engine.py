@@ -40,7 +40,7 @@ from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
 from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_file
-from agentctx.sessions.erasures import ErasureFeed, ErasureWatcher
+from agentctx.sessions.erasures import Erasure, ErasureFeed, ErasureWatcher
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.redaction import (
@@ -261,7 +261,7 @@ class ContextEngine:
         self._erasures = ErasureFeed(self.db, retention=s.erasure_retention)
         self._erasures.poll()  # the feed is read from now on
         self._erasure_watch = (
-            ErasureWatcher(self.forget_erased_users, s.erasure_poll.total_seconds())
+            ErasureWatcher(self.forget_erased, s.erasure_poll.total_seconds())
             if s.erasure_poll is not None
             else None
         )
@@ -344,8 +344,11 @@ class ContextEngine:
 
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
+        sid = self.search_index.session_number(user_id, session_id)  # its cached vectors' key
+        erasure = Erasure(user_id, session_id, sid)
         report = self._retention.delete(user_id, session_id)
-        self.cache.drop_session(user_id, session_id)
+        self._erasures.record(erasure)  # once it is gone: other processes forget it
+        self._forget_session(erasure)
         return report
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
@@ -518,21 +521,30 @@ class ContextEngine:
         included; the report counts what went."""
         report = self._retention.delete_user_data(user_id)
         purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
-        self._erasures.record(user_id)  # once it is all gone: other processes forget them
+        self._erasures.record(Erasure(user_id))  # once it is all gone: others forget it too
         self._forget(user_id)
         return report.model_copy(update={"extra": {**report.extra, **purged}})
 
-    def forget_erased_users(self) -> list[str]:
-        """Forget, in this process's memory, the users whose data another process sharing
-        the database deleted since the last call (read from the erasure feed); returns
-        their ids. Runs every ``erasure_poll`` on a background thread; call it yourself
-        when that is off."""
+    def forget_erased(self) -> list[Erasure]:
+        """Forget, in this process's memory, the users and sessions whose data another
+        process sharing the database deleted since the last call (read from the erasure
+        feed); returns those deletions. Runs every ``erasure_poll`` on a background
+        thread; call it yourself when that is off."""
         erased = self._erasures.poll()
         if erased.everything:
             self._forget(None)
-        for user_id in erased.users:
-            self._forget(user_id)
-        return erased.users
+        for erasure in erased.erasures:
+            if erasure.session_id is None:
+                self._forget(erasure.user_id)
+            else:
+                self._forget_session(erasure)
+        return erased.erasures
+
+    def _forget_session(self, erasure: Erasure) -> None:
+        """Drop what this process holds in memory of a deleted session."""
+        assert erasure.session_id is not None
+        self.cache.drop_session(erasure.user_id, erasure.session_id)
+        self.search_index.forget_session(erasure.user_id, erasure.session_id, erasure.search_sid)
 
     def _forget(self, user_id: str | None) -> None:
         """Drop what this process holds in memory of a deleted user (None: of everyone):

@@ -203,6 +203,12 @@ class AliasBook:
         with self._lock:
             return len(self._known)
 
+    def drop_session(self, key: tuple[str, str]) -> None:
+        """Drop what is known of the session (its data was deleted)."""
+        with self._lock:
+            for known in [k for k in self._known if k[:2] == key]:
+                del self._known[known]
+
     def drop_user(self, user_id: str | None) -> None:
         """Drop what is known of the user's sessions (their data was deleted); of every
         user's when None."""

@@ -232,6 +232,12 @@ class SessionEntries(Generic[EntryT]):
         with self._lock:
             self._entries.clear()
 
+    def drop(self, sid: int) -> None:
+        """Drop the entries of session ``sid``."""
+        with self._lock:
+            for key in [key for key in self._entries if key[0] == sid]:
+                del self._entries[key]
+
 
 def rows_after(
     conn: Connection, sid: int, embedder_id: int, column: Any, *, after: int, upto_seq: int
@@ -269,6 +275,10 @@ class NumpyCache(Generic[EntryT]):
     def clear(self) -> None:
         """Drop every session's arrays."""
         self._entries.clear()
+
+    def drop(self, sid: int) -> None:
+        """Drop session ``sid``'s arrays."""
+        self._entries.drop(sid)
 
 
 @dataclass(frozen=True, slots=True)

@@ -271,6 +271,11 @@ class ParticipantCache:
                 self._known[key] = (seq, merged)
             return merged
 
+    def drop_session(self, key: tuple[str, str]) -> None:
+        """Drop what is known of the session (its data was deleted)."""
+        with self._lock:
+            self._known.pop(key, None)
+
     def drop_user(self, user_id: str | None) -> None:
         """Drop what is known of the user's sessions (their data was deleted); of every
         user's when None."""

@@ -108,3 +108,8 @@ class VectorSearch:
         """Drop every cached vector and sign code (reloaded on the next search)."""
         self.vectors.clear()
         self.codes.clear()
+
+    def drop_session(self, sid: int) -> None:
+        """Drop the cached vectors and sign codes of session ``sid``."""
+        self.vectors.drop(sid)
+        self.codes.drop(sid)

@@ -1,16 +1,17 @@
-"""The erasure feed: how every process sharing a database learns of a user's deletion.
+"""The erasure feed: how every process sharing a database learns of a deletion.
 
-``delete_user_data`` deletes the user's rows, and the engine that ran it clears what
-it holds of them in memory: the search index's vectors, author names and query
-embeddings, the memory index's vector codes, the local hot cache. Other processes on
-the same database (server workers, replicas on one PostgreSQL, a CLI beside a server
-on one SQLite file) hold copies of their own. Those are never served stale (every
-cached read is validated against the database, and session and partition numbers are
-never reused), but a deleted user's data must not stay in their memory either.
+``delete_user_data`` deletes a user's rows, ``delete_session`` a session's, and the
+engine that ran it clears what it holds of them in memory: the search index's
+vectors, author names and query embeddings, the memory index's vector codes, the
+local hot cache. Other processes on the same database (server workers, replicas on
+one PostgreSQL, a CLI beside a server on one SQLite file) hold copies of their own.
+Those are never served stale (every cached read is validated against the database,
+and session and partition numbers are never reused), but deleted data must not stay
+in their memory either.
 
 So once the data is gone the deleting engine writes one ``erasures`` row, and every
-engine reads the feed (:class:`ErasureFeed`) and forgets the users it names; by
-default a background thread (:class:`ErasureWatcher`) reads it once a second.
+engine reads the feed (:class:`ErasureFeed`) and forgets the users and sessions it
+names; by default a background thread (:class:`ErasureWatcher`) reads it once a second.
 
 Reading by id would not do: on PostgreSQL ids come from a sequence, and a transaction
 that took a smaller id can commit after one that took a larger, so "ids above the
@@ -48,10 +49,19 @@ its row is stamped, plus the clock difference between hosts."""
 
 
 @dataclass(frozen=True, slots=True)
+class Erasure:
+    """One deletion: all of a user's data, or one of their sessions."""
+
+    user_id: str
+    session_id: str | None = None  # None: everything of the user
+    search_sid: int | None = None  # the session's number in the search index, if indexed
+
+
+@dataclass(frozen=True, slots=True)
 class Erased:
     """What a poll of the feed found."""
 
-    users: list[str] = field(default_factory=list)  # erased since the last poll, in order
+    erasures: list[Erasure] = field(default_factory=list)  # since the last poll, in order
     everything: bool = False  # the feed was trimmed past the last poll: forget all
 
 
@@ -74,15 +84,20 @@ class ErasureFeed:
         self._applied: dict[int, datetime] = {}  # erasure id -> stamp, within the window
         self._lock = threading.Lock()
 
-    def record(self, user_id: str) -> None:
-        """Write the erasure of ``user_id`` (its own short transaction: see the module
-        docstring). This engine forgets the user itself, so its polls skip the row."""
+    def record(self, erasure: Erasure) -> None:
+        """Write ``erasure`` (its own short transaction: see the module docstring). This
+        engine forgets the data itself, so its polls skip the row."""
         stamp = self._clock()
         with self.db.write() as conn:
             erasure_id = int(
                 conn.execute(
                     insert(erasures)
-                    .values(user_id=user_id, erased_at=stamp)
+                    .values(
+                        user_id=erasure.user_id,
+                        session_id=erasure.session_id,
+                        search_sid=erasure.search_sid,
+                        erased_at=stamp,
+                    )
                     .returning(erasures.c.erasure_id)
                 ).scalar_one()
             )
@@ -90,7 +105,7 @@ class ErasureFeed:
             self._applied[erasure_id] = stamp
 
     def poll(self) -> Erased:
-        """The users erased by other engines since the previous poll (the first poll
+        """The deletions made by other engines since the previous poll (the first poll
         reads back :data:`ERASURE_LAG`; an engine holds nothing before it starts)."""
         with self._lock:  # one poll at a time: each row is reported once
             started = self._clock()
@@ -98,20 +113,20 @@ class ErasureFeed:
             since = (previous or started) - self.lag
             with self.db.read() as conn:
                 rows = conn.execute(
-                    select(erasures.c.erasure_id, erasures.c.user_id, erasures.c.erased_at)
+                    select(erasures)
                     .where(erasures.c.erased_at >= since)
                     .order_by(erasures.c.erased_at, erasures.c.erasure_id)
                 ).all()
-            users: list[str] = []
-            for erasure_id, user_id, stamp in rows:
-                if int(erasure_id) not in self._applied:
-                    self._applied[int(erasure_id)] = stamp
-                    users.append(user_id)
+            found: list[Erasure] = []
+            for row in rows:
+                if row.erasure_id not in self._applied:
+                    self._applied[row.erasure_id] = row.erased_at
+                    found.append(Erasure(row.user_id, row.session_id, row.search_sid))
             # Rows older than the window are never read again: their ids can go.
             self._applied = {i: s for i, s in self._applied.items() if s >= since}
             self._polled = started
         missed = previous is not None and started - previous > self.retention - self.lag
-        return Erased(list(dict.fromkeys(users)), everything=missed)
+        return Erased(list(dict.fromkeys(found)), everything=missed)
 
     def trim(self, now: datetime) -> int:
         """Delete the rows older than the retention (the sweep's part); returns how many."""

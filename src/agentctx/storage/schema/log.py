@@ -225,15 +225,19 @@ audit = Table(
     Index(None, "user_id", "ts"),
 )
 
-# One row per delete_user_data, written once the user's data is gone: the feed from which
-# every other process sharing the database learns to drop what it holds of that user in
-# memory (agentctx.sessions.erasures). Kept for a while, then trimmed by the sweep.
+# One row per delete_user_data or delete_session, written once the data is gone: the feed
+# from which every other process sharing the database learns to drop what it holds of
+# that user or session in memory (agentctx.sessions.erasures). Kept for a while, then
+# trimmed by the sweep.
 erasures = Table(
     "erasures",
     metadata,
     Column("erasure_id", BigId, primary_key=True, autoincrement=True),
     Column("user_id", String(ID), nullable=False),
     Column("erased_at", UTCDateTime, nullable=False),
+    Column("session_id", String(ID), nullable=True),  # None: all the user's data
+    # The session's number in the search index, which keys the cached vectors.
+    Column("search_sid", BigInteger, nullable=True),
     Index(None, "erased_at"),
     sqlite_autoincrement=True,
 )
