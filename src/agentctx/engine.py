@@ -40,7 +40,7 @@ from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
 from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_file
-from agentctx.sessions.erasures import Erasure, ErasureFeed, ErasureWatcher
+from agentctx.sessions.erasures import Erasure, Erasures, HeldCopies
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.redaction import (
@@ -256,14 +256,14 @@ class ContextEngine:
             )
         if s.jobs == "background":
             self.jobs.start_worker()
-        # Deletions of user data by other processes on this database: what this one holds
-        # of those users in memory goes too (agentctx.sessions.erasures).
-        self._erasures = ErasureFeed(self.db, retention=s.erasure_retention)
-        self._erasures.poll()  # the feed is read from now on
-        self._erasure_watch = (
-            ErasureWatcher(self.forget_erased, s.erasure_poll.total_seconds())
-            if s.erasure_poll is not None
-            else None
+        # Deletions: what this process holds in memory of deleted users and sessions goes,
+        # whichever process sharing the database deleted them (agentctx.sessions.erasures).
+        poll = s.erasure_poll.total_seconds() if s.erasure_poll is not None else None
+        self._erasures = Erasures(
+            self.db,
+            HeldCopies(self.cache, self.search_index, self.memory.index),
+            retention=s.erasure_retention,
+            poll=poll,
         )
         if s.embeddings.freeze_gc:
             # The libraries and modules loaded by now last as long as the process: out
@@ -345,10 +345,8 @@ class ContextEngine:
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
         sid = self.search_index.session_number(user_id, session_id)  # its cached vectors' key
-        erasure = Erasure(user_id, session_id, sid)
         report = self._retention.delete(user_id, session_id)
-        self._erasures.record(erasure)  # once it is gone: other processes forget it
-        self._forget_session(erasure)
+        self._erasures.deleted(Erasure(user_id, session_id, sid))
         return report
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
@@ -521,8 +519,7 @@ class ContextEngine:
         included; the report counts what went."""
         report = self._retention.delete_user_data(user_id)
         purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
-        self._erasures.record(Erasure(user_id))  # once it is all gone: others forget it too
-        self._forget(user_id)
+        self._erasures.deleted(Erasure(user_id))  # once it is all gone
         return report.model_copy(update={"extra": {**report.extra, **purged}})
 
     def forget_erased(self) -> list[Erasure]:
@@ -530,39 +527,13 @@ class ContextEngine:
         process sharing the database deleted since the last call (read from the erasure
         feed); returns those deletions. Runs every ``erasure_poll`` on a background
         thread; call it yourself when that is off."""
-        erased = self._erasures.poll()
-        if erased.everything:
-            self._forget(None)
-        for erasure in erased.erasures:
-            if erasure.session_id is None:
-                self._forget(erasure.user_id)
-            else:
-                self._forget_session(erasure)
-        return erased.erasures
-
-    def _forget_session(self, erasure: Erasure) -> None:
-        """Drop what this process holds in memory of a deleted session."""
-        assert erasure.session_id is not None
-        self.cache.drop_session(erasure.user_id, erasure.session_id)
-        self.search_index.forget_session(erasure.user_id, erasure.session_id, erasure.search_sid)
-
-    def _forget(self, user_id: str | None) -> None:
-        """Drop what this process holds in memory of a deleted user (None: of everyone):
-        stale entries could never be read (each read is validated), but the data must
-        not stay."""
-        if user_id is None:
-            self.cache.drop_local()
-        else:
-            self.cache.drop_user(user_id)  # their memory reads included
-        if self.memory.index is not None:
-            self.memory.index.forget_user(user_id)
-        self.search_index.forget_user(user_id)
+        return self._erasures.catch_up()
 
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
         log and the erasure feed, and delete memories past their kind's time to live."""
         report = self._retention.sweep()
-        self._erasures.trim(utcnow())
+        self._erasures.feed.trim(utcnow())
         expired = self.memory.purge_expired()
         if expired:
             extra = {**report.deleted.extra, "memories": expired}
@@ -612,8 +583,7 @@ class ContextEngine:
 
     def close(self) -> None:
         """Stop background work and close database connections."""
-        if self._erasure_watch is not None:
-            self._erasure_watch.stop()
+        self._erasures.close()
         self.jobs.stop_worker()
         self.cache.close()
         self.db.dispose()

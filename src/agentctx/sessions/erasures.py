@@ -34,12 +34,18 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, insert, select
 
+from agentctx.cache import HotCache
 from agentctx.events import utcnow
+from agentctx.retrieval.index import SearchIndex
 from agentctx.storage.database import Database
 from agentctx.storage.schema import erasures
+
+if TYPE_CHECKING:
+    from agentctx.memory.index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -170,3 +176,77 @@ class ErasureWatcher:
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout)
+
+
+class HeldCopies:
+    """What an engine holds in memory of stored data, and how it lets go of a deleted
+    user's or session's: the hot cache (events, memory reads), the search index's
+    caches (vectors, sign codes, author names, aliases, query embeddings) and the
+    memory index's vector codes. Stale copies are never served; these drops are so that
+    deleted data does not stay in memory either."""
+
+    def __init__(
+        self, cache: HotCache, search_index: SearchIndex, memory_index: MemoryIndex | None
+    ) -> None:
+        self.cache = cache
+        self.search_index = search_index
+        self.memory_index = memory_index
+
+    def forget_user(self, user_id: str | None) -> None:
+        """Drop the user's copies (everyone's when None)."""
+        if user_id is None:
+            self.cache.drop_local()
+        else:
+            self.cache.drop_user(user_id)  # their memory reads included
+        if self.memory_index is not None:
+            self.memory_index.forget_user(user_id)
+        self.search_index.forget_user(user_id)
+
+    def forget_session(self, erasure: Erasure) -> None:
+        """Drop the copies of the session ``erasure`` names."""
+        assert erasure.session_id is not None
+        self.cache.drop_session(erasure.user_id, erasure.session_id)
+        self.search_index.forget_session(erasure.user_id, erasure.session_id, erasure.search_sid)
+
+    def forget(self, erased: Erased) -> None:
+        """Drop the copies of everything ``erased`` names."""
+        if erased.everything:
+            self.forget_user(None)
+        for erasure in erased.erasures:
+            if erasure.session_id is None:
+                self.forget_user(erasure.user_id)
+            else:
+                self.forget_session(erasure)
+
+
+class Erasures:
+    """An engine's side of the feed: it records the deletions it makes, forgets what it
+    holds of them at once, and forgets those of other engines every ``poll`` seconds
+    (in the background; None: on :meth:`catch_up` only)."""
+
+    def __init__(
+        self, db: Database, held: HeldCopies, *, retention: timedelta, poll: float | None
+    ) -> None:
+        self.feed = ErasureFeed(db, retention=retention)
+        self.held = held
+        self.feed.poll()  # the feed is read from now on
+        self._watch = ErasureWatcher(self.catch_up, poll) if poll is not None else None
+
+    def deleted(self, erasure: Erasure) -> None:
+        """Record a deletion this engine made (once the data is gone) and forget it here."""
+        self.feed.record(erasure)
+        if erasure.session_id is None:
+            self.held.forget_user(erasure.user_id)
+        else:
+            self.held.forget_session(erasure)
+
+    def catch_up(self) -> list[Erasure]:
+        """Forget the deletions other engines made since the last call; returns them."""
+        erased = self.feed.poll()
+        self.held.forget(erased)
+        return erased.erasures
+
+    def close(self) -> None:
+        """Stop reading the feed in the background."""
+        if self._watch is not None:
+            self._watch.stop()
