@@ -94,10 +94,11 @@ def redis_server(folder: Path) -> Iterator[RedisServer]:
 
 def attach_cache(engine: ContextEngine, cache: HotCache) -> None:
     """What the engine's wiring does with ``settings.cache``: both services read
-    through ``cache``."""
+    through ``cache``, and deletions drop from it."""
     engine.cache = cache
     engine._service.cache = cache
     engine.memory.use_cache(cache)
+    engine._erasures.held.cache = cache
 
 
 def make_engine(
