@@ -17,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, insert, select
+from sqlalchemy import create_engine, insert, select, update
 
 from agentctx import ConfigError, ContextEngine
 from agentctx.events import utcnow
 from agentctx.sessions.erasures import Erasure, ErasureFeed
-from agentctx.storage.schema import erasures
+from agentctx.storage.schema import erasures, sessions
 from conftest import new_pg_database
 from procs.erasure_child import held
 
@@ -133,6 +133,31 @@ def test_another_engine_forgets_a_deleted_session_and_keeps_the_others(
         assert session_held(other, "u1", gone) == []
         assert session_held(other, "u1", kept) == ["authors", "vectors", "events"]
         fill_caches(other, "u1", kept, "plainword")
+
+
+def test_sessions_the_sweep_deletes_are_forgotten_everywhere(
+    writer: ContextEngine, db_url: str, tmp_path: Path
+) -> None:
+    expired = user_data(writer, "u1", WORD)
+    kept = user_data(writer, "u1", "plainword")
+    with open_engine(db_url, tmp_path / "other", erasure_poll=None) as other:
+        for engine in (writer, other):
+            fill_caches(engine, "u1", expired, WORD)
+            fill_caches(engine, "u1", kept, "plainword")
+        sid = other.search_index.session_number("u1", expired)
+        with writer.db.write() as conn:
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.session_id == expired)
+                .values(expires_at=sessions.c.created_at)
+            )
+
+        assert writer.sweep().expired_sessions == 1
+
+        assert session_held(writer, "u1", expired) == []
+        assert other.forget_erased() == [Erasure("u1", expired, sid)]
+        assert session_held(other, "u1", expired) == []
+        assert session_held(other, "u1", kept) == ["authors", "vectors", "events"]
 
 
 def test_the_deleting_engine_forgets_the_users_memory_codes_too(writer: ContextEngine) -> None:

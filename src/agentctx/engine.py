@@ -532,7 +532,11 @@ class ContextEngine:
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
         log and the erasure feed, and delete memories past their kind's time to live."""
-        report = self._retention.sweep()
+        report = self._retention.sweep(
+            on_deleted=lambda user_id, session_id, sid: self._erasures.deleted(
+                Erasure(user_id, session_id, sid)
+            )
+        )
         self._erasures.feed.trim(utcnow())
         expired = self.memory.purge_expired()
         if expired:

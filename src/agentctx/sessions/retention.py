@@ -9,7 +9,7 @@ deletion.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +22,7 @@ from agentctx.sessions.audit import AuditRecord
 from agentctx.sessions.models import DeleteReport, SweepReport
 from agentctx.sessions.service import SessionService
 from agentctx.storage import repository as repo
-from agentctx.storage.schema import audit, blob_refs, blobs, sessions, turns
+from agentctx.storage.schema import audit, blob_refs, blobs, search_sessions, sessions, turns
 
 
 def _delete_report(
@@ -89,9 +89,17 @@ class Retention:
         return DeleteReport(blobs=removed)
 
     def sweep(
-        self, *, now: datetime | None = None, turn_timeout: timedelta = timedelta(hours=1)
+        self,
+        *,
+        now: datetime | None = None,
+        turn_timeout: timedelta = timedelta(hours=1),
+        on_deleted: Callable[[str, str, int | None], None] | None = None,
     ) -> SweepReport:
-        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
+        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log.
+
+        ``on_deleted(user_id, session_id, search_sid)`` is called for each session deleted,
+        once its deletion committed, with its number in the search index (if indexed).
+        """
         now = now or utcnow()
         started = time.perf_counter()
         with self.db.read() as conn:
@@ -107,8 +115,17 @@ class Retention:
         for user_id, session_id in expired:
             with self.db.write() as conn:
                 # Re-check under the write lock: a write may have renewed it meanwhile.
-                if repo.session_expired(conn, user_id, session_id, now):
-                    report = report + _delete_report(conn, user_id, [session_id], purge=False)
+                if not repo.session_expired(conn, user_id, session_id, now):
+                    continue
+                sid = conn.execute(
+                    select(search_sessions.c.sid).where(
+                        search_sessions.c.user_id == user_id,
+                        search_sessions.c.session_id == session_id,
+                    )
+                ).scalar()
+                report = report + _delete_report(conn, user_id, [session_id], purge=False)
+            if on_deleted is not None:
+                on_deleted(user_id, session_id, sid)
         if report.extra.get("search_sessions"):
             with self.db.write() as conn:
                 purge_deleted(conn)  # once for all expired sessions
