@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, insert, select, update
 
 from agentctx import ConfigError, ContextEngine
 from agentctx.events import utcnow
+from agentctx.retrieval.sync import read_state
 from agentctx.sessions.erasures import Erasure, ErasureFeed
 from agentctx.storage.schema import erasures, sessions
 from conftest import new_pg_database
@@ -92,13 +93,20 @@ def test_another_engine_forgets_a_deleted_user_within_its_poll(
         fill_caches(other, "u2", kept, "plainword")
 
 
+def search_sid(engine: ContextEngine, user_id: str, session_id: str) -> int | None:
+    """The session's number in the search index, which keys its cached vectors."""
+    with engine.db.read() as conn:
+        state = read_state(conn, user_id, session_id, None)
+    return None if state is None else state.sid
+
+
 def session_held(engine: ContextEngine, user_id: str, session_id: str) -> list[str]:
     """Where this engine's memory holds something of one session."""
     index = engine.search_index
     places = []
     if (user_id, session_id) in index._participants._known:
         places.append("authors")
-    sid = index.session_number(user_id, session_id)
+    sid = search_sid(engine, user_id, session_id)
     vectors = index._vector_search
     if sid is not None and any(
         key[0] == sid
@@ -124,7 +132,7 @@ def test_another_engine_forgets_a_deleted_session_and_keeps_the_others(
             fill_caches(engine, "u1", gone, WORD)
             fill_caches(engine, "u1", kept, "plainword")
             assert session_held(engine, "u1", gone) == ["authors", "vectors", "events"]
-        sid = other.search_index.session_number("u1", gone)
+        sid = search_sid(other, "u1", gone)
 
         writer.delete_session(gone, user_id="u1")
         assert session_held(writer, "u1", gone) == []  # the deleting engine at once
@@ -144,7 +152,7 @@ def test_sessions_the_sweep_deletes_are_forgotten_everywhere(
         for engine in (writer, other):
             fill_caches(engine, "u1", expired, WORD)
             fill_caches(engine, "u1", kept, "plainword")
-        sid = other.search_index.session_number("u1", expired)
+        sid = search_sid(other, "u1", expired)
         with writer.db.write() as conn:
             conn.execute(
                 update(sessions)

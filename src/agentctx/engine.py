@@ -344,10 +344,11 @@ class ContextEngine:
 
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
-        sid = self.search_index.session_number(user_id, session_id)  # its cached vectors' key
-        report = self._retention.delete(user_id, session_id)
-        self._erasures.deleted(Erasure(user_id, session_id, sid))
-        return report
+        return self._retention.delete(user_id, session_id, on_deleted=self._session_deleted)
+
+    def _session_deleted(self, user_id: str, session_id: str, search_sid: int | None) -> None:
+        """Once a session is gone: the erasure feed, and this process's copies."""
+        self._erasures.deleted(Erasure(user_id, session_id, search_sid))
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
         """Check a session's hash chain; the report names the first bad seq."""
@@ -532,11 +533,7 @@ class ContextEngine:
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
         log and the erasure feed, and delete memories past their kind's time to live."""
-        report = self._retention.sweep(
-            on_deleted=lambda user_id, session_id, sid: self._erasures.deleted(
-                Erasure(user_id, session_id, sid)
-            )
-        )
+        report = self._retention.sweep(on_deleted=self._session_deleted)
         self._erasures.feed.trim(utcnow())
         expired = self.memory.purge_expired()
         if expired:

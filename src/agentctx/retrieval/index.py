@@ -241,19 +241,13 @@ class SearchIndex:
 
     def forget_session(self, user_id: str, session_id: str, sid: int | None) -> None:
         """Drop what is held in memory of a deleted session: its authors and aliases, and
-        the vectors and sign codes cached under its number ``sid`` (from
-        :meth:`session_number`, read before the deletion)."""
+        the vectors and sign codes cached under its number ``sid`` (read in the deleting
+        transaction)."""
         with self._forgetting.gen_wlock():  # once the searches in flight are done
             self._participants.drop_session((user_id, session_id))
             self._aliases.drop_session((user_id, session_id))
             if sid is not None:
                 self._vector_search.drop_session(sid)
-
-    def session_number(self, user_id: str, session_id: str) -> int | None:
-        """The session's number in the index (None when it was never indexed)."""
-        with self.db.read() as conn:
-            state = read_state(conn, user_id, session_id, None)
-        return None if state is None else state.sid
 
     def on_turn_end(self, job: Job) -> None:
         """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``."""

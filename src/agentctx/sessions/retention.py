@@ -17,12 +17,16 @@ from sqlalchemy import delete, select
 
 from agentctx.errors import SessionNotFound, TurnError
 from agentctx.events import utcnow
+from agentctx.retrieval.sync import read_state
 from agentctx.retrieval.tables import purge_deleted
 from agentctx.sessions.audit import AuditRecord
 from agentctx.sessions.models import DeleteReport, SweepReport
 from agentctx.sessions.service import SessionService
 from agentctx.storage import repository as repo
-from agentctx.storage.schema import audit, blob_refs, blobs, search_sessions, sessions, turns
+from agentctx.storage.schema import audit, blob_refs, blobs, sessions, turns
+
+OnDeleted = Callable[[str, str, int | None], None]
+"""Told of each session deleted: (user_id, session_id, its number in the search index)."""
 
 
 def _delete_report(
@@ -53,22 +57,26 @@ class Retention:
         self.blobs = sessions.blobs
         self.audit_retention = audit_retention
 
-    def delete(self, user_id: str, session_id: str) -> DeleteReport:
-        """Delete a session with its events, turns, jobs and unshared blobs."""
+    def delete(
+        self, user_id: str, session_id: str, *, on_deleted: OnDeleted | None = None
+    ) -> DeleteReport:
+        """Delete a session with its events, turns, jobs and unshared blobs.
+
+        ``on_deleted(user_id, session_id, search_sid)`` is called once the deletion
+        committed, with the session's number in the search index (None if never indexed).
+        """
         record = AuditRecord(action="session_delete", user_id=user_id, session_id=session_id)
         with self.db.write() as conn:
-            exists = conn.execute(
-                select(sessions.c.session_id).where(
-                    sessions.c.user_id == user_id, sessions.c.session_id == session_id
-                )
-            ).first()
-            report = _delete_report(conn, user_id, [session_id]) if exists else None
+            state = read_state(conn, user_id, session_id, None)  # None: no such session
+            report = _delete_report(conn, user_id, [session_id]) if state is not None else None
             if report is not None:
                 record.meta = report.model_dump(exclude={"extra"})
                 self.audit.write(record, conn)
-        if report is None:
+        if state is None or report is None:
             self.audit.deny(record, SessionNotFound(session_id))
         self.audit.emit(record)
+        if on_deleted is not None:
+            on_deleted(user_id, session_id, state.sid)
         return report + self.collect_blobs()
 
     def collect_blobs(self) -> DeleteReport:
@@ -93,13 +101,10 @@ class Retention:
         *,
         now: datetime | None = None,
         turn_timeout: timedelta = timedelta(hours=1),
-        on_deleted: Callable[[str, str, int | None], None] | None = None,
+        on_deleted: OnDeleted | None = None,
     ) -> SweepReport:
-        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log.
-
-        ``on_deleted(user_id, session_id, search_sid)`` is called for each session deleted,
-        once its deletion committed, with its number in the search index (if indexed).
-        """
+        """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
+        log. ``on_deleted`` is called for each session deleted, as by :meth:`delete`."""
         now = now or utcnow()
         started = time.perf_counter()
         with self.db.read() as conn:
@@ -117,15 +122,10 @@ class Retention:
                 # Re-check under the write lock: a write may have renewed it meanwhile.
                 if not repo.session_expired(conn, user_id, session_id, now):
                     continue
-                sid = conn.execute(
-                    select(search_sessions.c.sid).where(
-                        search_sessions.c.user_id == user_id,
-                        search_sessions.c.session_id == session_id,
-                    )
-                ).scalar()
+                state = read_state(conn, user_id, session_id, None)
                 report = report + _delete_report(conn, user_id, [session_id], purge=False)
-            if on_deleted is not None:
-                on_deleted(user_id, session_id, sid)
+            if on_deleted is not None and state is not None:
+                on_deleted(user_id, session_id, state.sid)
         if report.extra.get("search_sessions"):
             with self.db.write() as conn:
                 purge_deleted(conn)  # once for all expired sessions
