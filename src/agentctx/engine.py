@@ -219,6 +219,7 @@ class ContextEngine:
             embedder=embedder,
             llm=fast_llm,
             on_llm_failure=self._llm_failed,
+            query_vectors=self.search_index.query_vectors,
         )
         self.memory.use_cache(self.cache)
         if s.memory.enabled:

@@ -13,6 +13,7 @@ import pytest
 
 from agentctx import ContextEngine, EventType
 from agentctx.errors import InvalidInput, MemoryNotFound
+from agentctx.llm.query_vectors import QueryVectors
 from agentctx.memory import handle_memory_tool, memory_tools
 from llm.openai_chat_server import Reply, start_chat_server
 
@@ -129,7 +130,8 @@ def test_a_slow_embedder_is_cut_at_500_ms(db_url: str, home: Path) -> None:
         session = engine.create_session(user_id="u1")
         session.add_message("user", "hi")
         session.build_context("What do I like to do?", 3000)  # models loaded: not timed below
-        index.embedder = SlowEmbedder(index.embedder, 3.0)  # type: ignore[assignment]
+        # The memory index's own query vectors, slow (the event index keeps its own).
+        index.query_vectors = QueryVectors(SlowEmbedder(index.embedder, 3.0))
         started = time.perf_counter()
         window = session.build_context("What do I enjoy doing?", 3000)
         elapsed = time.perf_counter() - started

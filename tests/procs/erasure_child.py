@@ -24,7 +24,7 @@ def held(engine: ContextEngine, user_id: str, word: str) -> list[str]:
     index = engine.search_index
     if any(key[0] == user_id for key in index._participants._known):
         places.append("authors")
-    if any(word in query for query in index._queries):
+    if any(word in query for query in index.query_vectors.queries()):
         places.append("queries")
     if len(index._vector_search.vectors) or len(index._vector_search.codes):
         places.append("vectors")

@@ -126,7 +126,7 @@ def test_deleting_user_data_leaves_nothing_of_it_in_the_search_index_memory(
     for user_id, session in (("u1", gone), ("u2", kept)):
         assert index.search(user_id, session.id, f"What did Kate say about {SECRET_WORD}?")
     assert index._participants.get(("u1", gone.id)) is not None
-    assert index._queries
+    assert index.query_vectors.queries()
     with engine.db.read() as conn:
         if conn.dialect.name == "sqlite":  # small SQLite sessions are searched in memory
             assert len(index._vector_search.vectors)
@@ -135,7 +135,7 @@ def test_deleting_user_data_leaves_nothing_of_it_in_the_search_index_memory(
 
     assert index._participants.get(("u1", gone.id)) is None
     assert index._participants.get(("u2", kept.id)) is not None  # another user's stays
-    assert not any(SECRET_WORD in query for query in index._queries)
+    assert not any(SECRET_WORD in query for query in index.query_vectors.queries())
     assert len(index._vector_search.vectors) == 0 and len(index._vector_search.codes) == 0
     # The other user's search still works, its caches filled again.
     assert index.search("u2", kept.id, "plainword trains")
@@ -203,5 +203,5 @@ def test_a_search_in_flight_puts_nothing_back_once_the_user_is_forgotten(
     forgetting.join(10)
     assert not searching.is_alive() and not forgetting.is_alive()
     # ... which embedded and cached the query before the caches were cleared, not after.
-    assert not any(SECRET_WORD in cached for cached in index._queries)
+    assert not any(SECRET_WORD in cached for cached in index.query_vectors.queries())
     assert index.search("u1", session.id, query) == []

@@ -71,7 +71,8 @@ def _both(engine: ContextEngine, session_id: str, query: str, k: int, before: in
     index.sync("u1", session_id)
     embedder_id = index._ensure_dense()
     assert embedder_id is not None
-    vector = index._query_vector(query)
+    assert index.query_vectors is not None
+    vector = index.query_vectors.vector(query)
     cache = VectorCache()
     with engine.db.read() as conn:
         state = read_state(conn, "u1", session_id, embedder_id)

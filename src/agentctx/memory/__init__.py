@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from agentctx.events import Event
 from agentctx.llm.chat import LLM, LLMFailureHook
 from agentctx.llm.embeddings import Embedder
+from agentctx.llm.query_vectors import QueryVectors
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import (
@@ -59,10 +60,12 @@ def build_memory_service(
     embedder: Embedder | None,
     llm: LLM | None,
     on_llm_failure: LLMFailureHook | None = None,
+    query_vectors: QueryVectors | None = None,
 ) -> MemoryService:
     """The engine's memory: the index over ``embedder``, rules (or ``llm``) for
     declarative memory and event replay for procedural memory. A model failure is
-    reported to ``on_llm_failure`` (the rules stand in)."""
+    reported to ``on_llm_failure`` (the rules stand in). ``query_vectors``, when given,
+    are the event index's, so a query both indexes search is embedded once."""
     declarative_kinds = frozenset(DECLARATIVE_KINDS)
     if llm is not None:
         extractor = LLMExtractor(llm)
@@ -80,7 +83,7 @@ def build_memory_service(
         db,
         load_events,
         config=config,
-        index=MemoryIndex(db, embedder),
+        index=MemoryIndex(db, embedder, query_vectors=query_vectors),
         extractors=[
             declarative,
             (PROCEDURAL_VERSION, frozenset({MemoryKind.PROCEDURAL}), extract_procedural),

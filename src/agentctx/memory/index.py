@@ -39,6 +39,7 @@ from sqlalchemy import Connection, bindparam, text
 from agentctx.errors import InvalidInput
 from agentctx.events import utcnow
 from agentctx.llm.embeddings import Embedder, EmbeddingError
+from agentctx.llm.query_vectors import QueryVectors
 from agentctx.memory import index_dense, index_terms
 from agentctx.memory.index_documents import (
     PreparedDocument,
@@ -113,11 +114,15 @@ class MemoryIndex:
         min_similarity: float = 0.2,
         max_lexical_postings: int = MAX_LEXICAL_POSTINGS,
         recent_window: int = RECENT_WINDOW,
+        query_vectors: QueryVectors | None = None,
     ) -> None:
         if half_life_days <= 0 or not 0 <= freshness_floor <= 1:
             raise InvalidInput("half_life_days must be > 0 and freshness_floor in [0, 1]")
         self.db = db
         self.embedder = embedder
+        # Shared with the event index when the engine builds both (one embedding of a
+        # window's query serves both); else this index's own.
+        self.query_vectors = query_vectors or (QueryVectors(embedder) if embedder else None)
         self.half_life_days = half_life_days
         self.freshness_floor = freshness_floor
         self.rrf_k = rrf_k
@@ -221,8 +226,11 @@ class MemoryIndex:
 
     def forget_user(self, user_id: str | None) -> None:
         """Drop the vector codes this process holds in memory of the user's memories (of
-        every user's when None); they are read again on the next search that needs them."""
+        every user's when None), read again on the next search that needs them, and every
+        query embedding held (kept by text, not by user)."""
         self._codes.drop(None if user_id is None else user_partition(user_id))
+        if self.query_vectors is not None:
+            self.query_vectors.clear()
 
     # Search -----------------------------------------------------------------------------
 
@@ -318,13 +326,12 @@ class MemoryIndex:
         )
 
     def _query_vector(self, query: str) -> list[float] | None:
-        assert self.embedder is not None
+        assert self.query_vectors is not None
         try:
-            vector = self.embedder.embed([query])[0]
+            return self.query_vectors.vector(query)
         except EmbeddingError as exc:
             log.warning("embedding the query failed, lexical ranking only: %s", exc)
             return None
-        return vector if any(vector) else None
 
     def _exact_limit(self, conn: Connection) -> int:
         limit = self.exact_vector_limit

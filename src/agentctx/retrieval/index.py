@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +24,7 @@ from sqlalchemy import Connection
 from agentctx.errors import InvalidInput
 from agentctx.jobs import Job
 from agentctx.llm.embeddings import Embedder, EmbeddingError
+from agentctx.llm.query_vectors import QueryVectors
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.aliases import AliasBook
@@ -124,8 +124,9 @@ class SearchIndex:
         self._context_id: int | None = None  # vectors embedded with the event before
         self._setup_lock = threading.Lock()
         self._vector_search = VectorSearch(self.config)
-        self._queries: OrderedDict[str, list[float]] = OrderedDict()
-        self._queries_lock = threading.Lock()
+        self.query_vectors = (
+            QueryVectors(embedder, self.config.query_cache_size) if embedder is not None else None
+        )
         self._participants = ParticipantCache()
         self._aliases = AliasBook()
         # Searches share it and forget_user takes it alone, so that no search in flight
@@ -236,8 +237,8 @@ class SearchIndex:
             self._participants.drop_user(user_id)
             self._aliases.drop_user(user_id)
             self._vector_search.clear()
-            with self._queries_lock:
-                self._queries.clear()
+            if self.query_vectors is not None:
+                self.query_vectors.clear()
 
     def forget_session(self, user_id: str, session_id: str, sid: int | None) -> None:
         """Drop what is held in memory of a deleted session: its authors and aliases, and
@@ -255,23 +256,6 @@ class SearchIndex:
             self.sync(job.user_id, job.session_id)
 
     # Search -----------------------------------------------------------------------------
-
-    def _query_vector(self, query: str) -> list[float] | None:
-        with self._queries_lock:
-            found = self._queries.get(query)
-            if found is not None:
-                self._queries.move_to_end(query)
-                return found
-        assert self.embedder is not None
-        vector = self.embedder.embed([query])[0]
-        if not any(vector):
-            return None
-        if self.config.query_cache_size:
-            with self._queries_lock:
-                self._queries[query] = vector
-                while len(self._queries) > self.config.query_cache_size:
-                    self._queries.popitem(last=False)
-        return vector
 
     def search(
         self,
@@ -348,7 +332,8 @@ class SearchIndex:
         focus = named[0] if len(named) == 1 else None
         if dense and embedder_id is not None and query.strip():
             try:
-                vector = self._query_vector(as_asked_by(query, named, aliases))
+                assert self.query_vectors is not None
+                vector = self.query_vectors.vector(as_asked_by(query, named, aliases))
             except EmbeddingError as exc:
                 log.warning("embedding the query failed, lexical ranking only: %s", exc)
         terms = query_terms(query) if lexical else []

@@ -1,0 +1,58 @@
+"""Query embeddings, remembered by query text.
+
+A window build asks its query of the event index and, with memory on, of long-term
+memory; agents also repeat queries between builds (a retried call, the same question
+at several budgets). Embedding a query takes several milliseconds with the local
+model and a network round trip with an endpoint, so one :class:`QueryVectors` per
+engine embeds each distinct query once while it is among the ``size`` most recently
+used, for every index that shares it. The entries hold users' text: deletions clear
+them all (:meth:`clear`), since they are kept by text rather than by user.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from agentctx.llm.embeddings import Embedder
+
+
+class QueryVectors:
+    """``embedder``'s vectors of queries, the ``size`` most recently used kept
+    (``size=0`` keeps none). Thread-safe; two threads asking a new query at once may
+    both embed it."""
+
+    def __init__(self, embedder: Embedder, size: int = 256) -> None:
+        if size < 0:
+            raise ValueError(f"size must be >= 0, got {size}")
+        self.embedder = embedder
+        self.size = size
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def vector(self, query: str) -> list[float] | None:
+        """The vector of ``query``, or None when the embedder gives the zero vector
+        (nothing to compare by). Raises :class:`~agentctx.llm.embeddings.EmbeddingError`
+        as the embedder does; a failure is not remembered."""
+        with self._lock:
+            vector = self._vectors.get(query)
+            if vector is not None:
+                self._vectors.move_to_end(query)
+        if vector is None:
+            vector = self.embedder.embed([query])[0]
+            if self.size:
+                with self._lock:
+                    self._vectors[query] = vector
+                    while len(self._vectors) > self.size:
+                        self._vectors.popitem(last=False)
+        return vector if any(vector) else None
+
+    def queries(self) -> list[str]:
+        """The queries held, least recently used first."""
+        with self._lock:
+            return list(self._vectors)
+
+    def clear(self) -> None:
+        """Forget every query held."""
+        with self._lock:
+            self._vectors.clear()
