@@ -13,20 +13,11 @@ from sqlalchemy import text
 
 from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.cache import HotCache, build_cache
-from agentctx.compaction.fold import FOLD_JOB, EventFolder
-from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
-from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
-from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
-from agentctx.compaction.visual import (
-    VISUAL_JOB,
-    CleanupReport,
-    VisualCompactor,
-    cleanup_cold_storage,
-)
+from agentctx.compaction.install import install_compaction
+from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
-from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
@@ -56,7 +47,6 @@ from agentctx.sessions.writer import EventWriter, TurnCondition
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
-from agentctx.storage.images import turn_has_images
 from agentctx.tokens import TokenCounter, counter_from_spec
 
 TURN_END_PREFIX = "turn_end:"
@@ -147,69 +137,16 @@ class ContextEngine:
             # background; otherwise searches catch up themselves (embedding at most
             # ``retrieval.inline_embed_limit`` events per search).
             self.on_turn_end("search_index", self.search_index.on_turn_end)
-        # Compaction. One chat model (the fast slot) serves every job, and all of them
-        # count a tool result as what a window shows of it, when windows shorten tool
-        # output, rather than by the raw output's size.
+        # Compaction: summaries, topics, folds, reflections, screenshot placeholders.
         fast_llm = llm_from_config(s.llm, "fast")
-        tool_result_tokens = s.tool_output.compress_over_tokens if s.tool_output.enabled else None
-        # Thread summaries: brought up to date by a turn-end job with a worker; otherwise a
-        # window reading them folds in one bounded step of what is new (as searches catch
-        # up the index), so appends never pay for summaries.
-        self.thread_summaries = ThreadSummarizer(
-            self.db,
-            self._service.events,
-            self.token_counter(),
-            fast_llm,
-            config=s.thread_summary,
-            catch_up=s.jobs != "background",
-            on_llm_failure=self._llm_failed,
-            tool_result_tokens=tool_result_tokens,
+        compactors = install_compaction(
+            self, load_events=self._service.events, llm=fast_llm, on_llm_failure=self._llm_failed
         )
-        if s.jobs == "background" and s.thread_summary.enabled:
-            self.on_turn_end(THREAD_JOB, self.thread_summaries.on_turn_end)
-        # Topic archiving: a turn-end job archives once unarchived messages pass the
-        # threshold, and a window that would need more room archives first (seed 001).
-        self.topics = TopicArchiver(
-            self.db,
-            self._service.events,
-            self.token_counter(),
-            fast_llm,
-            config=s.topics,
-            on_llm_failure=self._llm_failed,
-            tool_result_tokens=tool_result_tokens,
-        )
-        if s.topics.enabled:
-            self.on_turn_end(TOPICS_JOB, self.topics.on_turn_end)
-        # Hybrid compaction: older non-key events fold into summaries (seed 003); like
-        # thread summaries, by a turn-end job with a worker, else when a window reads them.
-        self.folds = EventFolder(
-            self.db,
-            self._service.events,
-            self.token_counter(),
-            fast_llm,
-            config=s.fold,
-            on_llm_failure=self._llm_failed,
-            catch_up=s.jobs != "background",
-            tool_result_tokens=tool_result_tokens,
-        )
-        if s.jobs == "background" and s.fold.enabled:
-            self.on_turn_end(FOLD_JOB, self.folds.on_turn_end)
-        # Reflections on assistant messages: a turn-end job, never part of any window.
-        self.reflector = Reflector(
-            self.db,
-            self._service.events,
-            self.token_counter(),
-            fast_llm,
-            config=s.reflection,
-            on_llm_failure=self._llm_failed,
-        )
-        if s.reflection.enabled:
-            self.on_turn_end(REFLECTION_JOB, self.reflector.on_turn_end)
-        # Visual compaction (seed 000): when a turn ends, its images other than anchor,
-        # result and error frames become placeholders in windows.
-        self.visual = VisualCompactor(self.db, self._service.events, config=s.visual)
-        if s.visual.compaction:
-            self.on_turn_end(VISUAL_JOB, self.visual.on_turn_end, when=turn_has_images)
+        self.thread_summaries = compactors.thread_summaries
+        self.topics = compactors.topics
+        self.folds = compactors.folds
+        self.reflector = compactors.reflector
+        self.visual = compactors.visual
         # Long-term memory (seed 003): extracted after each turn, consolidated per user,
         # injected as ## Memory (Verified) when enabled; CRUD and search always work.
         self.memory = build_memory_service(
@@ -227,19 +164,12 @@ class ContextEngine:
         # Human in the loop (seed 003 8.1.5): triggers evaluated after turns that could
         # fire one; flags, resolutions and repro packages.
         self.hitl = install_hitl(self, s.hitl)
-        summary_sources: list[SummarySource] = []
-        if s.topics.enabled:
-            summary_sources.append(self.topics)
-        if s.fold.enabled:
-            summary_sources.append(self.folds)
-        if s.thread_summary.enabled:
-            summary_sources.append(self.thread_summaries)
         self.context_builder = ContextBuilder(
             load_events=self._service.events,
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,
-            summaries=CombinedSummaries(tuple(summary_sources)) if summary_sources else None,
+            summaries=compactors.summaries,
             tool_output=self._tool_output_text if s.tool_output.enabled else None,
             archived_through=self.topics.archived_through if s.topics.enabled else None,
             image_states=self.visual.image_states,

@@ -1,0 +1,118 @@
+"""The engine's compactors, built from its settings, their turn-end jobs registered.
+
+One chat model (the fast slot) serves every compactor, and all of them count a tool
+result as what a window shows of it, when windows shorten tool output, rather than by
+the raw output's size. With a worker (``jobs="background"``) thread summaries and
+folds are brought up to date by turn-end jobs; otherwise a window that reads them
+folds in one bounded step of what is new, so appends never pay for summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentctx.compaction.fold import FOLD_JOB, EventFolder
+from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
+from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
+from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
+from agentctx.compaction.visual import VISUAL_JOB, VisualCompactor
+from agentctx.context.sources import CombinedSummaries, SummarySource
+from agentctx.events import Event
+from agentctx.llm.chat import LLM, LLMFailureHook
+from agentctx.storage.images import turn_has_images
+
+if TYPE_CHECKING:
+    from agentctx.engine import ContextEngine
+
+
+@dataclass(frozen=True, slots=True)
+class Compactors:
+    """The compactors of one engine, and the summaries its windows read."""
+
+    thread_summaries: ThreadSummarizer
+    topics: TopicArchiver
+    folds: EventFolder
+    reflector: Reflector
+    visual: VisualCompactor
+    summaries: CombinedSummaries | None  # None when no summary source is enabled
+
+
+def install_compaction(
+    engine: ContextEngine,
+    *,
+    load_events: Callable[..., list[Event]],
+    llm: LLM | None,
+    on_llm_failure: LLMFailureHook,
+) -> Compactors:
+    """``engine``'s compactors, configured by its settings, each enabled one's turn-end
+    job registered with ``engine.on_turn_end``."""
+    s = engine.settings
+    background = s.jobs == "background"
+    counter = engine.token_counter()
+    tool_result_tokens = s.tool_output.compress_over_tokens if s.tool_output.enabled else None
+    thread_summaries = ThreadSummarizer(
+        engine.db,
+        load_events,
+        counter,
+        llm,
+        config=s.thread_summary,
+        catch_up=not background,
+        on_llm_failure=on_llm_failure,
+        tool_result_tokens=tool_result_tokens,
+    )
+    if background and s.thread_summary.enabled:
+        engine.on_turn_end(THREAD_JOB, thread_summaries.on_turn_end)
+    # Topic archiving: a turn-end job archives once unarchived messages pass the
+    # threshold, and a window that would need more room archives first (seed 001).
+    topics = TopicArchiver(
+        engine.db,
+        load_events,
+        counter,
+        llm,
+        config=s.topics,
+        on_llm_failure=on_llm_failure,
+        tool_result_tokens=tool_result_tokens,
+    )
+    if s.topics.enabled:
+        engine.on_turn_end(TOPICS_JOB, topics.on_turn_end)
+    # Hybrid compaction: older non-key events fold into summaries (seed 003).
+    folds = EventFolder(
+        engine.db,
+        load_events,
+        counter,
+        llm,
+        config=s.fold,
+        on_llm_failure=on_llm_failure,
+        catch_up=not background,
+        tool_result_tokens=tool_result_tokens,
+    )
+    if background and s.fold.enabled:
+        engine.on_turn_end(FOLD_JOB, folds.on_turn_end)
+    # Reflections on assistant messages: a turn-end job, never part of any window.
+    reflector = Reflector(
+        engine.db, load_events, counter, llm, config=s.reflection, on_llm_failure=on_llm_failure
+    )
+    if s.reflection.enabled:
+        engine.on_turn_end(REFLECTION_JOB, reflector.on_turn_end)
+    # Visual compaction (seed 000): when a turn ends, its images other than anchor,
+    # result and error frames become placeholders in windows.
+    visual = VisualCompactor(engine.db, load_events, config=s.visual)
+    if s.visual.compaction:
+        engine.on_turn_end(VISUAL_JOB, visual.on_turn_end, when=turn_has_images)
+    sources: list[SummarySource] = []
+    if s.topics.enabled:
+        sources.append(topics)
+    if s.fold.enabled:
+        sources.append(folds)
+    if s.thread_summary.enabled:
+        sources.append(thread_summaries)
+    return Compactors(
+        thread_summaries=thread_summaries,
+        topics=topics,
+        folds=folds,
+        reflector=reflector,
+        visual=visual,
+        summaries=CombinedSummaries(tuple(sources)) if sources else None,
+    )
