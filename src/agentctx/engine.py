@@ -42,8 +42,9 @@ from agentctx.sessions.redaction import (
 from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
+from agentctx.sessions.turn_end import TurnCondition
 from agentctx.sessions.turns import current_turn
-from agentctx.sessions.writer import EventWriter, TurnCondition
+from agentctx.sessions.writer import EventWriter
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database

@@ -165,6 +165,12 @@ class JobQueue:
             except IntegrityError:
                 pass  # another writer enqueued the same job first
 
+    @staticmethod
+    def session_has_jobs(conn: Connection, user_id: str, session_id: str) -> bool:
+        """Whether the session has a job pending or running (claimable now or later), read
+        in the caller's transaction with a statement built once."""
+        return conn.execute(_SESSION_HAS_JOBS, {"u": user_id, "s": session_id}).first() is not None
+
     def _claim(self, limit: int, session: tuple[str, str] | None) -> list[Job]:
         if not self._handlers:
             return []  # jobs of kinds nobody handles wait for a handler
@@ -174,10 +180,8 @@ class JobQueue:
         # session with a statement built once (building the claim costs more than the
         # read: it runs after every append outside a turn).
         with self._db.read() as conn:
-            if session is not None:
-                waiting = conn.execute(_SESSION_HAS_JOBS, {"u": session[0], "s": session[1]})
-                if waiting.first() is None:
-                    return []
+            if session is not None and not self.session_has_jobs(conn, *session):
+                return []
             claimable = _claimable(now, list(self._handlers), session)
             if conn.execute(select(jobs.c.job_id).where(claimable).limit(1)).first() is None:
                 return []

@@ -17,11 +17,10 @@ from agentctx.compaction.fold import FOLD_JOB, EventFolder
 from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
 from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
-from agentctx.compaction.visual import VISUAL_JOB, VisualCompactor
+from agentctx.compaction.visual import VISUAL_JOB, VisualCompactor, turn_has_images
 from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.events import Event
 from agentctx.llm.chat import LLM, LLMFailureHook
-from agentctx.storage.images import turn_has_images
 
 if TYPE_CHECKING:
     from agentctx.engine import ContextEngine

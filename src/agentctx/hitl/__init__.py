@@ -10,9 +10,9 @@ from agentctx.hitl.service import (
     HitlFlag,
     HitlService,
     install_hitl,
-    turn_may_need_human,
 )
 from agentctx.hitl.triggers import Finding, TriggerState, scan
+from agentctx.hitl.turn_condition import TurnMayNeedHuman, turn_may_need_human
 
 __all__ = [
     "HITL_JOB",
@@ -23,6 +23,7 @@ __all__ = [
     "RecordedWindow",
     "ReproPackage",
     "TriggerState",
+    "TurnMayNeedHuman",
     "install_hitl",
     "scan",
     "scrub_secrets",

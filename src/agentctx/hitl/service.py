@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, RowMapping, and_, insert, or_, select, text, update
+from sqlalchemy import RowMapping, and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.errors import IdempotencyConflict, InvalidInput, SessionNotFound
@@ -38,6 +38,7 @@ from agentctx.hitl.triggers import (
     calls_to_look_up,
     scan,
 )
+from agentctx.hitl.turn_condition import turn_may_need_human
 from agentctx.jobs import Job
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.models import SessionInfo
@@ -98,36 +99,6 @@ def _flag(row: RowMapping) -> HitlFlag:
 
 def _key(user_id: str, session_id: str) -> Any:
     return and_(hitl_flags.c.user_id == user_id, hitl_flags.c.session_id == session_id)
-
-
-def turn_may_need_human(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
-    """The turn-end condition of the ``hitl`` job: the turn has an error or a tool result,
-    or an event that mentions a confidence. Other turns cannot fire a trigger (they are
-    still read by the next evaluation, so skipping them loses nothing)."""
-    # Spelled out for SQLite's sake: with the OR of LIKEs its planner walks the session's
-    # primary key, every event of the session on each turn end (quadratic over a long
-    # session), unless told to use the turn index.
-    hint = (
-        " INDEXED BY ix_events_user_id_session_id_turn_id" if conn.dialect.name == "sqlite" else ""
-    )
-    query = text(
-        f"SELECT seq FROM events{hint} WHERE user_id = :user AND session_id = :session "
-        "AND turn_id = :turn AND type != :hitl AND (type IN (:error, :result) "
-        "OR CAST(payload AS TEXT) LIKE :mention OR CAST(meta AS TEXT) LIKE :mention) LIMIT 1"
-    )
-    found = conn.execute(
-        query,
-        {
-            "user": user_id,
-            "session": session_id,
-            "turn": turn_id,
-            "hitl": EventType.HITL.value,
-            "error": EventType.ERROR.value,
-            "result": EventType.TOOL_RESULT.value,
-            "mention": '%"confidence"%',
-        },
-    ).first()
-    return found is not None
 
 
 class HitlService:
@@ -244,7 +215,7 @@ class HitlService:
                 turn_id=None,
                 request_id=None,
                 redactor=self._redactor(info),
-            )[0]
+            ).events[0]
         except IdempotencyConflict:
             # Stored first with other content (a different config or note): that one counts.
             with self.db.read() as conn:

@@ -40,7 +40,7 @@ from agentctx.sessions.models import (
     VerifyReport,
 )
 from agentctx.sessions.prepare import Preparer
-from agentctx.sessions.writer import EventWriter, StateChange
+from agentctx.sessions.writer import EventWriter, StateChange, WriteResult
 from agentctx.storage import images as image_index
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
@@ -265,8 +265,10 @@ class SessionService:
         expected_last_seq: int | None = None,
         legacy: bool = False,
         redactor: Redactor | None = None,
-    ) -> list[Event]:
-        """Prepare and append drafts; outside a turn they form a turn of their own.
+    ) -> WriteResult:
+        """Prepare and append drafts; outside a turn they form a turn of their own. The
+        stored events, and what the write transaction saw (whether it ended a turn and
+        left the session jobs to run).
 
         ``redactor`` replaces the engine's (the session's, with its allow-lists).
         """
@@ -277,7 +279,7 @@ class SessionService:
             self.preparer.prepare(user_id, session_id, draft, request_id, redactor, images=images)
             for draft in drafts
         ]
-        result = self.writer.write(
+        return self.writer.write(
             user_id,
             session_id,
             prepared,
@@ -286,7 +288,6 @@ class SessionService:
             request_id=request_id,
             expected_last_seq=expected_last_seq,
         )
-        return result.events
 
     def events(
         self,

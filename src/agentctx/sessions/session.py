@@ -98,7 +98,7 @@ class Session(SessionHandle):
         turn = current_turn(self.user_id, self.id)
         if turn is not None:
             return self._write_in_turn(turn, drafts, expected_last_seq=expected_last_seq)
-        events = self._service.append(
+        written = self._service.append(
             self.user_id,
             self.id,
             drafts,
@@ -107,8 +107,9 @@ class Session(SessionHandle):
             expected_last_seq=expected_last_seq,
             redactor=self.redactor,
         )
-        self._engine._after_turn(self.user_id, self.id)
-        return events
+        if written.jobs_waiting is not False:  # the write saw none: nothing to run
+            self._engine._after_turn(self.user_id, self.id)
+        return written.events
 
     def _write_in_turn(
         self, turn: Turn, drafts: Sequence[EventDraft], *, expected_last_seq: int | None
@@ -121,7 +122,7 @@ class Session(SessionHandle):
             request_id=turn.request_id,
             expected_last_seq=expected_last_seq,
             redactor=self.redactor,
-        )
+        ).events
 
     def _end_turn(self, turn: Turn, status: str) -> None:
         self._service.end_turn(self.user_id, self.id, turn.turn_id, status)
@@ -150,7 +151,7 @@ class Session(SessionHandle):
             request_id=None,
             legacy=True,
             redactor=self.redactor,
-        )
+        ).events
 
     def update_state(
         self,

@@ -41,6 +41,7 @@ from agentctx.ids import new_id
 from agentctx.jobs import JobQueue
 from agentctx.sessions.audit import AuditLog, AuditRecord
 from agentctx.sessions.prepare import PreparedEvent, fingerprint_of
+from agentctx.sessions.turn_end import TurnCondition, WrittenEvent, holds
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import chain_hash
@@ -66,11 +67,9 @@ class WriteResult:
     state_version: int
     last_seq: int
     turn_ended: str | None
-
-
-TurnCondition = Callable[[Connection, str, str, str], bool]
-"""Whether a turn-end job is wanted for (user id, session id, turn id), asked inside the
-transaction that ends the turn."""
+    # Whether the session has jobs pending or running, as the transaction saw it when
+    # it ended a turn of its own (None when it did not: unknown).
+    jobs_waiting: bool | None = None
 
 
 class EventWriter:
@@ -267,8 +266,19 @@ class EventWriter:
             state_version=version if new_state is not None else None,
         )
         turn_ended = None
+        jobs_waiting = None
         if own_turn and fresh and turn_id is not None:
-            self.enqueue_turn_end(conn, user_id, session_id, turn_id)
+            # The turn is exactly the events written here: conditions answer from them.
+            written = [
+                WrittenEvent(
+                    item.row["type"],
+                    item.row["payload"],
+                    item.row["meta"],
+                    tuple(blob.image_id for blob in item.blobs if blob.image_id is not None),
+                )
+                for item in fresh
+            ]
+            jobs_waiting = self.enqueue_turn_end(conn, user_id, session_id, turn_id, written)
             turn_ended = turn_id
         events = {row["event_id"]: Event.from_row(row) for row in rows}
         events.update(stored)
@@ -278,6 +288,7 @@ class EventWriter:
             version,
             seq,
             turn_ended,
+            jobs_waiting,
         )
 
     def _renewed_expiry(
@@ -297,13 +308,24 @@ class EventWriter:
         return renewed, True
 
     def enqueue_turn_end(
-        self, conn: Connection, user_id: str, session_id: str, turn_id: str
-    ) -> None:
+        self,
+        conn: Connection,
+        user_id: str,
+        session_id: str,
+        turn_id: str,
+        written: Sequence[WrittenEvent] | None = None,
+    ) -> bool:
         """Queue every turn-end hook for this turn (those with a condition only when it
-        holds), in the caller's transaction."""
-        for kind in self._turn_end_kinds():
+        holds), in the caller's transaction; ``written``: the turn's events, when the
+        caller wrote all of them. Whether the session then has jobs to run (this
+        transaction's or earlier ones'): one read here instead of a transaction of its
+        own after the commit, since an append outside a turn is usually followed by one."""
+        kinds = self._turn_end_kinds()
+        key = (user_id, session_id, turn_id)
+        queued = False
+        for kind in kinds:
             condition = self._turn_end_conditions.get(kind)
-            if condition is not None and not condition(conn, user_id, session_id, turn_id):
+            if condition is not None and not holds(condition, conn, key, written):
                 continue
             self._jobs.enqueue(
                 conn,
@@ -313,6 +335,8 @@ class EventWriter:
                 turn_id=turn_id,
                 dedupe_key=f"{kind}:{user_id}:{session_id}:{turn_id}",
             )
+            queued = True
+        return queued or (bool(kinds) and self._jobs.session_has_jobs(conn, user_id, session_id))
 
     @staticmethod
     def _already_stored(

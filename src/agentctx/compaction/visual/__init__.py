@@ -16,8 +16,10 @@ from agentctx.compaction.visual.cold import CleanupReport, cleanup_cold_storage
 from agentctx.compaction.visual.compactor import (
     VISUAL_JOB,
     ImageFrame,
+    TurnHasImages,
     VisualCompaction,
     VisualCompactor,
+    turn_has_images,
 )
 from agentctx.compaction.visual.config import VisualConfig
 from agentctx.compaction.visual.frames import (
@@ -44,6 +46,7 @@ __all__ = [
     "ImageFrame",
     "RestoreImageArgs",
     "RestoredImage",
+    "TurnHasImages",
     "VisualCompaction",
     "VisualCompactor",
     "VisualConfig",
@@ -53,4 +56,5 @@ __all__ = [
     "is_error_event",
     "parse_restore_image_args",
     "restore_image_tool",
+    "turn_has_images",
 ]

@@ -21,22 +21,40 @@ Guarantees:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from agentctx.compaction.visual.config import VisualConfig
 from agentctx.compaction.visual.frames import classify_frames
 from agentctx.errors import TurnError, TurnNotFound
 from agentctx.events import Event, utcnow
 from agentctx.jobs import Job
+from agentctx.sessions.turn_end import WrittenEvent
 from agentctx.storage import images as image_index
 from agentctx.storage.database import Database
 from agentctx.storage.images import ImageState
 from agentctx.storage.schema import blob_refs, turns
 
 VISUAL_JOB = "visual"
+
+
+class TurnHasImages:
+    """The visual job's turn-end condition: an event of the turn references an image
+    (only those turns have frames to compact)."""
+
+    def __call__(self, conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
+        """The answer read from the turn's stored image references."""
+        return image_index.turn_has_images(conn, user_id, session_id, turn_id)
+
+    def written(self, events: Sequence[WrittenEvent]) -> bool:
+        """The same answer from the events a transaction wrote as the whole turn."""
+        return any(event.image_ids for event in events)
+
+
+turn_has_images = TurnHasImages()
+"""The visual job's turn-end condition (see :class:`TurnHasImages`)."""
 """The name of the turn-end job (``ContextEngine.on_turn_end``)."""
 
 EventLoader = Callable[..., list[Event]]

@@ -1,0 +1,141 @@
+"""Turn-end conditions answered from the events a transaction wrote as the whole turn
+(every append outside a turn) must answer as the database would, and the jobs a
+session already has still run after such an append. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection
+
+from agentctx import ContextEngine, EventType
+from agentctx.compaction.visual import turn_has_images
+from agentctx.events import Event
+from agentctx.hitl import turn_may_need_human
+from agentctx.jobs import Job
+from agentctx.sessions.session import Session
+from agentctx.sessions.turn_end import WrittenEvent
+
+
+class Probe:
+    """A turn-end condition recording what the two built-in conditions answer from the
+    written events; it wants no job itself."""
+
+    def __init__(self) -> None:
+        self.written_answers: list[tuple[bool, bool]] = []
+        self.read_turns: list[str] = []
+
+    def __call__(self, conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
+        self.read_turns.append(turn_id)
+        return False
+
+    def written(self, events: Sequence[WrittenEvent]) -> bool:
+        self.written_answers.append(
+            (turn_may_need_human.written(events), turn_has_images.written(events))
+        )
+        return False
+
+
+def _appends(png: bytes) -> list[tuple[str, Callable[[Session], Event]]]:
+    """Appends outside a turn, each ending a turn of its own: (name, append)."""
+    return [
+        ("plain message", lambda s: s.add_message("user", "book a table for two")),
+        (
+            "confidence in metadata",
+            lambda s: s.add_message("assistant", "maybe Friday", metadata={"confidence": 0.3}),
+        ),
+        (
+            "Confidence capitalized",
+            lambda s: s.add_message("assistant", "perhaps", metadata={"Confidence": "low"}),
+        ),
+        (
+            "confidence quoted in text",
+            lambda s: s.add_message("user", 'I have "confidence" in this plan'),
+        ),
+        (
+            "confidence in a payload",
+            lambda s: s.add_event(EventType.REFLECTION, "check", payload={"confidence": 0.9}),
+        ),
+        ("an error", lambda s: s.add_event(EventType.ERROR, "timeout", payload={"code": 504})),
+        ("a tool call", lambda s: s.add_tool_call("search", {"q": "Lisbon"})),
+        ("an image", lambda s: s.add_message("user", "this screen", images=[png])),
+    ]
+
+
+@pytest.fixture
+def quiet(db_url: str, home: Path) -> Iterator[ContextEngine]:
+    """An engine whose own triggers write nothing (the probe sees only the test's turns)."""
+    with ContextEngine(url=db_url, home=home, hitl={"enabled": False}) as engine:
+        yield engine
+
+
+def test_written_answers_equal_the_database_answers(quiet: ContextEngine, png: bytes) -> None:
+    engine = quiet
+    probe = Probe()
+    engine.on_turn_end("probe", lambda job: None, when=probe)
+    session = engine.create_session(user_id="u1")
+    appends = _appends(png)
+    ended: list[tuple[str, str]] = []
+    for name, append in appends:
+        ended.append((name, append(session).turn_id or ""))
+    call = session.events(types=[EventType.TOOL_CALL])[0]
+    result = session.add_tool_result(call.call_id or "", content="3 hits")
+    ended.append(("a tool result", result.turn_id or ""))
+
+    assert len(probe.written_answers) == len(ended)
+    assert probe.read_turns == []  # no own turn was read back
+    dialect = engine.db.dialect
+    with engine.db.read() as conn:
+        for (name, turn_id), (human, images) in zip(ended, probe.written_answers, strict=True):
+            stored_human = turn_may_need_human(conn, "u1", session.id, turn_id)
+            stored_images = turn_has_images(conn, "u1", session.id, turn_id)
+            assert images == stored_images, name
+            if name == "Confidence capitalized" and dialect == "postgresql":
+                # PostgreSQL's LIKE is case-sensitive; the written answer lets the turn
+                # through as SQLite's does (one job too many, never one too few).
+                assert human and not stored_human
+            else:
+                assert human == stored_human, name
+    answers = dict(zip([name for name, _ in ended], probe.written_answers, strict=True))
+    assert answers["plain message"] == (False, False)
+    assert answers["confidence in metadata"] == (True, False)
+    assert answers["confidence quoted in text"] == (False, False)
+    assert answers["an error"] == (True, False) and answers["a tool result"] == (True, False)
+    assert answers["an image"] == (False, True)
+
+
+def test_a_turn_ended_explicitly_is_read_from_the_database(engine: ContextEngine) -> None:
+    probe = Probe()
+    engine.on_turn_end("probe", lambda job: None, when=probe)
+    session = engine.create_session(user_id="u1")
+    with session.turn() as turn:
+        turn.add_message("user", "first")
+        turn.add_message("assistant", "second")
+    assert probe.read_turns == [turn.turn_id] and probe.written_answers == []
+
+
+def test_a_job_the_session_already_has_runs_after_an_append_that_queues_none(
+    engine: ContextEngine,
+) -> None:
+    ran: list[str] = []
+    engine.jobs.register("probe-job", lambda job: ran.append(job.session_id or ""))
+    session = engine.create_session(user_id="u1")
+    session.add_message("user", "hello")  # the turn-end jobs of the engine come and go
+    with engine.db.write() as conn:
+        engine.jobs.enqueue(conn, "probe-job", user_id="u1", session_id=session.id)
+    assert ran == []
+    # A plain message wants no turn-end job, but the transaction sees the waiting one.
+    session.add_message("user", "book a table for two")
+    assert ran == [session.id]
+    assert engine.jobs.counts().get("pending", 0) == 0
+
+
+def test_a_job_handler_sees_the_turn_that_queued_it(engine: ContextEngine, png: bytes) -> None:
+    seen: list[Job] = []
+    engine.on_turn_end("images", seen.append, when=turn_has_images)
+    session = engine.create_session(user_id="u1")
+    session.add_message("user", "no picture here")
+    event = session.add_message("user", "this screen", images=[png])
+    assert [job.turn_id for job in seen] == [event.turn_id]
