@@ -45,6 +45,12 @@ def assert_complete(report: StoreReport, config: StoreConfig) -> None:
     assert len(report.reads) == len(keys) * len(config.sizes)
     for single in report.single:
         assert_latency(single.latency, config.single_appends)
+    # (e) for each agentctx backend, never the peer
+    ours = [key for key in keys if key.startswith("agentctx-")]
+    assert [e.system for e in report.beside_jobs] == ours
+    for beside in report.beside_jobs:
+        assert beside.finished_jobs == config.finished_jobs
+        assert_latency(beside.latency, config.single_appends)
     for batch in report.batched:
         assert batch.events == config.batches * config.batch_size
         assert batch.events_per_s == pytest.approx(batch.events / batch.seconds)
@@ -99,6 +105,7 @@ def test_store_quick_sqlite_against_peer(sqlite_report: StoreReport) -> None:
     assert by_metric["read"].passed is None and "100,000" in by_metric["read"].note
     markdown = store_markdown(report)
     assert "agentctx (sqlite)" in markdown and "openai-agents SQLiteSession" in markdown
+    assert "(e) Single appends beside a session's finished jobs" in markdown
 
 
 def test_store_quick_postgresql(pg_server: pgserver.PostgresServer) -> None:

@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, inspect
 
 from agentctx import ContextEngine, EventType
 from agentctx.compaction.visual import turn_has_images
 from agentctx.events import Event
 from agentctx.hitl import turn_may_need_human
-from agentctx.jobs import Job
+from agentctx.jobs import _SESSION_HAS_JOBS, Job
 from agentctx.sessions.session import Session
 from agentctx.sessions.turn_end import WrittenEvent
 
@@ -139,3 +139,19 @@ def test_a_job_handler_sees_the_turn_that_queued_it(engine: ContextEngine, png: 
     session.add_message("user", "no picture here")
     event = session.add_message("user", "this screen", images=[png])
     assert [job.turn_id for job in seen] == [event.turn_id]
+
+
+def test_the_waiting_jobs_lookup_reads_no_finished_job(engine: ContextEngine) -> None:
+    """Finished jobs stay until their session is deleted; the look-up after each append
+    must seek the waiting ones by status, not walk every job the session had."""
+    with engine.db.read() as conn:
+        indexes = inspect(conn).get_indexes("jobs")
+        covering = [ix["column_names"] for ix in indexes]
+        assert ["user_id", "session_id", "status"] in covering
+        if conn.dialect.name == "sqlite":
+            compiled = _SESSION_HAS_JOBS.compile(dialect=conn.dialect)
+            plan = conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {compiled}", ("u1", "s1", "pending", "running", 1, 0)
+            ).all()
+            detail = " ".join(str(row[-1]) for row in plan)
+            assert "user_id=? AND session_id=? AND status=?" in detail, detail

@@ -68,6 +68,7 @@ from sqlalchemy.exc import IntegrityError
 
 from agentctx.events import utcnow
 from agentctx.ids import new_id
+from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import jobs
 
@@ -169,7 +170,8 @@ class JobQueue:
     def session_has_jobs(conn: Connection, user_id: str, session_id: str) -> bool:
         """Whether the session has a job pending or running (claimable now or later), read
         in the caller's transaction with a statement built once."""
-        return conn.execute(_SESSION_HAS_JOBS, {"u": user_id, "s": session_id}).first() is not None
+        found = fastsql.statement(conn, "session_has_jobs", lambda: _SESSION_HAS_JOBS)
+        return bool(found.fetch_values(conn, {"u": user_id, "s": session_id}))
 
     def _claim(self, limit: int, session: tuple[str, str] | None) -> list[Job]:
         if not self._handlers:
@@ -346,7 +348,9 @@ _SESSION_HAS_JOBS = (
     .where(
         jobs.c.user_id == bindparam("u"),
         jobs.c.session_id == bindparam("s"),
-        jobs.c.status.in_(("pending", "running")),
+        # Two comparisons, not IN: an IN list expands per call, which precompiled
+        # statements (storage.fastsql) cannot run.
+        or_(jobs.c.status == "pending", jobs.c.status == "running"),
     )
     .limit(1)
 )

@@ -179,10 +179,32 @@ def store_tables(report: StoreReport) -> list[TableSpec]:
         if d.plan:
             reads.notes.append(f"plan, {label[d.system]} at {d.size:,}: {d.plan}")
 
+    beside = TableSpec(
+        "(e) Single appends beside a session's finished jobs",
+        ["system", "finished jobs", "p50 ms", "p95 ms", "p50 vs (a) (lower=better)"],
+    )
+    alone = {r.system: r.latency.p50_ms for r in report.single}
+    for e in report.beside_jobs:
+        beside.rows.append(
+            [
+                label[e.system],
+                f"{e.finished_jobs:,}",
+                _ms(e.latency.p50_ms),
+                _ms(e.latency.p95_ms),
+                _ratio(e.latency.p50_ms, alone.get(e.system)),
+            ]
+        )
+    if report.beside_jobs:
+        beside.notes.append(
+            "the same appends as (a), into a session whose turn-end jobs left that many "
+            "finished jobs (kept until the session is deleted)."
+        )
+
     summary = TableSpec("Targets", ["target", "system", "verdict"])
     for t in report.targets:
         summary.rows.append([t.name, label[t.system], _verdict(t)])
-    return [single, batched, concurrent, reads, summary]
+    tables = [single, batched, concurrent, reads]
+    return [*tables, beside, summary] if report.beside_jobs else [*tables, summary]
 
 
 def _style(cell: str) -> str:

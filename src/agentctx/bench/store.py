@@ -6,7 +6,9 @@ a. single-append latency: one message per call, one call at a time;
 b. batched-append throughput: 1,000 events per call;
 c. concurrent appends: 8 threads appending single messages into one shared session
    (afterwards agentctx's session must verify, with seq exactly 1..N);
-d. reading the newest 100 events of sessions holding 1k, 10k and 100k events.
+d. reading the newest 100 events of sessions holding 1k, 10k and 100k events;
+e. agentctx only: (a) in a session that already has 50,000 finished jobs (a long
+   session's turn-end work), which an append must not pay for.
 
 ``run_store_benchmark`` returns a ``StoreReport``; rendering lives in ``bench.report``.
 """
@@ -49,6 +51,7 @@ class StoreConfig(BaseModel):
     workdir: Path | None = None  # where the temporary directory goes (default: system temp)
     single_appends: int = Field(default=2000, ge=1)
     single_warmup: int = Field(default=100, ge=0)
+    finished_jobs: int = Field(default=50_000, ge=0)  # (e); 0 skips it
     batch_size: int = Field(default=1000, ge=1)
     batches: int = Field(default=20, ge=1)
     threads: int = Field(default=8, ge=1)
@@ -73,6 +76,7 @@ class StoreConfig(BaseModel):
         values: dict[str, object] = {
             "single_appends": 200,
             "single_warmup": 20,
+            "finished_jobs": 2_000,
             "batches": 3,
             "appends_per_thread": 25,
             "sizes": [1_000, 5_000],
@@ -87,6 +91,14 @@ class SingleAppendResult(BaseModel):
     """(a) One message per call."""
 
     system: str
+    latency: Latency
+
+
+class JobsAppendResult(BaseModel):
+    """(e) One message per call into a session with ``finished_jobs`` finished jobs."""
+
+    system: str
+    finished_jobs: int
     latency: Latency
 
 
@@ -143,6 +155,7 @@ class StoreReport(BaseModel):
     batched: list[BatchAppendResult] = Field(default_factory=list)
     concurrent: list[ConcurrentAppendResult] = Field(default_factory=list)
     reads: list[ReadLastResult] = Field(default_factory=list)
+    beside_jobs: list[JobsAppendResult] = Field(default_factory=list)
     targets: list[Target] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -221,6 +234,19 @@ def _measure(
         say(f"single appends: {subject.label}")
         durations = subject.single_appends(texts, warmup)
         report.single.append(SingleAppendResult(system=subject.key, latency=summarize(durations)))
+
+    # (e) single appends beside finished jobs (agentctx only: the peer runs no jobs)
+    for subject in subjects:
+        if config.finished_jobs and isinstance(subject, AgentctxSubject):
+            say(f"single appends beside {config.finished_jobs:,} finished jobs: {subject.label}")
+            durations = subject.appends_beside_finished_jobs(texts, warmup, config.finished_jobs)
+            report.beside_jobs.append(
+                JobsAppendResult(
+                    system=subject.key,
+                    finished_jobs=config.finished_jobs,
+                    latency=summarize(durations),
+                )
+            )
 
     # (b) batched appends
     size = config.batch_size

@@ -12,11 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sqlalchemy import insert
+
 from agentctx.bench.stats import Worker, run_concurrently
 from agentctx.engine import ContextEngine
 from agentctx.events import EventDraft, EventType, TextPart, utcnow
 from agentctx.sessions.session import Session
 from agentctx.storage.repository import newest_events_query
+from agentctx.storage.schema import jobs
 
 BENCH_USER = "bench-user"
 BENCH_AGENT = "bench-agent"
@@ -106,7 +109,12 @@ class AgentctxSubject:
 
     def single_appends(self, texts: Sequence[str], warmup: Sequence[str]) -> list[float]:
         """See ``StoreSubject.single_appends``."""
-        session = self._new_session()
+        return self._timed_appends(self._new_session(), texts, warmup)
+
+    @staticmethod
+    def _timed_appends(
+        session: Session, texts: Sequence[str], warmup: Sequence[str]
+    ) -> list[float]:
         for text in warmup:
             session.add_message("user", text)
         durations = []
@@ -115,6 +123,35 @@ class AgentctxSubject:
             session.add_message("user", text)
             durations.append(time.perf_counter() - started)
         return durations
+
+    def appends_beside_finished_jobs(
+        self, texts: Sequence[str], warmup: Sequence[str], finished: int
+    ) -> list[float]:
+        """:meth:`single_appends` into a session whose background work left ``finished``
+        jobs done, as a long session's turn-end jobs do (they stay until the session is
+        deleted). Each append asks whether the session has jobs waiting."""
+        session = self._new_session()
+        now = utcnow()
+        done = {
+            "kind": "turn_end:bench",
+            "user_id": BENCH_USER,
+            "session_id": session.id,
+            "payload": {},
+            "status": "done",
+            "attempts": 1,
+            "max_attempts": 1,
+            "run_after": now,
+            "created_at": now,
+            "updated_at": now,
+        }
+        with self.engine.db.write() as conn:
+            for start in range(0, finished, 10_000):
+                rows = [
+                    {**done, "turn_id": f"t{i}"}
+                    for i in range(start, min(finished, start + 10_000))
+                ]
+                conn.execute(insert(jobs), rows)
+        return self._timed_appends(session, texts, warmup)
 
     def batched_appends(
         self, batches: Sequence[Sequence[str]], warmup: Sequence[str]

@@ -155,7 +155,7 @@ jobs = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("dedupe_key"),
     Index(None, "status", "run_after"),
-    Index(None, "user_id", "session_id"),
+    Index(None, "user_id", "session_id", "status"),  # a session's waiting jobs
 )
 
 blobs = Table(
