@@ -172,6 +172,11 @@ class Settings(BaseSettings):
     )
     job_max_attempts: int = Field(default=5, ge=1)
     job_lease: timedelta = Field(default=timedelta(minutes=5))
+    job_retention: timedelta | None = Field(
+        default=timedelta(days=7),
+        description="How long a job that finished successfully is kept (the sweep deletes "
+        "older ones; failed jobs stay). None: until its session is deleted.",
+    )
 
     @field_validator("home", "blob_dir", "audit_log", mode="after")
     @classmethod

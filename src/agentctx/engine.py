@@ -464,9 +464,14 @@ class ContextEngine:
 
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
-        log and the erasure feed, and delete memories past their kind's time to live."""
+        log, the erasure feed and finished jobs, and delete memories past their kind's
+        time to live."""
         report = self._retention.sweep(on_deleted=self._session_deleted)
-        self._erasures.feed.trim(utcnow())
+        now = utcnow()
+        self._erasures.feed.trim(now)
+        if self.settings.job_retention is not None:
+            trimmed = self.jobs.trim_finished(now - self.settings.job_retention)
+            report = report.model_copy(update={"finished_jobs": trimmed})
         expired = self.memory.purge_expired()
         if expired:
             extra = {**report.deleted.extra, "memories": expired}

@@ -57,6 +57,7 @@ from sqlalchemy import (
     RowMapping,
     and_,
     bindparam,
+    delete,
     exists,
     func,
     insert,
@@ -301,6 +302,33 @@ class JobQueue:
         with self._db.read() as conn:
             rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))
             return {row[0]: int(row[1]) for row in rows}
+
+    def trim_finished(self, before: datetime, *, batch: int = 10_000) -> int:
+        """Delete the jobs that finished successfully before ``before``; how many went.
+
+        Done jobs otherwise stay until their session is deleted (a long session's turns
+        leave several each). Failed jobs stay: they are what an operator inspects and
+        retries. Deleted in batches of ``batch``, each its own transaction, so a large
+        backlog never holds the write lock for long.
+        """
+        finished = (
+            select(jobs.c.job_id)
+            .where(
+                jobs.c.status == "done",
+                jobs.c.run_after < before,  # done after it was due: narrows the index range
+                jobs.c.updated_at < before,
+            )
+            .limit(batch)
+        )
+        removed = 0
+        while True:
+            with self._db.write() as conn:
+                ids = list(conn.execute(finished).scalars())
+                if ids:
+                    conn.execute(delete(jobs).where(jobs.c.job_id.in_(ids)))
+            removed += len(ids)
+            if len(ids) < batch:
+                return removed
 
     def next_due(self) -> datetime | None:
         """When the earliest pending job becomes due."""

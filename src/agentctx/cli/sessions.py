@@ -326,7 +326,8 @@ def _live_sessions(engine: ContextEngine, user: str | None) -> Iterator[tuple[st
 
 @sessions_app.command("sweep")
 def sweep(ctx: typer.Context) -> None:
-    """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log."""
+    """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit log
+    and finished jobs."""
     with open_engine(ctx) as engine:
         report = engine.sweep()
     deleted = report.deleted
@@ -339,6 +340,7 @@ def sweep(ctx: typer.Context) -> None:
         ("blobs deleted", deleted.blobs),
         ("abandoned turns closed", report.abandoned_turns),
         ("audit records trimmed", report.audit_records),
+        ("finished jobs trimmed", report.finished_jobs),
     )
     print_counts(lines)
 

@@ -97,3 +97,4 @@ class SweepReport(_Record):
     deleted: DeleteReport
     abandoned_turns: int
     audit_records: int
+    finished_jobs: int = 0  # finished jobs past ``job_retention``, deleted
