@@ -11,24 +11,7 @@ from sqlalchemy import insert, select
 from agentctx import ContextEngine
 from agentctx.events import utcnow
 from agentctx.storage.schema import jobs
-
-
-def _job(status: str, age: timedelta, turn: str) -> dict[str, object]:
-    """A job row of the given status, last updated ``age`` ago."""
-    then = utcnow() - age
-    return {
-        "kind": "turn_end:test",
-        "user_id": "u1",
-        "session_id": "s1",
-        "turn_id": turn,
-        "payload": {},
-        "status": status,
-        "attempts": 1,
-        "max_attempts": 3,
-        "run_after": then - timedelta(seconds=1),
-        "created_at": then - timedelta(seconds=1),
-        "updated_at": then,
-    }
+from job_rows import job_row
 
 
 def _statuses(engine: ContextEngine) -> list[tuple[str, str]]:
@@ -43,12 +26,12 @@ def _seed(engine: ContextEngine) -> None:
         conn.execute(
             insert(jobs),
             [
-                _job("done", old, "a-old-done"),
-                _job("done", old, "b-old-done"),
-                _job("done", recent, "c-recent-done"),
-                _job("failed", old, "d-old-failed"),
-                _job("pending", old, "e-old-pending"),
-                _job("running", old, "f-old-running"),
+                job_row("a-old-done", status="done", age=old),
+                job_row("b-old-done", status="done", age=old),
+                job_row("c-recent-done", status="done", age=recent),
+                job_row("d-old-failed", status="failed", age=old),
+                job_row("e-old-pending", status="pending", age=old),
+                job_row("f-old-running", status="running", age=old),
             ],
         )
 
@@ -78,9 +61,10 @@ def test_a_backlog_goes_in_batches_and_all_of_it(db_url: str, home: Path) -> Non
     with ContextEngine(url=db_url, home=home) as engine:
         with engine.db.write() as conn:
             conn.execute(
-                insert(jobs), [_job("done", timedelta(days=30), f"t{i:02}") for i in range(25)]
+                insert(jobs),
+                [job_row(f"t{i:02}", status="done", age=timedelta(days=30)) for i in range(25)],
             )
-            conn.execute(insert(jobs), [_job("done", timedelta(hours=1), "z-fresh")])
+            conn.execute(insert(jobs), [job_row("z-fresh", age=timedelta(hours=1))])
         removed = engine.jobs.trim_finished(utcnow() - timedelta(days=7), batch=4)
         assert removed == 25
         assert _statuses(engine) == [("z-fresh", "done")]

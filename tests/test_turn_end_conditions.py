@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, insert
 
 from agentctx import ContextEngine, EventType
 from agentctx.compaction.visual import turn_has_images
@@ -17,6 +17,8 @@ from agentctx.hitl import turn_may_need_human
 from agentctx.jobs import _SESSION_HAS_JOBS, Job
 from agentctx.sessions.session import Session
 from agentctx.sessions.turn_end import WrittenEvent
+from agentctx.storage.schema import jobs
+from job_rows import job_row
 
 
 class Probe:
@@ -143,15 +145,25 @@ def test_a_job_handler_sees_the_turn_that_queued_it(engine: ContextEngine, png: 
 
 def test_the_waiting_jobs_lookup_reads_no_finished_job(engine: ContextEngine) -> None:
     """Finished jobs stay until their session is deleted; the look-up after each append
-    must seek the waiting ones by status, not walk every job the session had."""
+    must read the partial index of waiting jobs, not walk every job the session had (8 ms an
+    append beside 50,000 finished jobs on SQLite, 5 ms on PostgreSQL)."""
+    session = engine.create_session(user_id="u1")
+    statement = _SESSION_HAS_JOBS.params(u="u1", s=session.id)
+    dialect = engine.db.engine.dialect
+    sql = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    if dialect.name == "sqlite":
+        with engine.db.read() as conn:
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}").all()
+        detail = " ".join(str(row[-1]) for row in plan)
+        assert "USING INDEX ix_jobs_waiting (user_id=? AND session_id=?)" in detail, detail
+        return
+    # A session with many finished jobs, written at once (before autovacuum's analyze,
+    # as when a backlog lands).
+    finished = 20_000
+    with engine.db.write() as conn:
+        conn.execute(
+            insert(jobs), [job_row(f"t{i}", session_id=session.id) for i in range(finished)]
+        )
     with engine.db.read() as conn:
-        indexes = inspect(conn).get_indexes("jobs")
-        covering = [ix["column_names"] for ix in indexes]
-        assert ["user_id", "session_id", "status"] in covering
-        if conn.dialect.name == "sqlite":
-            compiled = _SESSION_HAS_JOBS.compile(dialect=conn.dialect)
-            plan = conn.exec_driver_sql(
-                f"EXPLAIN QUERY PLAN {compiled}", ("u1", "s1", "pending", "running", 1, 0)
-            ).all()
-            detail = " ".join(str(row[-1]) for row in plan)
-            assert "user_id=? AND session_id=? AND status=?" in detail, detail
+        plan = "\n".join(str(row[0]) for row in conn.exec_driver_sql(f"EXPLAIN ANALYZE {sql}"))
+    assert "ix_jobs_waiting" in plan and "Rows Removed" not in plan, plan

@@ -63,6 +63,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -72,6 +73,7 @@ from agentctx.ids import new_id
 from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import jobs
+from agentctx.storage.schema.log import WAITING_JOBS
 
 log = logging.getLogger(__name__)
 
@@ -376,9 +378,10 @@ _SESSION_HAS_JOBS = (
     .where(
         jobs.c.user_id == bindparam("u"),
         jobs.c.session_id == bindparam("s"),
-        # Two comparisons, not IN: an IN list expands per call, which precompiled
-        # statements (storage.fastsql) cannot run.
-        or_(jobs.c.status == "pending", jobs.c.status == "running"),
+        # The predicate of the partial index ix_jobs_waiting, word for word, so both
+        # databases read that index (only waiting jobs); with no list to expand it also
+        # runs as a precompiled statement (fastsql).
+        text(WAITING_JOBS),
     )
     .limit(1)
 )

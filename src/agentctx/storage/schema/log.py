@@ -134,6 +134,9 @@ turns = Table(
     sqlite_with_rowid=False,
 )
 
+WAITING_JOBS = "status IN ('pending', 'running')"
+"""The jobs that can still run: the predicate of the partial index ``ix_jobs_waiting``."""
+
 jobs = Table(
     "jobs",
     metadata,
@@ -155,7 +158,16 @@ jobs = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("dedupe_key"),
     Index(None, "status", "run_after"),
-    Index(None, "user_id", "session_id", "status"),  # a session's waiting jobs
+    Index(None, "user_id", "session_id"),
+    # A session's waiting jobs, asked after every append outside a turn: a partial index
+    # holds only those, however many finished jobs the session keeps.
+    Index(
+        "ix_jobs_waiting",
+        "user_id",
+        "session_id",
+        sqlite_where=text(WAITING_JOBS),
+        postgresql_where=text(WAITING_JOBS),
+    ),
 )
 
 blobs = Table(
