@@ -37,6 +37,8 @@ except ImportError:  # pragma: no cover - Windows
 
 _BLOB_GATE_KEY = 0x61676374_626C6F62  # "agctblob"
 
+_BEGIN = {mode: f"BEGIN {mode}" for mode in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")}
+
 SQLITE_MMAP_BYTES = 1 << 30
 """How much of a SQLite database each connection reads through memory mapping rather
 than read calls (address space, not memory: pages stay in the OS cache, shared by every
@@ -175,7 +177,10 @@ class Database:
         @event.listens_for(self.engine, "begin")
         def _on_begin(connection: Connection) -> None:
             mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
-            connection.exec_driver_sql(f"BEGIN {mode}")
+            # On the driver's connection: SQLAlchemy's statement machinery (events,
+            # compiled caches, result objects) costs more than BEGIN itself, and every
+            # transaction runs this.
+            connection.connection.dbapi_connection.execute(_BEGIN[mode])  # type: ignore[union-attr]
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
