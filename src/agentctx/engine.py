@@ -494,7 +494,10 @@ class ContextEngine:
         when: TurnCondition | None = None,
     ) -> None:
         """Run ``handler`` (durably, as a job) after every turn ends, or only after the
-        turns for which ``when(conn, user_id, session_id, turn_id)`` holds.
+        turns for which ``when(conn, user_id, session_id, turn_id)`` holds. A ``when``
+        that also has a ``written(events)`` method is asked that instead after an append
+        outside a turn, whose own events are the whole turn (no read; see
+        :mod:`agentctx.sessions.turn_end`).
 
         Jobs are queued in the transaction that ends the turn, so none is lost to a
         crash; they may run more than once, so handlers must be idempotent.
