@@ -61,9 +61,9 @@ from sqlalchemy import (
     exists,
     func,
     insert,
+    literal_column,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -73,7 +73,7 @@ from agentctx.ids import new_id
 from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import jobs
-from agentctx.storage.schema.log import WAITING_JOBS
+from agentctx.storage.schema.log import WAITING_STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -373,15 +373,20 @@ class JobQueue:
         self._thread = None
 
 
+def _waiting(table: Any) -> Any:
+    """``table``'s jobs that can still run, stated as the partial index ``ix_jobs_waiting``
+    states them (constants, not parameters), so that both databases read that index
+    (only waiting jobs) rather than every job a session ever had. Redundant beside a
+    condition on one status; it is there for the index."""
+    return table.c.status.in_([literal_column(f"'{status}'") for status in WAITING_STATUSES])
+
+
 _SESSION_HAS_JOBS = (
     select(jobs.c.job_id)
     .where(
         jobs.c.user_id == bindparam("u"),
         jobs.c.session_id == bindparam("s"),
-        # The predicate of the partial index ix_jobs_waiting, word for word, so both
-        # databases read that index (only waiting jobs); with no list to expand it also
-        # runs as a precompiled statement (fastsql).
-        text(WAITING_JOBS),
+        _waiting(jobs),
     )
     .limit(1)
 )
@@ -404,6 +409,7 @@ def _session_busy(now: datetime) -> Any:
         other.c.session_id == jobs.c.session_id,
         other.c.job_id != jobs.c.job_id,
         other.c.status == "running",
+        _waiting(other),
         other.c.lease_until >= now,
     )
 
@@ -420,6 +426,7 @@ def _claimable(now: datetime, kinds: list[str], session: tuple[str, str] | None)
         select(func.min(first.c.job_id))
         .where(
             _runnable(first, now),
+            _waiting(first),
             first.c.kind.in_(kinds),
             first.c.session_id.is_not(None),
         )
@@ -431,6 +438,7 @@ def _claimable(now: datetime, kinds: list[str], session: tuple[str, str] | None)
         )
         return and_(
             _runnable(jobs, now),
+            _waiting(jobs),
             jobs.c.user_id == session[0],
             jobs.c.session_id == session[1],
             jobs.c.job_id.in_(first_per_session),

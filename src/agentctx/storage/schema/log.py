@@ -134,7 +134,8 @@ turns = Table(
     sqlite_with_rowid=False,
 )
 
-WAITING_JOBS = "status IN ('pending', 'running')"
+WAITING_STATUSES = ("pending", "running")
+WAITING_JOBS = "status IN ({})".format(", ".join(f"'{s}'" for s in WAITING_STATUSES))
 """The jobs that can still run: the predicate of the partial index ``ix_jobs_waiting``."""
 
 jobs = Table(
