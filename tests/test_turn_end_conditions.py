@@ -175,7 +175,11 @@ def test_a_session_claim_reads_no_finished_job(engine: ContextEngine) -> None:
     must read the waiting jobs only (before the partial index was used there, an
     append beside 50,000 finished jobs took 32 ms on SQLite instead of 3)."""
     session = engine.create_session(user_id="u1")
-    query = select(jobs.c.job_id).where(_claimable(utcnow(), ["turn_end:test"], ("u1", session.id)))
+    query = (
+        select(jobs.c.job_id)
+        .where(_claimable(["turn_end:test"], session=True))
+        .params(now=utcnow(), u="u1", s=session.id)
+    )
     dialect = engine.db.engine.dialect
     sql = str(query.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
     if dialect.name == "sqlite":

@@ -47,7 +47,7 @@ import logging
 import os
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -113,6 +113,8 @@ class JobQueue:
         self._max_attempts = max_attempts
         self._lease = lease
         self._handlers: dict[str, JobHandler] = {}
+        # Claim statements per (handled kinds, one session or all): see _ClaimStatements.
+        self._statements: dict[tuple[tuple[str, ...], bool], _ClaimStatements] = {}
         self._worker_name = f"{os.getpid()}-{new_id()[-12:]}"
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -184,21 +186,20 @@ class JobQueue:
         # the write lock (on SQLite that would serialize every caller), and for one
         # session with a statement built once (building the claim costs more than the
         # read: it runs after every append outside a turn).
+        key = (tuple(self._handlers), session is not None)
+        statements = self._statements.get(key)
+        if statements is None:
+            statements = self._statements[key] = _ClaimStatements.build(*key)
+        params: dict[str, Any] = {"now": now}
+        if session is not None:
+            params.update(u=session[0], s=session[1])
         with self._db.read() as conn:
             if session is not None and not self.session_has_jobs(conn, *session):
                 return []
-            claimable = _claimable(now, list(self._handlers), session)
-            if conn.execute(select(jobs.c.job_id).where(claimable).limit(1)).first() is None:
+            if conn.execute(statements.check, params).first() is None:
                 return []
-        query = (
-            select(jobs)
-            .where(claimable)
-            .order_by(jobs.c.job_id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
         with self._db.write() as conn:
-            rows = list(conn.execute(query).mappings())
+            rows = list(conn.execute(statements.claim, {**params, "limit": limit}).mappings())
             if self._db.dialect == "postgresql":
                 rows = self._lock_sessions(conn, rows, now)
             if not rows:
@@ -246,9 +247,9 @@ class JobQueue:
         still_free: set[int] = set()
         if locked:
             recheck = select(jobs.c.job_id).where(
-                jobs.c.job_id.in_([row["job_id"] for row in locked]), ~_session_busy(now)
+                jobs.c.job_id.in_([row["job_id"] for row in locked]), ~_session_busy()
             )
-            still_free = {job_id for (job_id,) in conn.execute(recheck)}
+            still_free = {job_id for (job_id,) in conn.execute(recheck, {"now": now})}
         return [row for row in rows if row["session_id"] is None or row["job_id"] in still_free]
 
     def _finish(self, job: Job, error: BaseException | None) -> str:
@@ -393,16 +394,16 @@ _SESSION_HAS_JOBS = (
 """Whether a session has a job that could be claimed now or later (a cheap first look)."""
 
 
-def _runnable(table: Any, now: datetime) -> Any:
-    """Due pending jobs, and running jobs whose worker let the lease lapse."""
+def _runnable(table: Any) -> Any:
+    """Due pending jobs, and running jobs whose worker let the lease lapse (at ``:now``)."""
     return or_(
-        and_(table.c.status == "pending", table.c.run_after <= now),
-        and_(table.c.status == "running", table.c.lease_until < now),
+        and_(table.c.status == "pending", table.c.run_after <= bindparam("now")),
+        and_(table.c.status == "running", table.c.lease_until < bindparam("now")),
     )
 
 
-def _session_busy(now: datetime) -> Any:
-    """``jobs`` rows whose session has another job running under a live lease."""
+def _session_busy() -> Any:
+    """``jobs`` rows whose session has another job running under a live lease (at ``:now``)."""
     other = jobs.alias("busy")
     return exists().where(
         other.c.user_id == jobs.c.user_id,
@@ -410,48 +411,70 @@ def _session_busy(now: datetime) -> Any:
         other.c.job_id != jobs.c.job_id,
         other.c.status == "running",
         _waiting(other),
-        other.c.lease_until >= now,
+        other.c.lease_until >= bindparam("now"),
     )
 
 
-def _claimable(now: datetime, kinds: list[str], session: tuple[str, str] | None) -> Any:
-    """The jobs a claim may take: runnable, of a handled kind, and at most one per session.
+def _claimable(kinds: Sequence[str], session: bool) -> Any:
+    """The jobs a claim may take: runnable at ``:now``, of a handled kind, and at most one
+    per session.
 
     A session's candidate is its lowest runnable ``job_id`` (so its jobs run in the
     order they were queued), and only while no other job of the session is running.
-    With ``session`` (user_id, session_id), only that session's jobs.
+    With ``session``, only the jobs of the session ``:u``, ``:s``.
     """
     first = jobs.alias("first")
     first_per_session = (
         select(func.min(first.c.job_id))
         .where(
-            _runnable(first, now),
+            _runnable(first),
             _waiting(first),
             first.c.kind.in_(kinds),
             first.c.session_id.is_not(None),
         )
         .group_by(first.c.user_id, first.c.session_id)
     )
-    if session is not None:
+    if session:
         first_per_session = first_per_session.where(
-            first.c.user_id == session[0], first.c.session_id == session[1]
+            first.c.user_id == bindparam("u"), first.c.session_id == bindparam("s")
         )
         return and_(
-            _runnable(jobs, now),
+            _runnable(jobs),
             _waiting(jobs),
-            jobs.c.user_id == session[0],
-            jobs.c.session_id == session[1],
+            jobs.c.user_id == bindparam("u"),
+            jobs.c.session_id == bindparam("s"),
             jobs.c.job_id.in_(first_per_session),
-            ~_session_busy(now),
+            ~_session_busy(),
         )
     return and_(
-        _runnable(jobs, now),
+        _runnable(jobs),
         jobs.c.kind.in_(kinds),
         or_(
             jobs.c.session_id.is_(None),
-            and_(jobs.c.job_id.in_(first_per_session), ~_session_busy(now)),
+            and_(jobs.c.job_id.in_(first_per_session), ~_session_busy()),
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimStatements:
+    """A claim's two statements for one set of handled kinds, built once: building them
+    cost more than running them (a claim follows every turn that queues a job)."""
+
+    check: Any  # is there a claimable job? (a read, before taking the write lock)
+    claim: Any  # the claimable jobs, oldest first, up to ``:limit``, locked
+
+    @classmethod
+    def build(cls, kinds: Sequence[str], session: bool) -> _ClaimStatements:
+        claimable = _claimable(kinds, session)
+        return cls(
+            check=select(jobs.c.job_id).where(claimable).limit(1),
+            claim=select(jobs)
+            .where(claimable)
+            .order_by(jobs.c.job_id)
+            .limit(bindparam("limit"))
+            .with_for_update(skip_locked=True),
+        )
 
 
 def _session_lock_key(row: RowMapping) -> int:
