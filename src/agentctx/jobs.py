@@ -66,7 +66,8 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from agentctx.events import utcnow
 from agentctx.ids import new_id
@@ -163,13 +164,13 @@ class JobQueue:
         if dedupe_key is None:
             conn.execute(insert(jobs), [row])
             return
-        exists = conn.execute(select(jobs.c.job_id).where(jobs.c.dedupe_key == dedupe_key)).first()
-        if exists is None:
-            try:
-                with conn.begin_nested():
-                    conn.execute(insert(jobs), [row])
-            except IntegrityError:
-                pass  # another writer enqueued the same job first
+        # A job with this key queued already (by a retry, or by another writer first):
+        # nothing to add. One statement; PostgreSQL waits for a concurrent writer of the
+        # same key to finish and then skips, with no error to catch.
+        dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        conn.execute(
+            dialect_insert(jobs).on_conflict_do_nothing(index_elements=["dedupe_key"]), [row]
+        )
 
     @staticmethod
     def session_has_jobs(conn: Connection, user_id: str, session_id: str) -> bool:
