@@ -47,9 +47,15 @@ def assert_complete(report: StoreReport, config: StoreConfig) -> None:
         assert_latency(single.latency, config.single_appends)
     # (e) for each agentctx backend, never the peer
     ours = [key for key in keys if key.startswith("agentctx-")]
-    assert [e.system for e in report.beside_jobs] == ours
+    assert [(e.system, e.hook) for e in report.beside_jobs] == [
+        *((key, False) for key in ours),
+        *((key, True) for key in ours),
+    ]
     for beside in report.beside_jobs:
         assert beside.finished_jobs == config.finished_jobs
+        # With the hook every append's job ran inline before the append returned.
+        expected_jobs = config.single_appends + config.single_warmup if beside.hook else 0
+        assert beside.jobs_run == expected_jobs
         assert_latency(beside.latency, config.single_appends)
     for batch in report.batched:
         assert batch.events == config.batches * config.batch_size

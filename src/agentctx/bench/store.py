@@ -8,7 +8,9 @@ c. concurrent appends: 8 threads appending single messages into one shared sessi
    (afterwards agentctx's session must verify, with seq exactly 1..N);
 d. reading the newest 100 events of sessions holding 1k, 10k and 100k events;
 e. agentctx only: (a) in a session that already has 50,000 finished jobs (a long
-   session's turn-end work), which an append must not pay for.
+   session's turn-end work), which an append must not pay for; then again with a
+   turn-end hook that queues a (no-op) job after every append, run inline (measured
+   last: a hook stays registered).
 
 ``run_store_benchmark`` returns a ``StoreReport``; rendering lives in ``bench.report``.
 """
@@ -100,6 +102,8 @@ class JobsAppendResult(BaseModel):
     system: str
     finished_jobs: int
     latency: Latency
+    hook: bool = False  # each append queued a no-op turn-end job, run inline
+    jobs_run: int = 0  # the hook's jobs done when the appends returned
 
 
 class BatchAppendResult(BaseModel):
@@ -239,12 +243,13 @@ def _measure(
     for subject in subjects:
         if config.finished_jobs and isinstance(subject, AgentctxSubject):
             say(f"single appends beside {config.finished_jobs:,} finished jobs: {subject.label}")
-            durations = subject.appends_beside_finished_jobs(texts, warmup, config.finished_jobs)
+            beside = subject.appends_beside_finished_jobs(texts, warmup, config.finished_jobs)
             report.beside_jobs.append(
                 JobsAppendResult(
                     system=subject.key,
                     finished_jobs=config.finished_jobs,
-                    latency=summarize(durations),
+                    latency=summarize(beside.durations_s),
+                    jobs_run=beside.jobs_run,
                 )
             )
 
@@ -313,5 +318,22 @@ def _measure(
                     fill_events_per_s=history / fill,
                     latency=summarize(durations),
                     plan=subject.read_plan(history, config.read_limit),
+                )
+            )
+
+    # (e) again, each append queueing a job that runs inline: the claim's turn
+    for subject in subjects:
+        if config.finished_jobs and isinstance(subject, AgentctxSubject):
+            say(f"single appends with a turn-end job, beside finished jobs: {subject.label}")
+            beside = subject.appends_beside_finished_jobs(
+                texts, warmup, config.finished_jobs, hook=True
+            )
+            report.beside_jobs.append(
+                JobsAppendResult(
+                    system=subject.key,
+                    finished_jobs=config.finished_jobs,
+                    latency=summarize(beside.durations_s),
+                    hook=True,
+                    jobs_run=beside.jobs_run,
                 )
             )

@@ -12,16 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 from agentctx.bench.stats import Worker, run_concurrently
-from agentctx.engine import ContextEngine
+from agentctx.engine import TURN_END_PREFIX, ContextEngine
 from agentctx.events import EventDraft, EventType, TextPart, utcnow
+from agentctx.jobs import Job
 from agentctx.sessions.session import Session
 from agentctx.storage.repository import newest_events_query
 from agentctx.storage.schema import jobs
 
 BENCH_USER = "bench-user"
+BENCH_HOOK = "bench-no-op"
 BENCH_AGENT = "bench-agent"
 
 
@@ -36,6 +38,14 @@ class ConcurrentRun:
     order_ok: bool  # seq gap-free 1..N (where the system has one) and each writer's order kept
     chain_verified: bool | None  # None: the system keeps no verifiable chain
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobsRun:
+    """Appends beside finished jobs: their durations, and the hook's jobs that ran."""
+
+    durations_s: list[float]
+    jobs_run: int
 
 
 class StoreSubject(Protocol):
@@ -75,6 +85,10 @@ class StoreSubject(Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
+
+
+def _no_op(_job: Job) -> None:
+    """The benchmark's turn-end job: the cost measured is the queue's, not the work's."""
 
 
 def writer_order_ok(stored: Sequence[str], per_writer: Sequence[Sequence[str]]) -> bool:
@@ -125,11 +139,15 @@ class AgentctxSubject:
         return durations
 
     def appends_beside_finished_jobs(
-        self, texts: Sequence[str], warmup: Sequence[str], finished: int
-    ) -> list[float]:
+        self, texts: Sequence[str], warmup: Sequence[str], finished: int, *, hook: bool = False
+    ) -> JobsRun:
         """:meth:`single_appends` into a session whose background work left ``finished``
         jobs done, as a long session's turn-end jobs do (they stay until the session is
-        deleted). Each append asks whether the session has jobs waiting."""
+        deleted). Each append asks whether the session has jobs waiting; with ``hook``, a
+        turn-end hook (it stays registered) queues a no-op job after each, which the
+        append then claims and runs inline."""
+        if hook:
+            self.engine.on_turn_end(BENCH_HOOK, _no_op)
         session = self._new_session()
         now = utcnow()
         done = {
@@ -151,7 +169,16 @@ class AgentctxSubject:
                     for i in range(start, min(finished, start + 10_000))
                 ]
                 conn.execute(insert(jobs), rows)
-        return self._timed_appends(session, texts, warmup)
+        durations = self._timed_appends(session, texts, warmup)
+        with self.engine.db.read() as conn:
+            ran = conn.execute(
+                select(func.count()).where(
+                    jobs.c.session_id == session.id,
+                    jobs.c.kind == TURN_END_PREFIX + BENCH_HOOK,
+                    jobs.c.status == "done",
+                )
+            ).scalar_one()
+        return JobsRun(durations, int(ran))
 
     def batched_appends(
         self, batches: Sequence[Sequence[str]], warmup: Sequence[str]
