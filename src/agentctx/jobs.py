@@ -184,9 +184,8 @@ class JobQueue:
             return []  # jobs of kinds nobody handles wait for a handler
         now = utcnow()
         # Most turns queue nothing: look first with a read, so an empty queue never takes
-        # the write lock (on SQLite that would serialize every caller), and for one
-        # session with a statement built once (building the claim costs more than the
-        # read: it runs after every append outside a turn).
+        # the write lock (on SQLite that would serialize every caller); for one session,
+        # first whether it has any waiting job at all (the partial index answers).
         key = (tuple(self._handlers), session is not None)
         statements = self._statements.get(key)
         if statements is None:

@@ -240,18 +240,7 @@ def _measure(
         report.single.append(SingleAppendResult(system=subject.key, latency=summarize(durations)))
 
     # (e) single appends beside finished jobs (agentctx only: the peer runs no jobs)
-    for subject in subjects:
-        if config.finished_jobs and isinstance(subject, AgentctxSubject):
-            say(f"single appends beside {config.finished_jobs:,} finished jobs: {subject.label}")
-            beside = subject.appends_beside_finished_jobs(texts, warmup, config.finished_jobs)
-            report.beside_jobs.append(
-                JobsAppendResult(
-                    system=subject.key,
-                    finished_jobs=config.finished_jobs,
-                    latency=summarize(beside.durations_s),
-                    jobs_run=beside.jobs_run,
-                )
-            )
+    _beside_jobs(config, subjects, report, say, texts=texts, warmup=warmup, hook=False)
 
     # (b) batched appends
     size = config.batch_size
@@ -321,19 +310,40 @@ def _measure(
                 )
             )
 
-    # (e) again, each append queueing a job that runs inline: the claim's turn
+    # (e) again, each append queueing a job that runs inline (last: the hook stays)
+    _beside_jobs(config, subjects, report, say, texts=texts, warmup=warmup, hook=True)
+
+
+def _beside_jobs(
+    config: StoreConfig,
+    subjects: list[StoreSubject],
+    report: StoreReport,
+    say: Progress,
+    *,
+    texts: list[str],
+    warmup: list[str],
+    hook: bool,
+) -> None:
+    """(e): single appends beside ``config.finished_jobs`` finished jobs, each queueing a
+    no-op turn-end job run inline when ``hook``; agentctx only."""
+    if not config.finished_jobs:
+        return
     for subject in subjects:
-        if config.finished_jobs and isinstance(subject, AgentctxSubject):
-            say(f"single appends with a turn-end job, beside finished jobs: {subject.label}")
-            beside = subject.appends_beside_finished_jobs(
-                texts, warmup, config.finished_jobs, hook=True
+        if not isinstance(subject, AgentctxSubject):
+            continue
+        what = "with a turn-end job" if hook else "alone"
+        say(
+            f"single appends beside {config.finished_jobs:,} finished jobs, {what}: {subject.label}"
+        )
+        beside = subject.appends_beside_finished_jobs(
+            texts, warmup, config.finished_jobs, hook=hook
+        )
+        report.beside_jobs.append(
+            JobsAppendResult(
+                system=subject.key,
+                finished_jobs=config.finished_jobs,
+                latency=summarize(beside.durations_s),
+                hook=hook,
+                jobs_run=beside.jobs_run,
             )
-            report.beside_jobs.append(
-                JobsAppendResult(
-                    system=subject.key,
-                    finished_jobs=config.finished_jobs,
-                    latency=summarize(beside.durations_s),
-                    hook=True,
-                    jobs_run=beside.jobs_run,
-                )
-            )
+        )

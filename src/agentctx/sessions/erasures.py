@@ -208,15 +208,19 @@ class HeldCopies:
         self.cache.drop_session(erasure.user_id, erasure.session_id)
         self.search_index.forget_session(erasure.user_id, erasure.session_id, erasure.search_sid)
 
+    def forget_erasure(self, erasure: Erasure) -> None:
+        """Drop the copies of what ``erasure`` deleted: a user's or a session's."""
+        if erasure.session_id is None:
+            self.forget_user(erasure.user_id)
+        else:
+            self.forget_session(erasure)
+
     def forget(self, erased: Erased) -> None:
         """Drop the copies of everything ``erased`` names."""
         if erased.everything:
             self.forget_user(None)
         for erasure in erased.erasures:
-            if erasure.session_id is None:
-                self.forget_user(erasure.user_id)
-            else:
-                self.forget_session(erasure)
+            self.forget_erasure(erasure)
 
 
 class Erasures:
@@ -235,10 +239,7 @@ class Erasures:
     def deleted(self, erasure: Erasure) -> None:
         """Record a deletion this engine made (once the data is gone) and forget it here."""
         self.feed.record(erasure)
-        if erasure.session_id is None:
-            self.held.forget_user(erasure.user_id)
-        else:
-            self.held.forget_session(erasure)
+        self.held.forget_erasure(erasure)
 
     def catch_up(self) -> list[Erasure]:
         """Forget the deletions other engines made since the last call; returns them."""

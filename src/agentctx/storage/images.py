@@ -143,7 +143,7 @@ _TURN_IMAGE = (
 
 
 def turn_has_images(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
-    """Whether an event of the turn references an image (a turn-end condition: checked
-    after every append outside a turn, so the statement is built once)."""
+    """Whether an event of the turn references an image (the visual job's turn-end
+    condition, read for turns ended explicitly: see ``compaction.visual.TurnHasImages``)."""
     found = conn.execute(_TURN_IMAGE, {"u": user_id, "s": session_id, "t": turn_id})
     return found.first() is not None

@@ -38,6 +38,9 @@ from agentctx.storage.images import ImageState
 from agentctx.storage.schema import blob_refs, turns
 
 VISUAL_JOB = "visual"
+"""The name of the turn-end job (``ContextEngine.on_turn_end``)."""
+
+EventLoader = Callable[..., list[Event]]
 
 
 class TurnHasImages:
@@ -55,9 +58,6 @@ class TurnHasImages:
 
 turn_has_images = TurnHasImages()
 """The visual job's turn-end condition (see :class:`TurnHasImages`)."""
-"""The name of the turn-end job (``ContextEngine.on_turn_end``)."""
-
-EventLoader = Callable[..., list[Event]]
 
 
 @dataclass(frozen=True, slots=True)
