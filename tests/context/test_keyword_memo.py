@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentctx import ContextEngine
+from agentctx.context import strategies
 from agentctx.context.config import AdaptiveSettings
 from agentctx.context.strategies import _is_important, _keyword_pattern
 
@@ -33,3 +36,23 @@ def test_events_marked_as_errors_are_important_without_keywords(tmp_path: Path) 
         result = session.add_tool_result(call.call_id, content="timed out", is_error=True)
     assert _is_important(result, None) is True
     assert _is_important(call, None) is False
+
+
+def test_the_memo_keeps_its_newest_answers_past_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(strategies, "REMEMBERED_EVENTS", 4)
+    keywords = _keyword_pattern(("deadline",))
+    assert keywords is not None
+    keywords.found.clear()  # one instance per set of words, shared by the process
+    with ContextEngine(url=f"sqlite:///{tmp_path / 'k.db'}", home=tmp_path / "k") as engine:
+        session = engine.create_session("u1", "helper")
+        events = [
+            session.add_message("user", f"the deadline is day {i}" if i % 2 else f"note {i}")
+            for i in range(10)
+        ]
+    answers = [_is_important(event, keywords) for event in events]
+    assert answers == [i % 2 == 1 for i in range(10)]
+    # Full at four answers, each new one past that dropped the older half first.
+    assert list(keywords.found) == [event.hash for event in events[6:]]
+    assert [_is_important(event, keywords) for event in events] == answers  # refilled alike

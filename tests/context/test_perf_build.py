@@ -186,6 +186,10 @@ def test_known_counts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(counting, "KNOWN_TEXTS", 8)
     known: dict[str, int] = {}
     counter = RememberingCounter(EstimateCounter(), known)
+    for i in range(9):
+        counter.count(f"line {i}")
+    # The ninth text found the store full: the older half went, the newer half stayed.
+    assert list(known) == [f"line {i}" for i in range(4, 9)]
     for i in range(30):
         assert counter.count(f"line {i}") == EstimateCounter().count(f"line {i}")
     assert 0 < len(known) <= 8

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agentctx.cache.bounded import remember
 from agentctx.tokens import TokenCounter
 from agentctx.tokens.base import DEFAULT_MARKER
 
@@ -68,9 +69,7 @@ class RememberingCounter:
     def _remember(self, text: str, tokens: int) -> None:
         if len(text) > KNOWN_TEXT_CHARS:
             return  # long texts (tool output, documents) are seldom counted again
-        if len(self._known) >= KNOWN_TEXTS:
-            self._known.clear()  # a crude bound; the builds refill what they use
-        self._known[text] = tokens
+        remember(self._known, text, tokens, KNOWN_TEXTS)
 
     def truncate(self, text: str, max_tokens: int, marker: str = DEFAULT_MARKER) -> str:
         """The wrapped counter's truncation (not remembered: rarely repeated)."""

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentctx.cache.bounded import remember
 from agentctx.context.config import ContextConfig
 from agentctx.context.layout import BlockLayout, BlockLine, render_block
 from agentctx.context.render import canonical_json, event_text
@@ -538,9 +539,7 @@ def _is_important(event: Event, keywords: _Keywords | None) -> bool:
     found = keywords.found.get(event.hash)
     if found is None:
         found = _has_keyword(event, keywords)
-        if len(keywords.found) >= REMEMBERED_EVENTS:
-            keywords.found.clear()  # a crude bound; the builds refill what they use
-        keywords.found[event.hash] = found
+        remember(keywords.found, event.hash, found, REMEMBERED_EVENTS)
     return found
 
 
