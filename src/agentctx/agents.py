@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from agentctx.context.config import DEFAULT_BUDGET_SPLIT, parse_context_config
 from agentctx.errors import ConfigError, InvalidInput
 from agentctx.events import utcnow
 from agentctx.ids import is_valid_id
+from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import agents
 
@@ -61,6 +62,10 @@ class AgentConfig(BaseModel):
         return self
 
 
+def _config_statement() -> Any:
+    return select(agents.c.config).where(agents.c.agent_id == bindparam("agent_id"))
+
+
 class AgentRegistry:
     """Stores agent configurations; an agent named by a new session is created with defaults."""
 
@@ -69,13 +74,13 @@ class AgentRegistry:
 
     def get(self, agent_id: str) -> AgentConfig | None:
         """The agent's configuration, or None if it was never registered."""
-        with self._db.read() as conn:
-            row = conn.execute(select(agents.c.config).where(agents.c.agent_id == agent_id)).first()
-        return (
-            None
-            if row is None
-            else AgentConfig.model_validate({**row.config, "agent_id": agent_id})
-        )
+        with self._db.read() as conn:  # read by every window build: compiled once
+            rows = fastsql.statement(conn, "agent_config", _config_statement).fetch_values(
+                conn, {"agent_id": agent_id}
+            )
+        if not rows:
+            return None
+        return AgentConfig.model_validate({**rows[0][0], "agent_id": agent_id})
 
     def put(self, config: AgentConfig) -> AgentConfig:
         """Create or replace an agent's configuration."""

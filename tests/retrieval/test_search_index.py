@@ -18,6 +18,7 @@ from sqlalchemy import event, func, select
 from agentctx import ContextEngine, InvalidInput, Session
 from agentctx.llm import HashingEmbedder
 from agentctx.retrieval import RetrievalConfig, SearchIndex, SyncReport, fuse
+from agentctx.storage import fastsql
 from agentctx.storage.schema import (
     include_name,
     metadata,
@@ -129,7 +130,7 @@ def test_other_sessions_and_users_never_appear(engine: ContextEngine, index: Sea
 
 
 def test_sync_is_incremental_idempotent_and_cheap_when_nothing_is_new(
-    engine: ContextEngine, index: SearchIndex
+    engine: ContextEngine, index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = engine.create_session(user_id="u1")
     fill(session)
@@ -144,12 +145,19 @@ def test_sync_is_incremental_idempotent_and_cheap_when_nothing_is_new(
     def count(*args: Any) -> None:
         statements.append(args[2])
 
+    run_compiled = fastsql.FastStatement.execute
+
+    def count_compiled(self: fastsql.FastStatement, conn: Any, values: Any) -> Any:
+        statements.append(self.sql)  # compiled statements bypass SQLAlchemy's events
+        return run_compiled(self, conn, values)
+
+    monkeypatch.setattr(fastsql.FastStatement, "execute", count_compiled)
     event.listen(engine.db.engine, "before_cursor_execute", count)
     try:
         assert index.sync("u1", session.id) == SyncReport()
     finally:
         event.remove(engine.db.engine, "before_cursor_execute", count)
-    queries = [sql for sql in statements if not sql.startswith("BEGIN")]
+    queries = [sql.lstrip() for sql in statements if not sql.startswith("BEGIN")]
     # Nothing written: one read of how far each vector set (own, contextual) has got.
     assert len(queries) == 2 and all(q.startswith("SELECT") for q in queries)
 

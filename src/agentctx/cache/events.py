@@ -13,28 +13,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection, bindparam, or_, select
 
 from agentctx.cache.base import HotCache, SessionScope
 from agentctx.events import Event
+from agentctx.storage import fastsql
 from agentctx.storage import repository as repo
 from agentctx.storage.database import Database
 from agentctx.storage.schema import sessions
 
 
+def _head_statement() -> Any:
+    return select(sessions.c.last_seq, sessions.c.created_at).where(
+        sessions.c.user_id == bindparam("user_id"),
+        sessions.c.session_id == bindparam("session_id"),
+        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+    )
+
+
 def _head(conn: Connection, user_id: str, session_id: str, now: datetime) -> tuple[int, str] | None:
-    """(last_seq, incarnation) of a live session, or None."""
-    row = conn.execute(
-        select(sessions.c.last_seq, sessions.c.created_at).where(
-            sessions.c.user_id == user_id,
-            sessions.c.session_id == session_id,
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now),
-        )
-    ).first()
-    if row is None:
+    """(last_seq, incarnation) of a live session, or None (read before every cached
+    read: compiled once)."""
+    rows = fastsql.statement(conn, "cache_session_head", _head_statement).fetch_values(
+        conn, {"user_id": user_id, "session_id": session_id, "now": now}
+    )
+    if not rows:
         return None
-    return int(row[0]), row[1].isoformat()
+    last_seq, created_at = rows[0]
+    return int(last_seq), created_at.isoformat()
 
 
 def wanted_seqs(

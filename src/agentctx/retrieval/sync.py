@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, literal, select, update
+from sqlalchemy import Connection, and_, bindparam, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -23,6 +23,7 @@ from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.terms import document_terms
 from agentctx.retrieval.text import MAX_EMBED_CHARS, stored_event_text
+from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import (
     UTCDateTime,
@@ -60,15 +61,12 @@ def _insert(conn: Connection, table: Any) -> Any:
     return (pg_insert if conn.dialect.name == "postgresql" else sqlite_insert)(table)
 
 
-def read_state(
-    conn: Connection, user_id: str, session_id: str, embedder_id: int | None
-) -> IndexState | None:
-    """The session's index state in one query; None when the session does not exist."""
+def _state_statement() -> Any:
     ss, sd = search_sessions, search_dense
     joined = sessions.outerjoin(
         ss, and_(ss.c.user_id == sessions.c.user_id, ss.c.session_id == sessions.c.session_id)
-    ).outerjoin(sd, and_(sd.c.sid == ss.c.sid, sd.c.embedder_id == (embedder_id or -1)))
-    row = conn.execute(
+    ).outerjoin(sd, and_(sd.c.sid == ss.c.sid, sd.c.embedder_id == bindparam("embedder_id")))
+    return (
         select(
             sessions.c.last_seq,
             ss.c.sid,
@@ -79,8 +77,24 @@ def read_state(
             sd.c.vector_count,
         )
         .select_from(joined)
-        .where(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
-    ).first()
+        .where(
+            sessions.c.user_id == bindparam("user_id"),
+            sessions.c.session_id == bindparam("session_id"),
+        )
+    )
+
+
+def read_state(
+    conn: Connection, user_id: str, session_id: str, embedder_id: int | None
+) -> IndexState | None:
+    """The session's index state in one query; None when the session does not exist.
+
+    Read several times a window (search, neighbours, sync checks): compiled once.
+    """
+    rows = fastsql.statement(conn, "search_index_state", _state_statement).fetch_values(
+        conn, {"user_id": user_id, "session_id": session_id, "embedder_id": embedder_id or -1}
+    )
+    row = rows[0] if rows else None
     if row is None:
         return None
     return IndexState(

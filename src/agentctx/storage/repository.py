@@ -91,12 +91,24 @@ def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) ->
     return SessionHead(last_seq, last_hash, state_version, state, expires_at)
 
 
+def _session_row_statement() -> Any:
+    return select(sessions).where(
+        sessions.c.user_id == bindparam("user_id"),
+        sessions.c.session_id == bindparam("session_id"),
+        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+    )
+
+
 def get_session_row(
     conn: Connection, user_id: str, session_id: str, now: datetime
-) -> RowMapping | None:
-    """The full row of a live session, or None."""
-    query = select(sessions).where(_session_key(user_id, session_id), _live(now))
-    return conn.execute(query).mappings().first()
+) -> dict[str, Any] | None:
+    """The full row of a live session (column name -> value), or None.
+
+    Read by every window build and session handle refresh: compiled once.
+    """
+    found = fastsql.statement(conn, "session_row", _session_row_statement)
+    rows = found.fetch_values(conn, {"user_id": user_id, "session_id": session_id, "now": now})
+    return dict(zip(found.columns, rows[0], strict=True)) if rows else None
 
 
 def session_expired(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:
