@@ -11,9 +11,7 @@ them all (:meth:`clear`), since they are kept by text rather than by user.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
+from agentctx.cache.bounded import Lru
 from agentctx.llm.embeddings import Embedder
 
 
@@ -27,32 +25,22 @@ class QueryVectors:
             raise ValueError(f"size must be >= 0, got {size}")
         self.embedder = embedder
         self.size = size
-        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._vectors: Lru[str, list[float]] = Lru(size)
 
     def vector(self, query: str) -> list[float] | None:
         """The vector of ``query``, or None when the embedder gives the zero vector
         (nothing to compare by). Raises :class:`~agentctx.llm.embeddings.EmbeddingError`
         as the embedder does; a failure is not remembered."""
-        with self._lock:
-            vector = self._vectors.get(query)
-            if vector is not None:
-                self._vectors.move_to_end(query)
+        vector = self._vectors.get(query)
         if vector is None:
             vector = self.embedder.embed([query])[0]
-            if self.size:
-                with self._lock:
-                    self._vectors[query] = vector
-                    while len(self._vectors) > self.size:
-                        self._vectors.popitem(last=False)
+            self._vectors.put(query, vector)
         return vector if any(vector) else None
 
     def queries(self) -> list[str]:
         """The queries held, least recently used first."""
-        with self._lock:
-            return list(self._vectors)
+        return self._vectors.keys()
 
     def clear(self) -> None:
         """Forget every query held."""
-        with self._lock:
-            self._vectors.clear()
+        self._vectors.clear()

@@ -26,12 +26,12 @@ hold the word are read. Only English is read.
 from __future__ import annotations
 
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
 from sqlalchemy import Connection
 
+from agentctx.cache.bounded import Lru
 from agentctx.retrieval.event_rows import authored_texts
 from agentctx.retrieval.lexical import SessionStats, search_session
 from agentctx.retrieval.participants import APOSTROPHES, Aliases
@@ -140,10 +140,8 @@ class AliasBook:
     indexed since (bounded, least recently used dropped first)."""
 
     def __init__(self, max_entries: int = 4096) -> None:
-        self._max = max_entries
         # (user id, session id, word) -> (seq indexed up to when read, its evidence)
-        self._known: OrderedDict[tuple[str, str, str], tuple[int, Evidence]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._known: Lru[tuple[str, str, str], tuple[int, Evidence]] = Lru(max_entries)
 
     def aliases(
         self,
@@ -168,10 +166,7 @@ class AliasBook:
             if len(terms) != 1:  # a stop word ("What"), or not one word
                 continue
             key = (*session, word.casefold())
-            with self._lock:
-                known = self._known.get(key)
-                if known is not None:
-                    self._known.move_to_end(key)
+            known = self._known.get(key)
             if known is not None and known[0] > indexed_seq:
                 known = None  # the index was rebuilt: read it again
             if known is None or known[0] < indexed_seq:
@@ -187,10 +182,7 @@ class AliasBook:
                     max_postings=max_postings,
                 )
                 evidence.add(word, authored_texts(conn, session, [h.seq for h in hits]), authors)
-                with self._lock:
-                    self._known[key] = (indexed_seq, evidence)
-                    while len(self._known) > self._max:
-                        self._known.popitem(last=False)
+                self._known.put(key, (indexed_seq, evidence))
             else:
                 evidence = known[1]
             owner = evidence.owner()
@@ -200,18 +192,13 @@ class AliasBook:
 
     def __len__(self) -> int:
         """Words whose evidence is held, over all sessions."""
-        with self._lock:
-            return len(self._known)
+        return len(self._known)
 
     def drop_session(self, key: tuple[str, str]) -> None:
         """Drop what is known of the session (its data was deleted)."""
-        with self._lock:
-            for known in [k for k in self._known if k[:2] == key]:
-                del self._known[known]
+        self._known.discard(lambda known: known[:2] == key)
 
     def drop_user(self, user_id: str | None) -> None:
         """Drop what is known of the user's sessions (their data was deleted); of every
         user's when None."""
-        with self._lock:
-            for key in [k for k in self._known if user_id is None or k[0] == user_id]:
-                del self._known[key]
+        self._known.discard(lambda key: user_id is None or key[0] == user_id)

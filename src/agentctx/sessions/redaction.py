@@ -10,11 +10,10 @@ redaction (recognizers, operators, keys) stays engine-wide.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentctx.cache.bounded import Lru
 from agentctx.errors import ConfigError, InvalidInput
 from agentctx.privacy.config import RedactionConfig
 from agentctx.privacy.redactor import AllowListRedactor, PassThroughRedactor, Redactor
@@ -60,27 +59,21 @@ class ScopedRedactors:
 
     def __init__(self, base: Redactor) -> None:
         self.base = base
-        self._cache: OrderedDict[frozenset[str], Redactor] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: Lru[frozenset[str], Redactor] = Lru(_CACHE_SIZE)
 
     def allowing(self, values: Iterable[str]) -> Redactor:
         """The base redactor, also leaving ``values`` alone."""
         key = frozenset(values)
         if not key:
             return self.base
-        with self._lock:
-            found = self._cache.get(key)
-            if found is not None:
-                self._cache.move_to_end(key)
-                return found
+        found = self._cache.get(key)
+        if found is not None:
+            return found
         if not isinstance(self.base, AllowListRedactor):
             raise ConfigError(
                 f"{type(self.base).__name__} has no with_allow_list(): it cannot apply "
                 "per-agent or per-session allow-lists"
             )
         redactor = self.base.with_allow_list(sorted(key))
-        with self._lock:
-            self._cache[key] = redactor
-            while len(self._cache) > _CACHE_SIZE:
-                self._cache.popitem(last=False)
+        self._cache.put(key, redactor)
         return redactor

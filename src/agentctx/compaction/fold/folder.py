@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
+from agentctx.cache.bounded import Lru
 from agentctx.compaction.fold.config import FoldConfig
 from agentctx.compaction.fold.plan import (
     FOLD,
@@ -141,8 +140,7 @@ class EventFolder:
         # Catching up reads a whole session; a session whose last seq has not moved
         # since a pass found nothing due has nothing due now (folds only lower the live
         # tokens), so windows of a settled session skip that read.
-        self._settled: OrderedDict[tuple[str, str], int] = OrderedDict()
-        self._settled_lock = threading.Lock()
+        self._settled: Lru[tuple[str, str], int] = Lru(_SETTLED_SESSIONS)
 
     # Reading ----------------------------------------------------------------------------
 
@@ -301,15 +299,10 @@ class EventFolder:
             ).scalar()
         if last_seq is None:
             return
-        with self._settled_lock:
-            if self._settled.get(key) == last_seq:
-                return
+        if self._settled.get(key) == last_seq:
+            return
         self.maybe_fold(user_id, session_id)
-        with self._settled_lock:
-            self._settled[key] = last_seq
-            self._settled.move_to_end(key)
-            while len(self._settled) > _SETTLED_SESSIONS:
-                self._settled.popitem(last=False)
+        self._settled.put(key, last_seq)
 
     def _state(
         self, user_id: str, session_id: str, events: list[EventHead] | None = None

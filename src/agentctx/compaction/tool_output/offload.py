@@ -17,8 +17,6 @@ session's id, like an unknown one, raises ``BlobNotFound``.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +25,7 @@ from sqlalchemy import and_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from agentctx.cache.bounded import Lru
 from agentctx.compaction.tool_output.compressor import ToolOutputCompressor, ToolOutputConfig
 from agentctx.compaction.tool_output.strategies import Counter
 from agentctx.context.render import canonical_json, event_text
@@ -247,30 +246,8 @@ def offload(
     return _offloaded(session, event, original, result.text, result.original_tokens)
 
 
-class _WindowCache:
-    """Window texts of tool outputs (large: reading and counting them is the cost)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[str, ...], str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, ...]) -> str | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: tuple[str, ...], value: str) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-_window_cache = _WindowCache(_CACHE_SIZE)
+# Window texts of tool outputs (large: reading and counting them is the cost).
+_window_cache: Lru[tuple[str, ...], str] = Lru(_CACHE_SIZE)
 
 
 def compress_tool_result_for_window(
