@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, or_, select
+from sqlalchemy import Connection, select
 
 from agentctx.cache.base import HotCache, SessionScope
 from agentctx.events import Event
@@ -26,11 +26,7 @@ from agentctx.storage.schema import sessions
 
 
 def _head_statement() -> Any:
-    return select(sessions.c.last_seq, sessions.c.created_at).where(
-        sessions.c.user_id == bindparam("user_id"),
-        sessions.c.session_id == bindparam("session_id"),
-        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-    )
+    return select(sessions.c.last_seq, sessions.c.created_at).where(repo.bound_live_session())
 
 
 def _head(conn: Connection, user_id: str, session_id: str, now: datetime) -> tuple[int, str] | None:

@@ -21,11 +21,9 @@ class QueryVectors:
     both embed it."""
 
     def __init__(self, embedder: Embedder, size: int = 256) -> None:
-        if size < 0:
-            raise ValueError(f"size must be >= 0, got {size}")
         self.embedder = embedder
         self.size = size
-        self._vectors: Lru[str, list[float]] = Lru(size)
+        self._vectors: Lru[str, list[float]] = Lru(size)  # refuses a negative size
 
     def vector(self, query: str) -> list[float] | None:
         """The vector of ``query``, or None when the embedder gives the zero vector

@@ -94,9 +94,9 @@ def read_state(
     rows = fastsql.statement(conn, "search_index_state", _state_statement).fetch_values(
         conn, {"user_id": user_id, "session_id": session_id, "embedder_id": embedder_id or -1}
     )
-    row = rows[0] if rows else None
-    if row is None:
+    if not rows:
         return None
+    row = rows[0]
     return IndexState(
         last_seq=int(row[0]),
         sid=None if row[1] is None else int(row[1]),

@@ -62,6 +62,16 @@ def _live(now: datetime) -> Any:
     return or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
 
 
+def bound_live_session() -> Any:
+    """WHERE for compiled statements (:mod:`agentctx.storage.fastsql`): the session of
+    the bound ``user_id`` and ``session_id``, live at the bound ``now``."""
+    return and_(
+        sessions.c.user_id == bindparam("user_id"),
+        sessions.c.session_id == bindparam("session_id"),
+        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+    )
+
+
 def _lock_head_statement() -> Any:
     return (
         select(
@@ -71,11 +81,7 @@ def _lock_head_statement() -> Any:
             sessions.c.state,
             sessions.c.expires_at,
         )
-        .where(
-            sessions.c.user_id == bindparam("user_id"),
-            sessions.c.session_id == bindparam("session_id"),
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-        )
+        .where(bound_live_session())
         .with_for_update()
     )
 
@@ -92,11 +98,7 @@ def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) ->
 
 
 def _session_row_statement() -> Any:
-    return select(sessions).where(
-        sessions.c.user_id == bindparam("user_id"),
-        sessions.c.session_id == bindparam("session_id"),
-        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-    )
+    return select(sessions).where(bound_live_session())
 
 
 def get_session_row(
@@ -223,15 +225,7 @@ def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
 
 def _alive_now() -> Any:
     """The session of the bound user and session ids is live at the bound ``now``."""
-    return (
-        select(sessions.c.session_id)
-        .where(
-            sessions.c.user_id == bindparam("user_id"),
-            sessions.c.session_id == bindparam("session_id"),
-            or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-        )
-        .exists()
-    )
+    return select(sessions.c.session_id).where(bound_live_session()).exists()
 
 
 def _select_events_statement(
