@@ -128,7 +128,6 @@ class ContextEngine:
             session_ttl=s.session_ttl,
             cache=self.cache,
         )
-        self._retention = Retention(self._service, audit_retention=s.audit_retention)
         self._counters: dict[str, TokenCounter] = {}
         # Retrieval: lexical always; dense with the configured embedder (loaded on first use).
         embedder = embedder_from_config(s.embeddings, models_dir=s.home / "models")
@@ -196,6 +195,9 @@ class ContextEngine:
             HeldCopies(self.cache, self.search_index, self.memory.index),
             retention=s.erasure_retention,
             poll=poll,
+        )
+        self._retention = Retention(
+            self._service, self._erasures, audit_retention=s.audit_retention
         )
         if s.embeddings.freeze_gc:
             # The libraries and modules loaded by now last as long as the process: out
@@ -276,11 +278,7 @@ class ContextEngine:
 
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
-        return self._retention.delete(user_id, session_id, on_deleted=self._session_deleted)
-
-    def _session_deleted(self, user_id: str, session_id: str, search_sid: int | None) -> None:
-        """Once a session is gone: the erasure feed, and this process's copies."""
-        self._erasures.deleted(Erasure(user_id, session_id, search_sid))
+        return self._retention.delete(user_id, session_id)
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
         """Check a session's hash chain; the report names the first bad seq."""
@@ -449,11 +447,14 @@ class ContextEngine:
 
     def delete_user_data(self, user_id: str) -> DeleteReport:
         """Remove everything stored for a user, long-term memories and their history
-        included; the report counts what went."""
-        report = self._retention.delete_user_data(user_id)
-        purged = {name: n for name, n in self.memory.purge_user(user_id).items() if n}
-        self._erasures.deleted(Erasure(user_id))  # once it is all gone
-        return report.model_copy(update={"extra": {**report.extra, **purged}})
+        included, in one transaction; the report counts what went. Once it returns, every
+        engine on the database forgets what it holds of the user within its
+        ``erasure_poll``; if the process dies after the commit, the next engine to start
+        or the next sweep tells them."""
+        self.memory.ready()  # its index tables exist before the deletion's transaction
+        return self._retention.delete_user_data(
+            user_id, also=lambda conn: self.memory.purge_user(conn, user_id)
+        )
 
     def forget_erased(self) -> list[Erasure]:
         """Forget, in this process's memory, the users and sessions whose data another
@@ -466,7 +467,7 @@ class ContextEngine:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
         log, the erasure feed and finished jobs, and delete memories past their kind's
         time to live."""
-        report = self._retention.sweep(on_deleted=self._session_deleted)
+        report = self._retention.sweep()
         now = utcnow()
         self._erasures.feed.trim(now)
         if self.settings.job_retention is not None:

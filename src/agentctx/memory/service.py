@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from agentctx.cache.base import HotCache, NullCache
 from agentctx.cache.memories import MemoryReads
@@ -291,19 +291,26 @@ class MemoryService:
         with self.db.read() as conn:
             return store.declarative_opt_out(conn, user_id)
 
-    def purge_user(self, user_id: str) -> dict[str, int]:
-        """Delete every memory of a user, with history and provenance."""
-        with self.db.write() as conn:
+    def ready(self) -> None:
+        """Make the memory index's tables now if they are not yet (otherwise done on
+        first use), so that :meth:`purge_user` can run inside a write transaction."""
+        if self.index is not None:
+            self.index.ready()
+
+    def purge_user(self, conn: Connection, user_id: str) -> dict[str, int]:
+        """Delete every memory of a user, with history, provenance and index documents,
+        in the caller's write transaction ``conn`` (begun after :meth:`ready`); counts
+        by table. What this process holds of them in memory is the caller's to drop once
+        it committed (:meth:`forget_user`)."""
+        if self.index is not None:
             ids = builtins.list(
                 conn.execute(
                     select(memories.c.memory_id).where(memories.c.user_id == user_id)
                 ).scalars()
             )
-            counts = store.purge_user(conn, user_id)
-        if self.index is not None and ids:
-            self.index.remove(ids)
-        self.forget_user(user_id)
-        return counts
+            if ids:  # first: the term counts to take off are read from the documents
+                self.index.remove(ids, conn=conn)
+        return store.purge_user(conn, user_id)
 
     def forget_user(self, user_id: str) -> None:
         """Drop what this process holds in memory of the user's memories: cached reads

@@ -9,17 +9,24 @@ Those are never served stale (every cached read is validated against the databas
 and session and partition numbers are never reused), but deleted data must not stay
 in their memory either.
 
-So once the data is gone the deleting engine writes one ``erasures`` row, and every
-engine reads the feed (:class:`ErasureFeed`) and forgets the users and sessions it
-names; by default a background thread (:class:`ErasureWatcher`) reads it once a second.
+So every deletion writes one ``erasures`` row, and every engine reads the feed
+(:class:`ErasureFeed`) and forgets the users and sessions it names; by default a
+background thread (:class:`ErasureWatcher`) reads it once a second.
+
+The row is written in the deleting transaction, unstamped, and stamped in a short
+transaction of its own once that committed. Readers only see stamped rows, so none
+learns of a deletion before the data is gone; and a process that dies between the two
+leaves the unstamped row behind, which the next engine to start or the next sweep
+stamps (:meth:`ErasureFeed.stamp_pending`). A deletion is thus never lost to the feed:
+it commits with its row or not at all.
 
 Reading by id would not do: on PostgreSQL ids come from a sequence, and a transaction
 that took a smaller id can commit after one that took a larger, so "ids above the
 last one seen" can skip a row for good. Rows are read by time instead: each poll reads
 the rows stamped since :data:`ERASURE_LAG` before the previous poll began and skips
-the ones it has applied. A row is written alone, in a transaction that commits right
-after stamping it, so it is never older than the lag when it becomes visible, as long
-as the hosts' clocks agree within the lag.
+the ones it has applied. A row is stamped alone, in a transaction that commits right
+after stamping it, so its stamp is never older than the lag when it becomes visible,
+as long as the hosts' clocks agree within the lag.
 
 The feed is kept for ``erasure_retention`` (the sweep trims it). An engine that has
 not polled for longer than that (a process suspended for days) cannot know what it
@@ -36,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Connection, delete, insert, select, update
 
 from agentctx.cache import HotCache
 from agentctx.events import utcnow
@@ -90,25 +97,49 @@ class ErasureFeed:
         self._applied: dict[int, datetime] = {}  # erasure id -> stamp, within the window
         self._lock = threading.Lock()
 
-    def record(self, erasure: Erasure) -> None:
-        """Write ``erasure`` (its own short transaction: see the module docstring). This
+    def note(self, conn: Connection, erasure: Erasure) -> int:
+        """Write ``erasure``'s row, unstamped, in the deleting write transaction ``conn``;
+        its id, for :meth:`stamp` once that committed."""
+        return int(
+            conn.execute(
+                insert(erasures)
+                .values(
+                    user_id=erasure.user_id,
+                    session_id=erasure.session_id,
+                    search_sid=erasure.search_sid,
+                    erased_at=None,
+                )
+                .returning(erasures.c.erasure_id)
+            ).scalar_one()
+        )
+
+    def stamp(self, erasure_id: int) -> None:
+        """Stamp a row :meth:`note` wrote, once its deletion committed: the other engines
+        read it from then on (its own short transaction: see the module docstring). This
         engine forgets the data itself, so its polls skip the row."""
         stamp = self._clock()
         with self.db.write() as conn:
-            erasure_id = int(
-                conn.execute(
-                    insert(erasures)
-                    .values(
-                        user_id=erasure.user_id,
-                        session_id=erasure.session_id,
-                        search_sid=erasure.search_sid,
-                        erased_at=stamp,
-                    )
-                    .returning(erasures.c.erasure_id)
-                ).scalar_one()
+            conn.execute(
+                update(erasures)
+                .where(erasures.c.erasure_id == erasure_id, erasures.c.erased_at.is_(None))
+                .values(erased_at=stamp)
             )
         with self._lock:
             self._applied[erasure_id] = stamp
+
+    def stamp_pending(self) -> int:
+        """Stamp the rows whose deletion committed but whose engine died before stamping
+        them (recovery: at start and in the sweep); returns how many. Every engine,
+        this one included, then forgets what they name at its next poll."""
+        unstamped = erasures.c.erased_at.is_(None)
+        with self.db.read() as conn:  # most calls find none: no write lock for them
+            found = conn.execute(select(erasures.c.erasure_id).where(unstamped).limit(1))
+            if found.first() is None:
+                return 0
+        with self.db.write() as conn:
+            stamp = self._clock()
+            stamped = conn.execute(update(erasures).where(unstamped).values(erased_at=stamp))
+            return int(stamped.rowcount or 0)
 
     def poll(self) -> Erased:
         """The deletions made by other engines since the previous poll (the first poll
@@ -234,11 +265,17 @@ class Erasures:
         self.feed = ErasureFeed(db, retention=retention)
         self.held = held
         self.feed.poll()  # the feed is read from now on
+        self.feed.stamp_pending()  # deletions whose engine died before stamping them
         self._watch = ErasureWatcher(self.catch_up, poll) if poll is not None else None
 
-    def deleted(self, erasure: Erasure) -> None:
-        """Record a deletion this engine made (once the data is gone) and forget it here."""
-        self.feed.record(erasure)
+    def within(self, conn: Connection, erasure: Erasure) -> int:
+        """Note a deletion inside its write transaction ``conn``; pass the id returned
+        to :meth:`committed` once the transaction committed."""
+        return self.feed.note(conn, erasure)
+
+    def committed(self, erasure_id: int, erasure: Erasure) -> None:
+        """The deletion :meth:`within` noted committed: publish it and forget it here."""
+        self.feed.stamp(erasure_id)
         self.held.forget_erasure(erasure)
 
     def catch_up(self) -> list[Erasure]:

@@ -1,32 +1,35 @@
 """Retention and data control: deleting sessions and users, the sweep, blob collection.
 
 Deleting removes a session's events, turns, jobs, blob references, summaries and
-retrieval index rows in one transaction, then the blobs no other event references.
-The audit log is kept: it holds ids and outcomes, never content, and is what proves a
-deletion.
+retrieval index rows in one transaction, with the row that tells the other processes
+on the database to forget them (:mod:`agentctx.sessions.erasures`); then the blobs no
+other event references. A user's deletion takes their memories in that same
+transaction: a crash leaves all of it or none. The audit log is kept: it holds ids and
+outcomes, never content, and is what proves a deletion.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 
 from agentctx.errors import SessionNotFound, TurnError
 from agentctx.events import utcnow
 from agentctx.retrieval.sync import read_state
 from agentctx.retrieval.tables import purge_deleted
 from agentctx.sessions.audit import AuditRecord
+from agentctx.sessions.erasures import Erasure, Erasures
 from agentctx.sessions.models import DeleteReport, SweepReport
 from agentctx.sessions.service import SessionService
 from agentctx.storage import repository as repo
 from agentctx.storage.schema import audit, blob_refs, blobs, sessions, turns
 
-OnDeleted = Callable[[str, str, int | None], None]
-"""Told of each session deleted: (user_id, session_id, its number in the search index)."""
+AlsoDelete = Callable[[Connection], Mapping[str, int]]
+"""More of a user's rows to delete in their deletion's transaction; counts by table."""
 
 
 def _delete_report(
@@ -50,33 +53,32 @@ def _delete_report(
 class Retention:
     """Deletes sessions and users' data, sweeps expired sessions, collects orphaned blobs."""
 
-    def __init__(self, sessions: SessionService, *, audit_retention: timedelta) -> None:
+    def __init__(
+        self, sessions: SessionService, erasures: Erasures, *, audit_retention: timedelta
+    ) -> None:
         self._sessions = sessions
+        self.erasures = erasures
         self.db = sessions.db
         self.audit = sessions.audit
         self.blobs = sessions.blobs
         self.audit_retention = audit_retention
 
-    def delete(
-        self, user_id: str, session_id: str, *, on_deleted: OnDeleted | None = None
-    ) -> DeleteReport:
-        """Delete a session with its events, turns, jobs and unshared blobs.
-
-        ``on_deleted(user_id, session_id, search_sid)`` is called once the deletion
-        committed, with the session's number in the search index (None if never indexed).
-        """
+    def delete(self, user_id: str, session_id: str) -> DeleteReport:
+        """Delete a session with its events, turns, jobs and unshared blobs; every
+        process on the database then forgets what it holds of it."""
         record = AuditRecord(action="session_delete", user_id=user_id, session_id=session_id)
         with self.db.write() as conn:
             state = read_state(conn, user_id, session_id, None)  # None: no such session
-            report = _delete_report(conn, user_id, [session_id]) if state is not None else None
-            if report is not None:
+            if state is not None:
+                report = _delete_report(conn, user_id, [session_id])
+                erasure = Erasure(user_id, session_id, state.sid)
+                erasure_id = self.erasures.within(conn, erasure)
                 record.meta = report.model_dump(exclude={"extra"})
                 self.audit.write(record, conn)
-        if state is None or report is None:
+        if state is None:
             self.audit.deny(record, SessionNotFound(session_id))
         self.audit.emit(record)
-        if on_deleted is not None:
-            on_deleted(user_id, session_id, state.sid)
+        self.erasures.committed(erasure_id, erasure)
         return report + self.collect_blobs()
 
     def collect_blobs(self) -> DeleteReport:
@@ -101,12 +103,12 @@ class Retention:
         *,
         now: datetime | None = None,
         turn_timeout: timedelta = timedelta(hours=1),
-        on_deleted: OnDeleted | None = None,
     ) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
-        log. ``on_deleted`` is called for each session deleted, as by :meth:`delete`."""
+        log; publish the deletions of engines that died before publishing them."""
         now = now or utcnow()
         started = time.perf_counter()
+        self.erasures.feed.stamp_pending()
         with self.db.read() as conn:
             expired = [
                 (row.user_id, row.session_id)
@@ -124,8 +126,9 @@ class Retention:
                     continue
                 state = read_state(conn, user_id, session_id, None)
                 report = report + _delete_report(conn, user_id, [session_id], purge=False)
-            if on_deleted is not None and state is not None:
-                on_deleted(user_id, session_id, state.sid)
+                erasure = Erasure(user_id, session_id, state.sid if state is not None else None)
+                erasure_id = self.erasures.within(conn, erasure)
+            self.erasures.committed(erasure_id, erasure)
         if report.extra.get("search_sessions"):
             with self.db.write() as conn:
                 purge_deleted(conn)  # once for all expired sessions
@@ -175,11 +178,19 @@ class Retention:
                 pass  # ended by its owner meanwhile
         return closed
 
-    def delete_user_data(self, user_id: str) -> DeleteReport:
-        """Remove every session, event, turn, job, blob reference (and unshared blob) of a user."""
+    def delete_user_data(self, user_id: str, *, also: AlsoDelete | None = None) -> DeleteReport:
+        """Remove every session, event, turn, job, blob reference (and unshared blob) of a
+        user, and what ``also`` deletes in the same transaction (counted in ``extra``);
+        every process on the database then forgets what it holds of the user."""
         started = time.perf_counter()
+        erasure = Erasure(user_id)
         with self.db.write() as conn:
             report = _delete_report(conn, user_id, None)
+            if also is not None:
+                counts = {name: n for name, n in also(conn).items() if n}
+                report = report.model_copy(update={"extra": {**report.extra, **counts}})
+            erasure_id = self.erasures.within(conn, erasure)
+        self.erasures.committed(erasure_id, erasure)
         report = report + self.collect_blobs()
         self.audit.record(
             AuditRecord(

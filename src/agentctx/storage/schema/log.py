@@ -238,8 +238,8 @@ audit = Table(
     Index(None, "user_id", "ts"),
 )
 
-# One row per delete_user_data or delete_session, written once the data is gone: the feed
-# from which every other process sharing the database learns to drop what it holds of
+# One row per delete_user_data or delete_session, written in the deleting transaction: the
+# feed from which every other process sharing the database learns to drop what it holds of
 # that user or session in memory (agentctx.sessions.erasures). Kept for a while, then
 # trimmed by the sweep.
 erasures = Table(
@@ -247,7 +247,8 @@ erasures = Table(
     metadata,
     Column("erasure_id", BigId, primary_key=True, autoincrement=True),
     Column("user_id", String(ID), nullable=False),
-    Column("erased_at", UTCDateTime, nullable=False),
+    # None until the deletion committed (agentctx.sessions.erasures): unread till then.
+    Column("erased_at", UTCDateTime, nullable=True),
     Column("session_id", String(ID), nullable=True),  # None: all the user's data
     # The session's number in the search index, which keys the cached vectors.
     Column("search_sid", BigInteger, nullable=True),
