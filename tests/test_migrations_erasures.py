@@ -4,7 +4,6 @@ again on SQLite and PostgreSQL without losing a row of the feed."""
 from __future__ import annotations
 
 import pytest
-from alembic import command
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
@@ -12,16 +11,7 @@ from agentctx.events import utcnow
 from agentctx.storage import migrate
 from agentctx.storage.database import Database
 from agentctx.storage.schema import erasures
-
-
-def _move(db: Database, target: str) -> None:
-    config = migrate._config()
-    with db.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        if target == "head":
-            command.upgrade(config, target)
-        else:
-            command.downgrade(config, target)
+from migration_moves import move
 
 
 def _insert(db: Database, user_id: str, stamped: bool) -> None:
@@ -44,13 +34,13 @@ def test_erasure_stamps_down_and_up(db_url: str) -> None:
         _insert(db, "published", stamped=True)
         _insert(db, "orphaned", stamped=False)  # its process died before stamping it
 
-        _move(db, "0012")
+        move(db, "0012")
         # The older schema cannot hold an unstamped row: it is stamped, not dropped.
         assert _rows(db) == {"published": True, "orphaned": True}
         with pytest.raises(IntegrityError):
             _insert(db, "unstamped", stamped=False)
 
-        _move(db, "head")
+        move(db, "head")
         _insert(db, "pending", stamped=False)
         assert _rows(db) == {"published": True, "orphaned": True, "pending": False}
         assert migrate.current_revision(db) == migrate.head_revision() == migrate.scripted_head()

@@ -3,11 +3,11 @@ each revision leaving the indexes it promises."""
 
 from __future__ import annotations
 
-from alembic import command
 from sqlalchemy import inspect
 
 from agentctx.storage import migrate
 from agentctx.storage.database import Database
+from migration_moves import move
 
 HEAD = ["ix_jobs_status_run_after", "ix_jobs_user_id_session_id", "ix_jobs_waiting"]
 
@@ -18,26 +18,16 @@ def _job_indexes(db: Database) -> list[str]:
     return sorted(name for name in names if name.startswith("ix_"))
 
 
-def _move(db: Database, target: str) -> None:
-    config = migrate._config()
-    with db.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        if target == "head":
-            command.upgrade(config, target)
-        else:
-            command.downgrade(config, target)
-
-
 def test_job_indexes_down_and_up(db_url: str) -> None:
     db = Database(db_url)
     try:
         migrate.upgrade(db)
         assert _job_indexes(db) == HEAD
-        _move(db, "0011")
+        move(db, "0011")
         assert _job_indexes(db) == ["ix_jobs_status_run_after", "ix_jobs_user_id_session_id_status"]
-        _move(db, "0010")
+        move(db, "0010")
         assert _job_indexes(db) == ["ix_jobs_status_run_after", "ix_jobs_user_id_session_id"]
-        _move(db, "head")
+        move(db, "head")
         assert _job_indexes(db) == HEAD
         assert migrate.current_revision(db) == migrate.head_revision()
     finally:
