@@ -109,9 +109,7 @@ def session_held(engine: ContextEngine, user_id: str, session_id: str) -> list[s
     sid = search_sid(engine, user_id, session_id)
     vectors = index._vector_search
     if sid is not None and any(
-        key[0] == sid
-        for cache in (vectors.vectors, vectors.codes)
-        for key in cache._entries._entries
+        key[0] == sid for cache in (vectors.vectors, vectors.codes) for key in cache.held()
     ):
         places.append("vectors")
     if any(

@@ -1,4 +1,5 @@
-"""``agentctx.cache.bounded.remember``: a dict memo bounded by dropping its older half."""
+"""``agentctx.cache.bounded``: the dict memo bounded by dropping its older half, and the
+LRU maps bounded by their count or by their entries' weight."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from agentctx.cache.bounded import Lru, remember
+from agentctx.cache.bounded import Lru, WeightedLru, remember
 
 
 def _in_threads(work: Callable[[int], None], count: int) -> None:
@@ -123,3 +124,73 @@ def test_lru_shared_by_threads_stays_within_its_size() -> None:
 
     _in_threads(use, 4)
     assert errors == [] and len(lru) == 64
+
+
+def test_lru_put_unless_keeps_a_better_value_already_held() -> None:
+    lru: Lru[str, int] = Lru(4)
+    lru.put("a", 5)
+    lru.put("b", 1)
+    lru.put("a", 3, unless=lambda held: held >= 3)  # another thread's further-reaching one
+    assert lru.get("a") == 5
+    lru.put("a", 9, unless=lambda held: held >= 9)
+    assert lru.get("a") == 9
+    lru.put("c", 2, unless=lambda held: True)  # nothing held: stored
+    assert lru.keys() == ["b", "a", "c"]
+
+
+def _weighted(max_weight: int) -> WeightedLru[str, str]:
+    return WeightedLru(max_weight, weigh=len)
+
+
+def test_weighted_lru_drops_the_least_recently_used_until_the_weight_fits() -> None:
+    lru = _weighted(10)
+    lru.put("a", "xxxx")
+    lru.put("b", "xxx")
+    lru.put("c", "xx")
+    assert lru.weight == 9 and lru.max_weight == 10
+    assert lru.get("a") == "xxxx"  # "b" is now the least recently used
+    lru.put("d", "xxxxx")  # 14: "b" goes (11), then "c" (9)
+    assert lru.keys() == ["a", "d"] and lru.weight == 9
+
+
+def test_weighted_lru_keeps_the_newest_entry_even_when_it_alone_is_too_heavy() -> None:
+    lru = _weighted(4)
+    lru.put("a", "xx")
+    lru.put("big", "xxxxxxxx")
+    assert lru.keys() == ["big"] and lru.weight == 8
+    lru.put("b", "x")  # now the heavy one is the oldest and goes
+    assert lru.keys() == ["b"] and lru.weight == 1
+
+
+def test_weighted_lru_weight_follows_replacements_discards_and_clears() -> None:
+    lru = _weighted(100)
+    for key, value in (("u1:a", "xxx"), ("u1:b", "xxxxx"), ("u2:a", "xx")):
+        lru.put(key, value)
+    lru.put("u1:a", "x")  # replaced: 3 off, 1 on
+    assert lru.weight == 8
+    lru.put("u1:b", "xxxxxxxxxx", unless=lambda held: len(held) >= 5)  # kept as it was
+    assert lru.weight == 8 and lru.get("u1:b") == "xxxxx"
+    assert lru.discard(lambda key: key.startswith("u1:")) == 2
+    assert lru.weight == 2 and lru.keys() == ["u2:a"]
+    lru.clear()
+    assert lru.weight == 0 and len(lru) == 0
+
+
+def test_weighted_lru_shared_by_threads_keeps_its_weight_exact() -> None:
+    lru = _weighted(500)
+    errors: list[BaseException] = []
+
+    def use(worker: int) -> None:
+        try:
+            for i in range(5_000):
+                lru.put(f"{worker}:{i % 300}", "x" * (1 + i % 17))
+                if i % 500 == 0:
+                    lru.discard(lambda key: key.startswith(f"{worker}:1"))
+        except BaseException as exc:  # reported below, in the main thread
+            errors.append(exc)
+
+    _in_threads(use, 4)
+    keys = lru.keys()
+    held = [lru.get(key) for key in keys]
+    assert errors == []
+    assert lru.weight == sum(len(value or "") for value in held) <= 500

@@ -33,7 +33,7 @@ def held(engine: ContextEngine, user_id: str, word: str) -> list[str]:
     memory_index = engine.memory.index
     assert memory_index is not None
     uid = user_partition(user_id)
-    if any(key[0] == uid for key in memory_index._codes._entries):
+    if any(key[0] == uid for key in memory_index._codes.held()):
         places.append("memory codes")
     return places
 

@@ -1,4 +1,5 @@
-"""Bounded in-memory memos: :func:`remember` for hot plain dicts, :class:`Lru` for the rest.
+"""Bounded in-memory memos: :func:`remember` for hot plain dicts, :class:`Lru` for the
+rest, and :class:`WeightedLru` for entries of very different sizes.
 
 Some memos are read thousands of times per window build (a text's token count, whether
 an event holds an important keyword). An LRU would move an entry on every read; a dict
@@ -63,25 +64,35 @@ class Lru(Generic[K, V]):
                 self._entries.move_to_end(key)
             return value
 
-    def put(self, key: K, value: V) -> None:
-        """Hold ``value`` for ``key`` as the most recently used entry."""
+    def put(self, key: K, value: V, *, unless: Callable[[V], bool] | None = None) -> None:
+        """Hold ``value`` for ``key`` as the most recently used entry; with ``unless``,
+        keep instead the value already held if ``unless(held)`` (decided under the
+        lock, so another thread's better value is never overwritten)."""
         with self._lock:
+            held = self._entries.pop(key, None)
+            if held is not None:
+                if unless is not None and unless(held):
+                    self._entries[key] = held
+                    return
+                self._removed(held)
             self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            self._added(value)
+            while self._over():
+                self._removed(self._entries.popitem(last=False)[1])
 
     def discard(self, drop: Callable[[K], bool]) -> int:
         """Forget the entries whose key ``drop`` accepts; returns how many."""
         with self._lock:
             gone = [key for key in self._entries if drop(key)]
             for key in gone:
-                del self._entries[key]
+                self._removed(self._entries.pop(key))
             return len(gone)
 
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:
+            for value in self._entries.values():
+                self._removed(value)
             self._entries.clear()
 
     def keys(self) -> list[K]:
@@ -92,3 +103,46 @@ class Lru(Generic[K, V]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+    # What a subclass that bounds something other than the count hooks into (the lock held).
+
+    def _over(self) -> bool:
+        return len(self._entries) > self.size
+
+    def _added(self, value: V) -> None:
+        pass
+
+    def _removed(self, value: V) -> None:
+        pass
+
+
+class WeightedLru(Lru[K, V]):
+    """An :class:`Lru` bounded by the entries' total weight (``weigh(value)``: rows,
+    bytes) instead of their count: least recently used entries go until the total is at
+    most ``max_weight``. The newest entry stays even when it alone weighs more: its
+    caller is about to use it, and would only load it again."""
+
+    def __init__(self, max_weight: int, weigh: Callable[[V], int]) -> None:
+        super().__init__(max_weight)
+        self._weigh = weigh
+        self._weight = 0
+
+    @property
+    def max_weight(self) -> int:
+        """The bound on the total weight."""
+        return self.size
+
+    @property
+    def weight(self) -> int:
+        """The total weight held."""
+        with self._lock:
+            return self._weight
+
+    def _over(self) -> bool:
+        return self._weight > self.size and len(self._entries) > 1
+
+    def _added(self, value: V) -> None:
+        self._weight += self._weigh(value)
+
+    def _removed(self, value: V) -> None:
+        self._weight -= self._weigh(value)

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from agentctx.cache.base import CacheStats, SessionScope
+from agentctx.cache.bounded import Lru
 from agentctx.events import Event, PackedEvent, pack_event, unpack_event
 
 MEMORY_ENTRIES = 1024
@@ -45,7 +46,7 @@ class LocalCache:
         self._sessions: OrderedDict[SessionScope, dict[int, _Held]] = OrderedDict()
         self._events = 0
         self._tokens = 0
-        self._entries: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._entries: Lru[tuple[str, str, str], str] = Lru(MEMORY_ENTRIES)
         self._stats = CacheStats()
 
     @property
@@ -122,20 +123,13 @@ class LocalCache:
     # Generation-keyed entries -----------------------------------------------------------
 
     def get_entry(self, user_id: str, generation: str, name: str) -> str | None:
-        key = (user_id, generation, name)
+        value = self._entries.get((user_id, generation, name))
         with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
             self._count(memory_hits=int(value is not None), memory_misses=int(value is None))
-            return value
+        return value
 
     def put_entry(self, user_id: str, generation: str, name: str, value: str) -> None:
-        with self._lock:
-            self._entries[(user_id, generation, name)] = value
-            self._entries.move_to_end((user_id, generation, name))
-            while len(self._entries) > MEMORY_ENTRIES:
-                self._entries.popitem(last=False)
+        self._entries.put((user_id, generation, name), value)
 
     # Drops ------------------------------------------------------------------------------
 
@@ -147,16 +141,13 @@ class LocalCache:
                 self._forget(self._sessions.pop(scope))
 
     def drop_memories(self, user_id: str) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == user_id]:
-                del self._entries[key]
+        self._entries.discard(lambda key: key[0] == user_id)
 
     def drop_user(self, user_id: str) -> None:
         with self._lock:
             for scope in [s for s in self._sessions if s.user_id == user_id]:
                 self._forget(self._sessions.pop(scope))
-            for key in [k for k in self._entries if k[0] == user_id]:
-                del self._entries[key]
+        self.drop_memories(user_id)
 
     # Counters ---------------------------------------------------------------------------
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import base64
 import io
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from PIL import Image
 
+from agentctx.cache.bounded import WeightedLru
 from agentctx.events import ImagePart
 
 # The formats a downscaled copy is encoded in: screenshots stay lossless (text must
@@ -87,35 +86,20 @@ class RenderedImageCache:
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, int | None, int | None], RenderedImage] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._items: WeightedLru[tuple[str, int | None, int | None], RenderedImage] = WeightedLru(
+            max_bytes, weigh=lambda item: len(item.url)
+        )
 
     def get(
         self, blob_id: str, max_width: int | None, max_height: int | None
     ) -> RenderedImage | None:
         """The cached copy of ``blob_id`` for this box, if any."""
-        key = (blob_id, max_width, max_height)
-        with self._lock:
-            item = self._items.get(key)
-            if item is not None:
-                self._items.move_to_end(key)
-            return item
+        return self._items.get((blob_id, max_width, max_height))
 
     def put(
         self, blob_id: str, max_width: int | None, max_height: int | None, item: RenderedImage
     ) -> None:
-        """Keep ``item`` as the copy of ``blob_id`` for this box."""
-        size = len(item.url)
-        if size > self.max_bytes:
-            return
-        key = (blob_id, max_width, max_height)
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.url)
-            self._items[key] = item
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, evicted = self._items.popitem(last=False)
-                self._bytes -= len(evicted.url)
+        """Keep ``item`` as the copy of ``blob_id`` for this box (not if it alone is
+        larger than the cache)."""
+        if len(item.url) <= self.max_bytes:
+            self._items.put((blob_id, max_width, max_height), item)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
+from agentctx.cache.bounded import WeightedLru
 from agentctx.memory.index_tables import vector_table
 from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.codes import closest, hamming, sign_words
@@ -145,8 +145,9 @@ class CodeCache:
 
     def __init__(self, max_vectors: int = 2_000_000) -> None:
         self.max_vectors = max_vectors
-        self._entries: OrderedDict[tuple[int, int], _Codes] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: WeightedLru[tuple[int, int], _Codes] = WeightedLru(
+            max_vectors, weigh=lambda entry: len(entry.doc_ids)
+        )
         self._np = _numpy()
 
     @property
@@ -159,11 +160,9 @@ class CodeCache:
         np = self._np
         assert np is not None
         key = (uid, embedder_id)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry.stamp == stamp:
-                self._entries.move_to_end(key)
-                return entry
+        entry = self._entries.get(key)
+        if entry is not None and entry.stamp == stamp:
+            return entry
         if conn.dialect.name == "sqlite":
             table = vector_table(embedder_id)
             rows = conn.execute(
@@ -175,23 +174,19 @@ class CodeCache:
             fresh = _Codes(stamp, doc_ids, sign_words(np, matrix), _quantize(np, matrix))
         else:
             fresh = _load_pg(np, conn, embedder_id, uid, stamp)
-        with self._lock:
-            self._entries[key] = fresh
-            self._entries.move_to_end(key)
-            total = sum(len(e.doc_ids) for e in self._entries.values())
-            while total > self.max_vectors and len(self._entries) > 1:
-                _, dropped = self._entries.popitem(last=False)
-                total -= len(dropped.doc_ids)
+        self._entries.put(key, fresh)
         return fresh
+
+    def held(self) -> list[tuple[int, int]]:
+        """The (uid, embedder_id) of the partitions held, least recently used first."""
+        return self._entries.keys()
 
     def drop(self, uid: int | None = None) -> None:
         """Forget the codes of partition ``uid`` (of every partition when None)."""
-        with self._lock:
-            if uid is None:
-                self._entries.clear()
-                return
-            for key in [key for key in self._entries if key[0] == uid]:
-                del self._entries[key]
+        if uid is None:
+            self._entries.clear()
+        else:
+            self._entries.discard(lambda key: key[0] == uid)
 
     def scan(
         self, entry: _Codes, query: Sequence[float], *, take: int, k: int

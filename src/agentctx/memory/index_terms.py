@@ -19,13 +19,13 @@ of the memories).
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, text
 
+from agentctx.cache.bounded import Lru
 from agentctx.memory.index_tables import DOCS_TABLE, LEXICAL_TABLE, TERMS_TABLE, VOCAB_TABLE
 from agentctx.retrieval.lexical import prefixed
 
@@ -126,8 +126,8 @@ class RecentBounds:
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[int, int], tuple[int, int | None]] = OrderedDict()
-        self._lock = threading.Lock()
+        # (uid, window) -> (the newest doc_id then, the bound)
+        self._entries: Lru[tuple[int, int], tuple[int, int | None]] = Lru(size)
 
     def bound(
         self, conn: Connection, uid: int, window: int, *, newest: int | None = None
@@ -139,17 +139,11 @@ class RecentBounds:
                 text(f"SELECT max(doc_id) FROM {DOCS_TABLE} WHERE uid = :u"), {"u": uid}
             ).scalar()
         key = (uid, window)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] == newest:
-                self._entries.move_to_end(key)
-                return entry[1]
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] == newest:
+            return entry[1]
         value = recent_bound(conn, uid, window)
-        with self._lock:
-            self._entries[key] = (int(newest or 0), value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        self._entries.put(key, (int(newest or 0), value))
         return value
 
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import importlib
 import struct
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection, bindparam, select, text
 
+from agentctx.cache.bounded import WeightedLru
 from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.codes import closest, hamming, word_columns
 from agentctx.retrieval.tables import vector_table
@@ -189,56 +188,6 @@ class _Entry(Protocol):
 EntryT = TypeVar("EntryT", bound=_Entry)
 
 
-class SessionEntries(Generic[EntryT]):
-    """Per-session arrays kept in memory, keyed by (sid, embedder), least recently used
-    dropped first once more than ``max_rows`` rows are held in all. Thread-safe.
-
-    A session's number is never reused, so an entry can never serve another session;
-    stored vectors never change, so an entry is only ever replaced by one reaching
-    further (``upto_seq``).
-    """
-
-    def __init__(self, max_rows: int) -> None:
-        self.max_rows = max_rows
-        self._entries: OrderedDict[tuple[int, int], EntryT] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return sum(len(entry.seqs) for entry in self._entries.values())
-
-    def get(self, key: tuple[int, int]) -> EntryT | None:
-        """The entry of ``key``, now the most recently used (None when not held)."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-            return entry
-
-    def put(self, key: tuple[int, int], fresh: EntryT) -> None:
-        """Keep ``fresh`` unless another thread stored one reaching as far; then evict."""
-        with self._lock:
-            current = self._entries.get(key)
-            if current is None or current.upto_seq < fresh.upto_seq:
-                self._entries[key] = fresh
-                self._entries.move_to_end(key)
-            total = sum(len(e.seqs) for e in self._entries.values())
-            while total > self.max_rows and len(self._entries) > 1:
-                _, dropped = self._entries.popitem(last=False)
-                total -= len(dropped.seqs)
-
-    def clear(self) -> None:
-        """Drop every entry."""
-        with self._lock:
-            self._entries.clear()
-
-    def drop(self, sid: int) -> None:
-        """Drop the entries of session ``sid``."""
-        with self._lock:
-            for key in [key for key in self._entries if key[0] == sid]:
-                del self._entries[key]
-
-
 def rows_after(
     conn: Connection, sid: int, embedder_id: int, column: Any, *, after: int, upto_seq: int
 ) -> Sequence[Any]:
@@ -261,7 +210,12 @@ class NumpyCache(Generic[EntryT]):
 
     def __init__(self, max_vectors: int) -> None:
         self.max_vectors = max_vectors
-        self._entries: SessionEntries[EntryT] = SessionEntries(max_vectors)
+        # Keyed by (sid, embedder_id), bounded by the rows held in all. A session's
+        # number is never reused, so an entry can never serve another session; stored
+        # vectors never change, so an entry is only replaced by one reaching further.
+        self._entries: WeightedLru[tuple[int, int], EntryT] = WeightedLru(
+            max_vectors, weigh=lambda entry: len(entry.seqs)
+        )
         self._np = numpy_module()
 
     @property
@@ -270,7 +224,12 @@ class NumpyCache(Generic[EntryT]):
         return self._np is not None and self.max_vectors > 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """Rows held, in all sessions."""
+        return self._entries.weight
+
+    def held(self) -> list[tuple[int, int]]:
+        """The (sid, embedder_id) of the sessions held, least recently used first."""
+        return self._entries.keys()
 
     def clear(self) -> None:
         """Drop every session's arrays."""
@@ -278,7 +237,11 @@ class NumpyCache(Generic[EntryT]):
 
     def drop(self, sid: int) -> None:
         """Drop session ``sid``'s arrays."""
-        self._entries.drop(sid)
+        self._entries.discard(lambda key: key[0] == sid)
+
+    def _keep(self, key: tuple[int, int], fresh: EntryT) -> None:
+        """Hold ``fresh`` unless another thread stored an entry reaching as far."""
+        self._entries.put(key, fresh, unless=lambda held: held.upto_seq >= fresh.upto_seq)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +254,7 @@ class _Codes:
 class CodeCache(NumpyCache[_Codes]):
     """In-memory sign codes of large sessions, for a fast approximate first pass.
 
-    An entry only ever grows by the newer rows of its session (:class:`SessionEntries`).
+    An entry only ever grows by the newer rows of its session.
     At most ``max_vectors`` codes are kept, least recently used sessions dropped first.
     """
 
@@ -316,7 +279,7 @@ class CodeCache(NumpyCache[_Codes]):
             seqs = np.concatenate([entry.seqs, seqs])
             codes = np.concatenate([entry.codes, codes], axis=1) if len(rows) else entry.codes
         fresh = _Codes(upto_seq, seqs, codes)
-        self._entries.put(key, fresh)
+        self._keep(key, fresh)
         return fresh
 
     def search(

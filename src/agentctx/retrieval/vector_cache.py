@@ -84,7 +84,7 @@ class VectorCache(NumpyCache[_Vectors]):
             unit = np.concatenate([entry.unit, unit]) if present else entry.unit
             nonzero = np.concatenate([entry.nonzero, nonzero])
         fresh = _Vectors(upto_seq, seqs, doc_ids, unit.astype(np.float32, copy=False), nonzero)
-        self._entries.put(key, fresh)
+        self._keep(key, fresh)
         return fresh
 
     def search(
