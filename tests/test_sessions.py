@@ -23,7 +23,16 @@ from agentctx import (
     SessionNotFound,
 )
 from agentctx.sessions.prepare import PreparedEvent
-from agentctx.storage.schema import audit, blob_refs, blobs, sessions
+from agentctx.storage.schema import (
+    MEMORY_TABLES,
+    USER_DATA_TABLES,
+    audit,
+    blob_refs,
+    blobs,
+    erasures,
+    metadata,
+    sessions,
+)
 from agentctx.tokens import estimate_text_tokens
 from conftest import make_png
 
@@ -354,6 +363,38 @@ def test_delete_user_data_removes_everything_of_that_user(
     )
     assert deletion == 1
     assert engine.delete_user_data("gone").sessions == 0
+
+
+KEPT_AFTER_DELETION = {audit.name, erasures.name}
+"""Tables that keep a row naming a deleted user: the audit log (ids and outcomes, which
+prove the deletion) and the erasure feed (the deletion itself, trimmed by the sweep)."""
+
+
+def test_every_table_naming_a_user_is_emptied_by_delete_user_data() -> None:
+    """A table added later with a ``user_id`` column must be listed for deletion."""
+    naming = {table.name for table in metadata.sorted_tables if "user_id" in table.c}
+    emptied = {table.name for table in (*USER_DATA_TABLES, *MEMORY_TABLES)}
+    assert naming - KEPT_AFTER_DELETION == emptied
+
+
+def test_delete_user_data_leaves_no_row_of_the_user_in_any_table(engine: ContextEngine) -> None:
+    session = engine.create_session(user_id="gone")
+    with session.turn() as turn:
+        call = turn.add_tool_call("screenshot", {})
+        turn.add_tool_result(call.call_id, content="shot", images=[make_png(seed=3)])
+    session.add_message("user", "I moved to Lisbon last spring")
+    session.build_context(query="Where did I move?", budget=2_000)  # indexes the session
+    engine.memory.add("gone", "The user moved to Lisbon")
+    engine.memory.add("stays", "The user lives in Oslo")
+    naming = [table for table in metadata.sorted_tables if "user_id" in table.c]
+    before = {t.name: _count(engine, t, t.c.user_id == "gone") for t in naming}
+    assert sum(before.values()) > 10
+
+    engine.delete_user_data("gone")
+
+    after = {t.name: _count(engine, t, t.c.user_id == "gone") for t in naming}
+    assert {name for name, n in after.items() if n} == KEPT_AFTER_DELETION
+    assert _count(engine, sessions) == 0 and engine.memory.search("stays", "Oslo")
 
 
 def test_audit_records_every_operation(engine: ContextEngine, home: Path) -> None:
