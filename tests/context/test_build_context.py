@@ -267,6 +267,8 @@ def test_bad_configuration_names_the_field(tmp_path: Path) -> None:
             session.build_context(budget=1000, budget_split={"recent": 0.5})
         with pytest.raises(ConfigError, match=r"adaptive\.min_recent"):
             session.build_context(budget=1000, config={"adaptive": {"min_recent": -1}})
+        with pytest.raises(ConfigError, match=r"adaptive\.day_weight"):
+            session.build_context(budget=1000, config={"adaptive": {"day_weight": -0.1}})
         with pytest.raises(InvalidInput):
             session.build_context(budget=10)
         with pytest.raises(ValueError, match="context"):

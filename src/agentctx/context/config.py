@@ -101,6 +101,13 @@ class AdaptiveSettings(_Strict):
         le=1,
         description="A neighbour's relevance as a share of its hit's, divided by its distance.",
     )
+    day_weight: float = Field(
+        default=0.4,
+        ge=0,
+        le=2,
+        description="What a relevant older event gains from its day: the day's summed "
+        "relevance (its three best hits), as a share of the best day's (0: off).",
+    )
 
 
 class SectionSwitches(_Strict):
