@@ -41,7 +41,8 @@ def test_feedback_finds_what_resembles_the_best_hit(engine: ContextEngine) -> No
     assert 2 not in found  # like neither
 
 
-def test_stored_vectors_point_where_the_embeddings_do(engine: ContextEngine) -> None:
+def stored_vectors(engine: ContextEngine, *seqs: int) -> list[list[float]]:
+    """``dense.stored_vectors`` of the indexed ``TEXTS`` session's events ``seqs``."""
     index, session_id = index_for(engine, feedback=1.0)
     index.sync("u1", session_id)
     embedder_id = index._ensure_dense()
@@ -49,10 +50,21 @@ def test_stored_vectors_point_where_the_embeddings_do(engine: ContextEngine) -> 
     with engine.db.read() as conn:
         state = read_state(conn, "u1", session_id, embedder_id)
         assert state is not None and state.sid is not None
-        vectors = dense.stored_vectors(conn, embedder_id, state.sid, [1, 3])
+        return dense.stored_vectors(conn, embedder_id, state.sid, seqs)
+
+
+def test_stored_vectors_point_where_the_embeddings_do(engine: ContextEngine) -> None:
+    vectors = stored_vectors(engine, 1, 3)
     expected = HashingEmbedder().embed([TEXTS[0], TEXTS[2]])
     assert len(vectors) == 2
     for got in vectors:
         assert abs(sum(v * v for v in got) - 1.0) < 1e-6
         best = max(sum(a * b for a, b in zip(got, want, strict=True)) for want in expected)
         assert best > 0.99  # int8 storage keeps the direction
+
+
+def test_stored_vectors_come_in_seq_order_and_skip_events_without_one(
+    engine: ContextEngine,
+) -> None:
+    assert stored_vectors(engine, 3, 99, 1) == stored_vectors(engine, 1, 3)  # 99: none
+    assert stored_vectors(engine) == []

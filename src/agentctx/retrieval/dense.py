@@ -157,24 +157,28 @@ def stored_vectors(
     conn: Connection, embedder_id: int, sid: int, seqs: Sequence[int]
 ) -> list[list[float]]:
     """The stored (int8) vectors of the given events of session ``sid``, each of unit
-    length; events without a vector are left out."""
+    length, in seq order; events without a vector are left out."""
     if not seqs:
         return []
-    rows = conn.execute(
-        select(search_codes.c.quantized).where(
-            search_codes.c.sid == sid,
-            search_codes.c.embedder_id == embedder_id,
-            search_codes.c.seq.in_(bindparam("seqs", expanding=True)),
-        ),
-        {"seqs": list(seqs)},
-    ).all()
     vectors = []
-    for (raw,) in rows:
+    for _, _, raw in sorted(quantized_rows(conn, sid, embedder_id, seqs)):
         values = struct.unpack(f"{len(raw)}b", bytes(raw))
         norm = sum(v * v for v in values) ** 0.5
         if norm:
             vectors.append([v / norm for v in values])
     return vectors
+
+
+def quantized_rows(
+    conn: Connection, sid: int, embedder_id: int, seqs: Sequence[int]
+) -> list[list[Any]]:
+    """(seq, doc_id, int8 vector) of the given events of session ``sid`` that have one."""
+    dialect = conn.dialect.name
+    # Compiled once and run on the driver's cursor: through Connection.execute, the
+    # statement's per-call work cost more than the read itself.
+    found = fastsql.statement(conn, ("rescore_codes", dialect), lambda: _rescore_statement(dialect))
+    values = {"sid": sid, "embedder_id": embedder_id, "seqs": seq_list_value(dialect, seqs)}
+    return found.fetch_values(conn, values)
 
 
 class _Entry(Protocol):
@@ -307,16 +311,7 @@ class CodeCache(NumpyCache[_Codes]):
         distances = hamming(np, entry.codes[:, :n], q[:, 0])
         nearest = closest(np, distances, min(candidates, n))
         seqs = sorted(int(s) for s in entry.seqs[nearest])
-        dialect = conn.dialect.name
-        # Compiled once and run on the driver's cursor: through Connection.execute, the
-        # statement's per-call work cost more than the read itself.
-        found = fastsql.statement(
-            conn, ("rescore_codes", dialect), lambda: _rescore_statement(dialect)
-        )
-        rows = found.fetch_values(
-            conn,
-            {"sid": sid, "embedder_id": embedder_id, "seqs": seq_list_value(dialect, seqs)},
-        )
+        rows = quantized_rows(conn, sid, embedder_id, seqs)
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.int8)

@@ -27,6 +27,8 @@ from sqlalchemy import Connection, bindparam, func, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from agentctx.retrieval.tables import LEXICAL_TABLE
+from agentctx.storage import fastsql
+from agentctx.storage.repository import text_in_list, text_list_value
 from agentctx.storage.schema import search_docs, search_terms
 
 K1 = 1.2
@@ -125,10 +127,18 @@ def document_frequencies(conn: Connection, sid: int, terms: Sequence[str]) -> di
     """How many of the session's documents hold each term (absent terms: not returned)."""
     if not terms:
         return {}
-    query = select(search_terms.c.term, search_terms.c.df).where(
-        search_terms.c.sid == sid, search_terms.c.term.in_(bindparam("terms", expanding=True))
+    dialect = conn.dialect.name
+    # Read once a window: compiled once, for any number of terms (see storage.fastsql).
+    found = fastsql.statement(conn, ("document_frequencies", dialect), lambda: _df_query(dialect))
+    rows = found.fetch_values(conn, {"sid": sid, "terms": text_list_value(dialect, terms)})
+    return {str(term): int(df) for term, df in rows}
+
+
+def _df_query(dialect: str) -> Any:
+    return select(search_terms.c.term, search_terms.c.df).where(
+        search_terms.c.sid == bindparam("sid"),
+        text_in_list(dialect, search_terms.c.term, "terms"),
     )
-    return {term: int(df) for term, df in conn.execute(query, {"terms": list(terms)})}
 
 
 def choose_terms(frequencies: dict[str, int], max_postings: int) -> tuple[list[str], bool]:

@@ -7,6 +7,7 @@ takes ``user_id`` and filters by it, so no query can reach another user's rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -261,6 +262,22 @@ def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
     if dialect == "postgresql":
         return list(seqs)
     return "[" + ",".join(str(int(seq)) for seq in seqs) + "]"
+
+
+def text_in_list(dialect: str, column: Any, name: str) -> Any:
+    """``column`` is one of the strings bound as ``name``: :func:`seq_in_list` for text
+    (see :func:`text_list_value`)."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=ARRAY(String)))
+    listed = func.json_each(bindparam(name, type_=String)).table_valued("value")
+    return column.in_(select(listed.c.value))
+
+
+def text_list_value(dialect: str, values: Sequence[str]) -> Any:
+    """The parameter of :func:`text_in_list`: an array, or a JSON array on SQLite."""
+    if dialect == "postgresql":
+        return list(values)
+    return json.dumps(list(values), ensure_ascii=False)
 
 
 def _select_seqs_statement(dialect: str, live: bool) -> Any:
