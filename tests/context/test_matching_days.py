@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.context.strategies import DAY_HITS, Candidate, favour_matching_days
+from agentctx.context.relevance import DAY_HITS, favour_matching_days
+from agentctx.context.strategies import Candidate
 from agentctx.context.units import Atom
 from agentctx.events import Event
 

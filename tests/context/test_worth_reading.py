@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from agentctx.context.relevance import LINE_OVERHEAD, READ_FACTOR, worth_reading
 from agentctx.context.sources import RetrievedHit
-from agentctx.context.strategies import LINE_OVERHEAD, READ_FACTOR, worth_reading
 
 
 def hits(*tokens: int | None) -> list[RetrievedHit]:

@@ -19,19 +19,24 @@ from __future__ import annotations
 
 import bisect
 import functools
-import heapq
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from agentctx.cache.bounded import remember
 from agentctx.context.config import ContextConfig
 from agentctx.context.layout import BlockLayout, BlockLine, render_block
+from agentctx.context.relevance import (
+    LINE_OVERHEAD,
+    NEIGHBOURED_HITS,
+    TOKENS_PER_CANDIDATE,
+    favour_matching_days,
+    worth_reading,
+)
 from agentctx.context.render import canonical_json, event_text
-from agentctx.context.sources import RetrievedHit, Retriever
+from agentctx.context.sources import Retriever
 from agentctx.context.units import Atom, Unit, atoms_of
 from agentctx.events import Event, EventType, JsonPart, TextPart
 from agentctx.retrieval.terms import document_terms
@@ -120,10 +125,6 @@ def estimated_tokens(candidate: Candidate) -> int:
     if candidate.tokens is not None:
         return candidate.tokens
     return sum(e.token_estimate + LINE_OVERHEAD for e in candidate.atom.events)
-
-
-LINE_OVERHEAD = 4
-"""Tokens a block line adds to its event's text: the author, the newline, the day's share."""
 
 
 def older_candidates(
@@ -269,77 +270,6 @@ def older_candidates(
                 candidate.drop_reason = "not_relevant"
     return candidates
 
-
-def favour_matching_days(
-    candidates: list[Candidate],
-    hit_relevance: dict[int, float],
-    relevance: dict[int, float],
-    weight: float,
-) -> None:
-    """Raise each relevant candidate's score by how well its day matches the query.
-
-    What a question asks about is mostly told on one or two days, over several lines,
-    and the lines around the best hit of such a day outrank stray good matches from
-    days with nothing else on the subject. A day's match is the summed relevance of its
-    ``DAY_HITS`` best hits, as a share of the best day's; a candidate with any
-    relevance (hit or neighbour) gains ``weight`` times its day's. It also packs lines
-    under fewer day headings. On the development chats this found 0.015 more evidence
-    at 1k tokens and 0.005 more at 2k (weights 0.3-0.5 within 0.002 of each other).
-    """
-    day_of: dict[int, date] = {}
-    for candidate in candidates:
-        for event in candidate.atom.events:
-            day_of[event.seq] = event.ts.date()
-    per_day: dict[date, list[float]] = {}
-    for seq, score in hit_relevance.items():
-        day = day_of.get(seq)
-        if day is not None:
-            per_day.setdefault(day, []).append(score)
-    if not per_day:
-        return
-    matches = {day: sum(heapq.nlargest(DAY_HITS, scores)) for day, scores in per_day.items()}
-    best = max(matches.values()) or 1.0
-    for candidate in candidates:
-        events = candidate.atom.events
-        if any(e.seq in relevance for e in events):
-            candidate.score += weight * matches.get(events[0].ts.date(), 0.0) / best
-
-
-DAY_HITS = 3
-"""Hits summed into a day's match (see :func:`favour_matching_days`)."""
-
-
-def worth_reading(hits: list[RetrievedHit], budget: int, *, minimum: int) -> list[RetrievedHit]:
-    """The best hits (at least ``minimum``) whose lines could fill ``READ_FACTOR`` times the
-    budget; every hit when the retriever does not say what they cost.
-
-    Each hit kept is read whole from the log (hundreds per window), and a window never
-    holds more than its budget: hits past twice its size are only read to be dropped.
-    """
-    total = 0
-    for index, hit in enumerate(hits):
-        if hit.tokens is None:
-            return hits
-        total += hit.tokens + LINE_OVERHEAD
-        if total > READ_FACTOR * budget and index + 1 >= minimum:
-            return hits[: index + 1]
-    return hits
-
-
-NEIGHBOURED_HITS = 60
-"""Hits whose neighbours are considered too, the best first. A neighbour scores a
-fraction (``neighbour_weight``) of its hit's relevance: past the first sixty hits that
-seldom wins it a place, and on the development chats considering them changed evidence
-recall by at most 0.003 at 2k-8k and cost about a tenth of an 8k window's time."""
-
-READ_FACTOR = 1
-"""Retrieved lines read per token of budget (see :func:`worth_reading`). The lines of
-the hits read, with their neighbours, come to about twice the budget; on the development
-chats reading twice as many hits changed evidence recall by at most 0.002 at any budget
-from 1k to 8k and cost about a fifth of an 8k window's time."""
-
-TOKENS_PER_CANDIDATE = 12
-"""Search candidates asked for per this many tokens of budget (a short line costs ~12)."""
 
 BLOCK_HEADING = "Earlier in this conversation (retrieved; oldest first):"
 

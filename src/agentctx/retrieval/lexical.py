@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, text
+from sqlalchemy import Connection, String, bindparam, func, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from agentctx.retrieval.tables import LEXICAL_TABLE
 from agentctx.storage import fastsql
-from agentctx.storage.repository import text_in_list, text_list_value
+from agentctx.storage.repository import in_bound_list, text_list_value
 from agentctx.storage.schema import search_docs, search_terms
 
 K1 = 1.2
@@ -137,7 +137,7 @@ def document_frequencies(conn: Connection, sid: int, terms: Sequence[str]) -> di
 def _df_query(dialect: str) -> Any:
     return select(search_terms.c.term, search_terms.c.df).where(
         search_terms.c.sid == bindparam("sid"),
-        text_in_list(dialect, search_terms.c.term, "terms"),
+        in_bound_list(dialect, search_terms.c.term, "terms", String),
     )
 
 

@@ -249,12 +249,9 @@ def _select_events_statement(
 
 def seq_in_list(dialect: str, column: Any = events.c.seq) -> Any:
     """``column`` (``events.seq`` by default) is one of the bound ``seqs``: one parameter
-    for any number of them (a JSON array on SQLite, an array on PostgreSQL; see
-    :func:`seq_list_value`), so the statement compiles once."""
-    if dialect == "postgresql":
-        return column == any_(bindparam("seqs", type_=ARRAY(BigInteger)))
-    listed = func.json_each(bindparam("seqs", type_=String)).table_valued("value")
-    return column.in_(select(listed.c.value))
+    for any number of them (see :func:`in_bound_list` and :func:`seq_list_value`), so
+    the statement compiles once."""
+    return in_bound_list(dialect, column, "seqs", BigInteger)
 
 
 def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
@@ -264,17 +261,18 @@ def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
     return "[" + ",".join(str(int(seq)) for seq in seqs) + "]"
 
 
-def text_in_list(dialect: str, column: Any, name: str) -> Any:
-    """``column`` is one of the strings bound as ``name``: :func:`seq_in_list` for text
-    (see :func:`text_list_value`)."""
+def in_bound_list(dialect: str, column: Any, name: str, element: Any) -> Any:
+    """``column`` is one of the values (of type ``element``) bound as ``name``, one
+    parameter for any number of them: an array on PostgreSQL, a JSON array on SQLite
+    (:func:`seq_list_value`, :func:`text_list_value`)."""
     if dialect == "postgresql":
-        return column == any_(bindparam(name, type_=ARRAY(String)))
+        return column == any_(bindparam(name, type_=ARRAY(element)))
     listed = func.json_each(bindparam(name, type_=String)).table_valued("value")
     return column.in_(select(listed.c.value))
 
 
 def text_list_value(dialect: str, values: Sequence[str]) -> Any:
-    """The parameter of :func:`text_in_list`: an array, or a JSON array on SQLite."""
+    """The parameter of :func:`in_bound_list` for strings."""
     if dialect == "postgresql":
         return list(values)
     return json.dumps(list(values), ensure_ascii=False)
