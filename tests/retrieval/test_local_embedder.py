@@ -96,7 +96,9 @@ def test_an_archive_escaping_its_folder_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "outside.txt").exists()
 
 
-def test_embedding_never_touches_the_network(models_dir: Path, embedder: LocalEmbedder) -> None:
+def test_embedding_never_touches_the_network_nor_draws_progress_bars(
+    models_dir: Path, embedder: LocalEmbedder
+) -> None:
     embedder.model_path  # noqa: B018 - unpacked by the fixture's embedder; reused below
     script = textwrap.dedent(
         """
@@ -112,6 +114,8 @@ def test_embedding_never_touches_the_network(models_dir: Path, embedder: LocalEm
         socket.getaddrinfo = deny
         from agentctx.llm import LocalEmbedder
         vector = LocalEmbedder(models_dir=sys.argv[1]).embed(["hello there"])[0]
+        from transformers.utils import logging
+        print(logging.is_progress_bar_enabled())  # turned back on after the load
         print(len(vector), len(attempts))
         """
     )
@@ -123,7 +127,9 @@ def test_embedding_never_touches_the_network(models_dir: Path, embedder: LocalEm
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split()[-2:] == ["384", "0"]
+    assert done.stdout.split()[-3:] == ["True", "384", "0"]
+    # No progress bar in the output of a program that embeds the library.
+    assert "Loading weights" not in done.stderr
 
 
 def test_the_engine_freezes_the_loaded_model_out_of_full_collections(

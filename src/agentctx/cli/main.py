@@ -25,7 +25,8 @@ from agentctx.cli.sessions import sessions_app
 
 app = typer.Typer(
     name="agentctx",
-    help="agentctx: a durable, ordered, tamper-evident event log for LLM agents.",
+    help="agentctx: a context engine for LLM agents, on a durable, ordered, "
+    "tamper-evident event log.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )

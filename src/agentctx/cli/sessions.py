@@ -1,4 +1,5 @@
-"""``agentctx sessions …``: list, show, verify, sweep and export sessions.
+"""``agentctx sessions …``: list, show, verify, sweep and export sessions, and show the
+context window a session gives a model.
 
 Commands that name a session also name its user (``--user``): like the API, the
 command line reaches a session only through its owner. Two operator views read
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ from agentctx.cli._common import (
     print_counts,
     short_ts,
 )
+from agentctx.cli.windows import render_window
+from agentctx.context.window import WindowFormat
 from agentctx.engine import ContextEngine
 from agentctx.errors import SessionNotFound
 from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart
@@ -39,7 +43,10 @@ from agentctx.sessions.models import SessionInfo, TurnInfo, VerifyReport
 from agentctx.sessions.session import Session
 from agentctx.storage.schema import blob_refs, blobs
 
-sessions_app = typer.Typer(help="List, inspect, verify and export sessions.", no_args_is_help=True)
+sessions_app = typer.Typer(
+    help="List, inspect, verify and export sessions; show a context window.",
+    no_args_is_help=True,
+)
 
 USER_OPTION = typer.Option(None, "--user", "-u", help="The user the session belongs to.")
 PREVIEW_CHARS = 100
@@ -267,6 +274,67 @@ def show(
     with open_engine(ctx) as engine:
         session = engine.get_session(session_id, user_id=user_id)
         render_session(out(), engine, session, last)
+
+
+class WindowOutput(StrEnum):
+    """How ``sessions context`` prints the window."""
+
+    TEXT = "text"
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+class StrategyChoice(StrEnum):
+    """The strategies a window may be built with (see ``agentctx.context.strategies``)."""
+
+    FULL = "full"
+    COMPRESSED = "compressed"
+    ADAPTIVE = "adaptive"
+    SEMANTIC = "semantic"
+
+
+@sessions_app.command("context")
+def context(  # noqa: PLR0917 - one parameter per command-line option
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="SESSION", help="The session id."),
+    user: str | None = USER_OPTION,
+    query: str | None = typer.Option(
+        None, "--query", "-q", help="What the window should be relevant to."
+    ),
+    budget: int = typer.Option(
+        4000, "--budget", "-b", min=1, max=2_000_000, help="Token budget of the window."
+    ),
+    strategy: StrategyChoice | None = typer.Option(
+        None, "--strategy", "-s", help="Override the agent's strategy for this window."
+    ),
+    system_prompt: str | None = typer.Option(
+        None, "--system-prompt", help="Override the agent's system prompt."
+    ),
+    output: WindowOutput = typer.Option(
+        WindowOutput.TEXT,
+        "--format",
+        "-f",
+        help="text: the messages and the report, for reading; openai / anthropic: the "
+        "window as JSON in that provider's format, as the REST API returns it.",
+    ),
+) -> None:
+    """Build the context window the next model call would get, and show it with its
+    report (per-section tokens, what was left out and why). Reads only: nothing is
+    appended to the session."""
+    user_id = _require_user(user)
+    with open_engine(ctx) as engine:
+        session = engine.get_session(session_id, user_id=user_id)
+        window = session.build_context(
+            query,
+            budget,
+            strategy=strategy.value if strategy is not None else None,
+            system_prompt=system_prompt,
+        )
+    if output is WindowOutput.TEXT:
+        render_window(out(), window)
+    else:
+        fmt: WindowFormat = "anthropic" if output is WindowOutput.ANTHROPIC else "openai"
+        typer.echo(jsonvalue.dumps(window.body(fmt)))
 
 
 @sessions_app.command("verify")

@@ -21,6 +21,10 @@ DropReason = Literal[
 ]
 
 
+WindowFormat = Literal["openai", "anthropic"]
+"""The providers' message formats a window is given in."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -114,3 +118,17 @@ class ContextWindow:
     def to_anthropic(self) -> dict[str, Any]:
         """``{"system": [...], "messages": [...]}`` for Anthropic's Messages API."""
         return to_anthropic(self.messages)
+
+    def body(self, fmt: WindowFormat = "openai") -> dict[str, Any]:
+        """The window as plain JSON data, as the REST API returns it: ``messages`` in
+        ``fmt``'s form (Anthropic's system blocks apart, under ``system``), ``tokens``
+        and the ``report``."""
+        result: dict[str, Any] = {"tokens": self.tokens}
+        if fmt == "anthropic":
+            converted = self.to_anthropic()
+            result["messages"] = converted["messages"]
+            result["system"] = converted.get("system")
+        else:
+            result["messages"] = self.messages
+        result["report"] = self.report.model_dump(mode="json")
+        return result

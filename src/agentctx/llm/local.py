@@ -14,6 +14,8 @@ to offline mode unless the environment already says otherwise).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.metadata
 import importlib.util
 import os
@@ -21,7 +23,7 @@ import shutil
 import threading
 import uuid
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,21 @@ def _sentence_transformer_class() -> Any:
     return SentenceTransformer
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No progress bar while a model loads: transformers draws one on stderr ("Loading
+    weights") for every load, into the output of the programs that embed this library.
+    A progress bar its host turned off stays off."""
+    hf_logging: Any = importlib.import_module("transformers.utils.logging")
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(path: Path, *, freeze_gc: bool = False) -> Any:
     """The sentence-transformers model in ``path``, loaded once per process (thread-safe).
 
@@ -110,7 +127,8 @@ def load_model(path: Path, *, freeze_gc: bool = False) -> Any:
         if model is None:
             cls = _sentence_transformer_class()
             try:
-                model = cls(str(path), device="cpu", local_files_only=True)
+                with _quiet_loading():
+                    model = cls(str(path), device="cpu", local_files_only=True)
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
             if freeze_gc:

@@ -28,14 +28,7 @@ def build_context(
         restore_images=body.restore_images,
         turn_id=body.turn_id,
     )
-    result: dict[str, Any] = {"tokens": window.tokens, "report": window.report}
-    if body.format == "anthropic":
-        converted = window.to_anthropic()
-        result["messages"] = converted["messages"]
-        result["system"] = converted.get("system")
-    else:
-        result["messages"] = window.messages
-    return respond(caller, result)
+    return respond(caller, window.body(body.format))
 
 
 @router.get("/summaries", response_model=list[dict[str, Any]])
