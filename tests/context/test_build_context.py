@@ -269,6 +269,10 @@ def test_bad_configuration_names_the_field(tmp_path: Path) -> None:
             session.build_context(budget=1000, config={"adaptive": {"min_recent": -1}})
         with pytest.raises(ConfigError, match=r"adaptive\.day_weight"):
             session.build_context(budget=1000, config={"adaptive": {"day_weight": -0.1}})
+        with pytest.raises(ConfigError, match=r"adaptive\.fact_weight"):
+            session.build_context(budget=1000, config={"adaptive": {"fact_weight": -0.01}})
+        with pytest.raises(ConfigError, match=r"adaptive\.name_weight"):
+            session.build_context(budget=1000, config={"adaptive": {"name_weight": 2}})
         with pytest.raises(InvalidInput):
             session.build_context(budget=10)
         with pytest.raises(ValueError, match="context"):

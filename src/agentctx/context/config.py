@@ -108,6 +108,20 @@ class AdaptiveSettings(_Strict):
         description="What a relevant older event gains from its day: the day's summed "
         "relevance (its three best hits), as a share of the best day's (0: off).",
     )
+    fact_weight: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="What a relevant older user message gains when it states a fact "
+        "about the user that the memory extractor would learn (0: off).",
+    )
+    name_weight: float = Field(
+        default=0.03,
+        ge=0,
+        le=1,
+        description="What a relevant older event gains when it names something: a "
+        "capitalised word inside a sentence (0: off).",
+    )
 
 
 class SectionSwitches(_Strict):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctx.cache.bounded import remember
 from agentctx.context.config import ContextConfig
+from agentctx.context.informative import favour_informative
 from agentctx.context.layout import BlockLayout, BlockLine, render_block
 from agentctx.context.relevance import (
     LINE_OVERHEAD,
@@ -264,6 +265,8 @@ def older_candidates(
             candidates.append(_scored_atom(atom, relevance, recency, importance_weight, important))
     if relevance and adaptive.day_weight > 0:
         favour_matching_days(candidates, hit_relevance, relevance, adaptive.day_weight)
+    if relevance and (adaptive.fact_weight > 0 or adaptive.name_weight > 0):
+        favour_informative(candidates, relevance, adaptive.fact_weight, adaptive.name_weight)
     if strategy == "semantic" and relevance:
         for candidate in candidates:
             if candidate.score <= 0:

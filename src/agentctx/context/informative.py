@@ -1,0 +1,95 @@
+"""Which older events say something specific, as a prior on their relevance.
+
+Questions about a conversation ask for what was said specifically: what someone does,
+likes or decided ("I work night shifts at the hospital"), and the places, people,
+titles and days they named. Chit-chat around those lines matches a query as well, but
+answers nothing. Two marks, each cheap and independent of the query:
+
+* **states a fact**: the user states something about themselves that the memory
+  extractor's rules (:func:`agentctx.memory.extract.extract_declarative`) would learn;
+* **names something**: a capitalised word inside a sentence (a name, a title, a day),
+  in the scripts that have case.
+
+On the development chats, 2.6% of the turns state a fact and 15% name something; of
+the turns that answer their questions, 6.9% and 36%.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from agentctx.cache.bounded import Lru
+from agentctx.events import Event
+from agentctx.memory.extract.rules import extract_declarative, is_user_message
+
+if TYPE_CHECKING:
+    from agentctx.context.strategies import Candidate
+
+MARKS_CACHED = 65_536
+"""Events whose marks are remembered (an event never changes, so neither do they)."""
+
+# A word of three or more letters that does not open a sentence: after a sentence's
+# end, a line break or at the very start, a capital says nothing.
+_INNER_WORD = re.compile(r"(?<![.!?\u3002\uff01\uff1f]\s)(?<![\n\r])(?<!^)\b([^\W\d_]{3,})")
+
+
+def names_something(text: str) -> bool:
+    """Whether ``text`` holds a capitalised word inside a sentence ("we flew to Lisbon",
+    "dinner with Ana on Friday"); words in capitals only do not count."""
+    for match in _INNER_WORD.finditer(text):
+        word = match.group(1)
+        if word[0].isupper() and word[1:].islower():
+            return True
+    return False
+
+
+def states_a_fact(event: Event) -> bool:
+    """Whether ``event`` is a user message the memory extractor would learn from."""
+    return is_user_message(event) and bool(extract_declarative([event]))
+
+
+class InformativeMarks:
+    """The two marks of events, remembered by event id (thread-safe, bounded): finding a
+    statement of fact takes ~80 µs a message, and the same events come back in window
+    after window."""
+
+    def __init__(self, size: int = MARKS_CACHED) -> None:
+        self._marks: Lru[str, tuple[bool, bool]] = Lru(size)
+
+    def of(self, event: Event) -> tuple[bool, bool]:
+        """(states a fact, names something) for ``event``."""
+        marks = self._marks.get(event.event_id)
+        if marks is None:
+            marks = (states_a_fact(event), names_something(event.text))
+            self._marks.put(event.event_id, marks)
+        return marks
+
+
+MARKS = InformativeMarks()
+"""The marks of every engine's events in this process (event ids are unique)."""
+
+
+def favour_informative(
+    candidates: list[Candidate],
+    relevance: dict[int, float],
+    fact_weight: float,
+    name_weight: float,
+    marks: InformativeMarks = MARKS,
+) -> None:
+    """Raise each relevant candidate's score by ``fact_weight`` when one of its relevant
+    events states a fact and by ``name_weight`` when one names something.
+
+    Only candidates with relevance to the query (hits and their neighbours) gain: the
+    marks order what matches, they do not make the unrelated relevant. On the
+    development chats this found 0.002 more evidence at 1k tokens and 0.003 more at 2k
+    (fact weights 0.03-0.07 with name weights 0.02-0.05 all gained).
+    """
+    for candidate in candidates:
+        fact = named = False
+        for event in candidate.atom.events:
+            if event.seq not in relevance:
+                continue
+            states, names = marks.of(event)
+            fact, named = fact or states, named or names
+        candidate.score += fact_weight * fact + name_weight * named
