@@ -194,3 +194,40 @@ def test_being_a_fan_or_into_something_is_a_preference(engine: ContextEngine) ->
         "User is a basketball fan": (MemoryKind.PREFERENCE, "preference: basketball", 0.65),
         "User is into pottery": (MemoryKind.PREFERENCE, "preference: pottery", 0.6),
     }
+
+
+def test_every_english_rule_is_reached(engine: ContextEngine) -> None:
+    """Messages without a word the rules need are skipped before sentence splitting;
+    one statement per rule proves that skip never hides a statement."""
+    statements = [
+        "Call me Jo.",
+        "Im 34 years old.",
+        "I work as a designer.",
+        "I work at the city library.",
+        "I'm a teacher.",
+        "I study at the art school.",
+        "I've been to Japan twice.",
+        "I'm a huge fan of jazz.",
+        "I used to swim every morning.",
+        "I've been running for two years.",
+        "I'm planning to move to Berlin.",
+        "I moved to Porto last year.",
+        "I'm originally from Lyon.",
+        "I was born in Madrid.",
+        "My favourite band is Muse.",
+        "I really enjoy long walks.",
+        "My sister is a doctor.",
+        "I have two cats.",
+        "Decided to go with the blue one.",
+        "Let's go with the second option.",
+        "Last weekend we went camping by the lake.",
+    ]
+    session = engine.create_session(user_id="u1")
+    events = [session.add_message("user", text, ts=DAY) for text in statements]
+    found = extract_declarative(session.events())
+    sourced = {source.event_id for candidate in found for source in candidate.sources}
+    assert [
+        text
+        for text, event in zip(statements, events, strict=True)
+        if event.event_id not in sourced
+    ] == []

@@ -16,6 +16,7 @@ the turns that answer their questions, 6.9% and 36%.
 
 from __future__ import annotations
 
+import heapq
 import re
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,10 @@ from agentctx.memory.extract.rules import extract_declarative, is_user_message
 
 if TYPE_CHECKING:
     from agentctx.context.strategies import Candidate
+
+MARKED_EVENTS = 120
+"""The most relevant events whose marks count, the best first: a few points of score
+change the order of what nearly fits, not of what ranks far below the window's edge."""
 
 MARKS_CACHED = 65_536
 """Events whose marks are remembered (an event never changes, so neither do they)."""
@@ -85,10 +90,11 @@ def favour_informative(
     development chats this found 0.002 more evidence at 1k tokens and 0.003 more at 2k
     (fact weights 0.03-0.07 with name weights 0.02-0.05 all gained).
     """
+    marked = set(heapq.nlargest(MARKED_EVENTS, relevance, key=relevance.__getitem__))
     for candidate in candidates:
         fact = named = False
         for event in candidate.atom.events:
-            if event.seq not in relevance:
+            if event.seq not in marked:
                 continue
             states, names = marks.of(event)
             fact, named = fact or states, named or names
