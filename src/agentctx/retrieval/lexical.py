@@ -5,10 +5,11 @@ FTS5 on SQLite and in a GIN-indexed ``tsvector`` on PostgreSQL. A query's terms
 carry the same prefix, so a lookup reads only that session's postings, however
 many other sessions share the index: the prefix partitions the inverted index.
 
-Ranking is BM25. SQLite uses FTS5's ``bm25()``. PostgreSQL has no BM25, so the
-score is computed in SQL from per-session document frequencies (``search_terms``)
-with term presence in place of term frequency: ``Σ idf(t) · (k1 + 1) /
-(1 + k1 · (1 - b + b · len / avglen))``.
+Ranking is BM25 from the session's own statistics, the same on both databases: per-
+session document frequencies (``search_terms``), the session's document count and mean
+length in distinct terms, and term presence in place of term frequency: ``Σ idf(t) ·
+(k1 + 1) / (1 + k1 · (1 - b + b · len / avglen))``. (FTS5's ``bm25()`` is not used:
+it takes the document count and mean length from the whole table, every session.)
 
 The cost of a lookup grows with the number of postings it reads, so query terms
 are taken rarest first within a postings budget; the commonest terms of a large
@@ -19,7 +20,7 @@ budget, only the most recent documents that fit it are searched.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +72,14 @@ def insert_documents(conn: Connection, sid: int, documents: Sequence[Document]) 
     documents = [d for d in documents if d.terms]
     if not documents:
         return 0, 0
-    conn.execute(search_docs.insert(), [{"sid": sid, "seq": d.seq} for d in documents])
+    distinct_terms = [list(dict.fromkeys(d.terms)) for d in documents]
+    conn.execute(
+        search_docs.insert(),
+        [
+            {"sid": sid, "seq": d.seq, "term_count": len(distinct)}
+            for d, distinct in zip(documents, distinct_terms, strict=True)
+        ],
+    )
     ids = dict(
         conn.execute(
             select(search_docs.c.seq, search_docs.c.doc_id).where(
@@ -84,8 +92,7 @@ def insert_documents(conn: Connection, sid: int, documents: Sequence[Document]) 
     distinct_total = 0
     postgres = conn.dialect.name == "postgresql"
     rows: list[Any] = []
-    for document in documents:
-        distinct = list(dict.fromkeys(document.terms))
+    for document, distinct in zip(documents, distinct_terms, strict=True):
         distinct_total += len(distinct)
         for term in distinct:
             frequencies[term] = frequencies.get(term, 0) + 1
@@ -160,21 +167,78 @@ def choose_terms(frequencies: dict[str, int], max_postings: int) -> tuple[list[s
     return chosen, total > max_postings
 
 
-def _fts_query(sid: int, terms: Sequence[str]) -> str:
-    return " OR ".join('"' + prefixed(sid, t).replace('"', '""') + '"' for t in terms)
-
-
 def _tsquery(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _sqlite_query(sid: int, terms: Sequence[str], bounds: str, params: dict[str, Any]) -> str:
-    params["q"] = _fts_query(sid, terms)
-    return (
-        f"SELECT f.rowid AS doc_id, -bm25({LEXICAL_TABLE}) AS score FROM {LEXICAL_TABLE} AS f "
-        f"WHERE {LEXICAL_TABLE} MATCH :q{bounds} "
-        "ORDER BY score DESC, f.rowid DESC LIMIT :limit"
+def _sqlite_query(
+    sid: int,
+    terms: Sequence[str],
+    frequencies: dict[str, int],
+    *,
+    doc_count: int,
+    term_count: int,
+    bounds: str,
+    params: dict[str, Any],
+) -> str:
+    # Not FTS5's bm25(): it takes the number of documents and their mean length from the
+    # whole table, every session of every user, so a session's ranking would move as
+    # others are added or deleted. Each term's postings are read on their own (the
+    # prefix keeps them to this session) and weighted by the session's statistics.
+    _bind_terms(
+        sid,
+        terms,
+        frequencies,
+        params,
+        doc_count=doc_count,
+        term_count=term_count,
+        quote=_fts_phrase,
     )
+    postings = [
+        f"SELECT f.rowid AS doc_id, :w{i} AS w FROM {LEXICAL_TABLE} AS f "
+        f"WHERE {LEXICAL_TABLE} MATCH :t{i}{bounds}"
+        for i in range(len(terms))
+    ]
+    return (
+        f"SELECT m.doc_id AS doc_id, m.w * {K1 + 1} / "
+        f"(1 + {K1} * (1 - {B} + {B} * COALESCE(l.term_count, :avg) / :avg)) AS score "
+        f"FROM (SELECT doc_id, SUM(w) AS w FROM ({' UNION ALL '.join(postings)}) "
+        "GROUP BY doc_id) AS m JOIN search_docs AS l ON l.doc_id = m.doc_id "
+        "ORDER BY score DESC, m.doc_id DESC LIMIT :limit"
+    )
+
+
+def _bind_terms(
+    sid: int,
+    terms: Sequence[str],
+    frequencies: dict[str, int],
+    params: dict[str, Any],
+    *,
+    doc_count: int,
+    term_count: int,
+    quote: Callable[[str], str],
+) -> None:
+    """Bind each term (``t<i>``, quoted for the database's full-text query), its idf in
+    the session (``w<i>``) and the session's mean document length (``avg``)."""
+    for i, term in enumerate(terms):
+        params[f"t{i}"] = quote(prefixed(sid, term))
+        params[f"w{i}"] = _idf(doc_count, frequencies.get(term, 0))
+    params["avg"] = _mean_length(doc_count, term_count)
+
+
+def _fts_phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _idf(doc_count: int, df: int) -> float:
+    """BM25's inverse document frequency of a term in ``df`` of ``doc_count`` documents."""
+    n = max(doc_count, 1)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _mean_length(doc_count: int, term_count: int) -> float:
+    """The session's mean document length in distinct terms (at least 1)."""
+    return max(term_count / max(doc_count, 1), 1.0)
 
 
 def _postgres_query(
@@ -187,17 +251,14 @@ def _postgres_query(
     bounds: str,
     params: dict[str, Any],
 ) -> str:
-    n = max(doc_count, 1)
-    weights = []
-    for i, term in enumerate(terms):
-        df = frequencies.get(term, 0)
-        params[f"t{i}"] = _tsquery(prefixed(sid, term))
-        params[f"w{i}"] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        weights.append(
-            f"(CASE WHEN f.terms @@ CAST(:t{i} AS tsquery) THEN CAST(:w{i} AS float8) ELSE 0 END)"
-        )
-    params["q"] = " | ".join(_tsquery(prefixed(sid, t)) for t in terms)
-    params["avg"] = max(term_count / n, 1.0)
+    _bind_terms(
+        sid, terms, frequencies, params, doc_count=doc_count, term_count=term_count, quote=_tsquery
+    )
+    weights = [
+        f"(CASE WHEN f.terms @@ CAST(:t{i} AS tsquery) THEN CAST(:w{i} AS float8) ELSE 0 END)"
+        for i in range(len(terms))
+    ]
+    params["q"] = " | ".join(params[f"t{i}"] for i in range(len(terms)))
     return (
         f"SELECT f.doc_id AS doc_id, ({' + '.join(weights)}) * {K1 + 1} / "
         f"(1 + {K1} * (1 - {B} + {B} * length(f.terms) / CAST(:avg AS float8))) AS score "
@@ -242,18 +303,16 @@ def search(
             "WHERE b.sid = :sid AND b.seq >= :before ORDER BY b.seq LIMIT 1), "
             "9223372036854775807)"
         )
-    if conn.dialect.name == "sqlite":
-        sql = _sqlite_query(sid, terms, bounds, params)
-    else:
-        sql = _postgres_query(
-            sid,
-            terms,
-            frequencies,
-            doc_count=doc_count,
-            term_count=term_count,
-            bounds=bounds,
-            params=params,
-        )
+    build = _sqlite_query if conn.dialect.name == "sqlite" else _postgres_query
+    sql = build(
+        sid,
+        terms,
+        frequencies,
+        doc_count=doc_count,
+        term_count=term_count,
+        bounds=bounds,
+        params=params,
+    )
     rows = conn.execute(
         text(
             f"SELECT d.seq, s.doc_id, s.score FROM ({sql}) AS s "

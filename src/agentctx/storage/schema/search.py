@@ -45,6 +45,8 @@ search_docs = Table(
     Column("doc_id", BigId, primary_key=True, autoincrement=True),  # rowid of derived rows
     Column("sid", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),
+    # Distinct terms of the document: its length for BM25 (null when indexed before 0014).
+    Column("term_count", Integer, nullable=True),
     UniqueConstraint("sid", "seq"),
     ForeignKeyConstraint(["sid"], ["search_sessions.sid"], ondelete="CASCADE"),
     sqlite_autoincrement=True,
