@@ -64,11 +64,9 @@ def message_body(message: Mapping[str, Any]) -> str:
             if isinstance(part, Mapping):
                 lines.append(_part_text(part))
     for call in message.get("tool_calls") or ():
-        function = call.get("function", {}) if isinstance(call, Mapping) else {}
-        lines.append(
-            f"-> {function.get('name', '?')}({function.get('arguments', '')})"
-            f"  [{call.get('id', '?') if isinstance(call, Mapping) else '?'}]"
-        )
+        function = call.get("function") or {}
+        name, arguments = function.get("name", "?"), function.get("arguments", "")
+        lines.append(f"-> {name}({arguments})  [{call.get('id', '?')}]")
     return "\n".join(lines)
 
 

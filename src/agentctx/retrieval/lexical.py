@@ -171,33 +171,16 @@ def _tsquery(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _sqlite_query(
-    sid: int,
-    terms: Sequence[str],
-    frequencies: dict[str, int],
-    *,
-    doc_count: int,
-    term_count: int,
-    bounds: str,
-    params: dict[str, Any],
-) -> str:
+def _sqlite_query(bound_terms: int, bounds: str) -> str:
+    """The scoring query over the ``bound_terms`` terms :func:`_bind_terms` bound."""
     # Not FTS5's bm25(): it takes the number of documents and their mean length from the
     # whole table, every session of every user, so a session's ranking would move as
     # others are added or deleted. Each term's postings are read on their own (the
     # prefix keeps them to this session) and weighted by the session's statistics.
-    _bind_terms(
-        sid,
-        terms,
-        frequencies,
-        params,
-        doc_count=doc_count,
-        term_count=term_count,
-        quote=_fts_phrase,
-    )
     postings = [
         f"SELECT f.rowid AS doc_id, :w{i} AS w FROM {LEXICAL_TABLE} AS f "
         f"WHERE {LEXICAL_TABLE} MATCH :t{i}{bounds}"
-        for i in range(len(terms))
+        for i in range(bound_terms)
     ]
     return (
         f"SELECT m.doc_id AS doc_id, m.w * {K1 + 1} / "
@@ -241,24 +224,13 @@ def _mean_length(doc_count: int, term_count: int) -> float:
     return max(term_count / max(doc_count, 1), 1.0)
 
 
-def _postgres_query(
-    sid: int,
-    terms: Sequence[str],
-    frequencies: dict[str, int],
-    *,
-    doc_count: int,
-    term_count: int,
-    bounds: str,
-    params: dict[str, Any],
-) -> str:
-    _bind_terms(
-        sid, terms, frequencies, params, doc_count=doc_count, term_count=term_count, quote=_tsquery
-    )
+def _postgres_query(bound_terms: int, bounds: str) -> str:
+    """The scoring query over the ``bound_terms`` terms :func:`_bind_terms` bound (and
+    ``q``, any of them)."""
     weights = [
         f"(CASE WHEN f.terms @@ CAST(:t{i} AS tsquery) THEN CAST(:w{i} AS float8) ELSE 0 END)"
-        for i in range(len(terms))
+        for i in range(bound_terms)
     ]
-    params["q"] = " | ".join(params[f"t{i}"] for i in range(len(terms)))
     return (
         f"SELECT f.doc_id AS doc_id, ({' + '.join(weights)}) * {K1 + 1} / "
         f"(1 + {K1} * (1 - {B} + {B} * length(f.terms) / CAST(:avg AS float8))) AS score "
@@ -303,16 +275,21 @@ def search(
             "WHERE b.sid = :sid AND b.seq >= :before ORDER BY b.seq LIMIT 1), "
             "9223372036854775807)"
         )
-    build = _sqlite_query if conn.dialect.name == "sqlite" else _postgres_query
-    sql = build(
+    sqlite = conn.dialect.name == "sqlite"
+    _bind_terms(
         sid,
         terms,
         frequencies,
+        params,
         doc_count=doc_count,
         term_count=term_count,
-        bounds=bounds,
-        params=params,
+        quote=_fts_phrase if sqlite else _tsquery,
     )
+    if sqlite:
+        sql = _sqlite_query(len(terms), bounds)
+    else:
+        params["q"] = " | ".join(params[f"t{i}"] for i in range(len(terms)))
+        sql = _postgres_query(len(terms), bounds)
     rows = conn.execute(
         text(
             f"SELECT d.seq, s.doc_id, s.score FROM ({sql}) AS s "
