@@ -120,12 +120,15 @@ def test_a_participant_asked_about_by_an_alias_is_found_once_it_is_learned(
     # Two addresses are not enough evidence: "Kate" is a word like any other, and the
     # question that shares it ranks first.
     assert index.search("u1", session.id, query, limit=3)[0].seq == 2
+    assert index.retrieve("u1", session.id, query, limit=3, before_seq=None).subject is None
     append_chat(session, [THIRD_ADDRESS], user="Emi", start=len(CHAT))
     index.sync("u1", session.id)
     # The index grew, so what was known of "Kate" is read again: three addresses by
     # elise make it Emi's name, and the question is asked of Emi's own events.
     hits = index.search("u1", session.id, query, limit=3)
     assert hits[0].seq == emi_hobbies and hits[0].author == "Emi"
+    # ... and the window learns that the question is about Emi.
+    assert index.retrieve("u1", session.id, query, limit=3, before_seq=None).subject == "Emi"
     # Learning aliases off, the same log ranks the shared words first again.
     plain = SearchIndex(engine.db, HashingEmbedder(), config=RetrievalConfig(aliases=False))
     assert plain.search("u1", session.id, query, limit=3)[0].seq == 2

@@ -211,6 +211,33 @@ def test_a_participant_named_with_someone_else_is_not_the_focus(engine: ContextE
     assert ranked == [h.seq for h in plain.search("u1", session.id, pair, limit=4)]
 
 
+@pytest.mark.parametrize(
+    ("query", "subject"),
+    [
+        ("What does Kevin know about the Inca empire?", "Kevin"),
+        ("Where did paola go? Ask Paola", "Paola"),
+        ("What do Kevin and Paola know about the Inca empire?", None),  # both: no one subject
+        ("What did Kate and Kevin learn about the Inca empire?", None),  # Kevin and another
+        ("Who went running or cycling?", None),  # nobody named
+    ],
+)
+@pytest.mark.parametrize("participant_weight", [2.0, 0.0])
+def test_the_retrieval_names_whom_the_query_is_about(
+    engine: ContextEngine, query: str, subject: str | None, participant_weight: float
+) -> None:
+    """The subject is what the query says, whether or not the participant's own events
+    are ranked on their own (``participant_weight``)."""
+    session = chat_session(engine)
+    config = RetrievalConfig(participant_weight=participant_weight)
+    index = SearchIndex(engine.db, HashingEmbedder(), config=config)
+    retrieval = index.retrieve("u1", session.id, query, limit=4, before_seq=None)
+    assert retrieval.subject == subject
+    assert retrieval.hits  # every query above matches something
+    # A session with nothing indexed yet still says whom the query is about.
+    empty = engine.create_session(user_id="u1")
+    assert index.retrieve("u1", empty.id, query, limit=4, before_seq=None).hits == ()
+
+
 def test_new_authors_are_seen_after_the_first_search(engine: ContextEngine) -> None:
     session = chat_session(engine)
     index = SearchIndex(engine.db, HashingEmbedder())
@@ -250,7 +277,7 @@ def test_the_builders_retrieval_is_the_search_it_stands_for(
     index = SearchIndex(engine.db, HashingEmbedder())
     for limit, before in ((8, None), (3, None), (5, 7)):
         found = index.search("u1", session.id, query, limit=limit, exclude_from_seq=before)
-        retrieved = index.retrieve("u1", session.id, query, limit=limit, before_seq=before)
+        retrieved = index.retrieve("u1", session.id, query, limit=limit, before_seq=before).hits
         assert [(h.seq, h.score, h.tokens) for h in retrieved] == [
             (h.seq, h.score, h.token_estimate) for h in found
         ]

@@ -308,7 +308,7 @@ def test_retriever_protocol_of_the_context_builder(
     session = engine.create_session(user_id="u1")
     fill(session)
     assert isinstance(index, Retriever)
-    hits = index.retrieve("u1", session.id, "Paris weather", limit=2, before_seq=6)
+    hits = index.retrieve("u1", session.id, "Paris weather", limit=2, before_seq=6).hits
     assert hits[0].seq == 5 and all(h.seq < 6 for h in hits) and hits[0].score > 0
 
 

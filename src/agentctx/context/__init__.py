@@ -17,6 +17,7 @@ from agentctx.context.config import (
 from agentctx.context.sources import (
     MemoryItem,
     MemorySource,
+    Retrieval,
     RetrievedHit,
     Retriever,
     SummaryItem,
@@ -50,6 +51,7 @@ __all__ = [
     "DroppedEvent",
     "MemoryItem",
     "MemorySource",
+    "Retrieval",
     "RetrievedHit",
     "Retriever",
     "SectionReport",

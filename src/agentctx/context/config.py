@@ -122,6 +122,13 @@ class AdaptiveSettings(_Strict):
         description="What a relevant older event gains when it names something: a "
         "capitalised word inside a sentence (0: off).",
     )
+    subject_weight: float = Field(
+        default=0.08,
+        ge=0,
+        le=1,
+        description="What a relevant older event gains when its author is the one session "
+        "participant the query names, by name or alias (0: off).",
+    )
 
 
 class SectionSwitches(_Strict):

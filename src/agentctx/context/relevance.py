@@ -1,7 +1,8 @@
 """How search hits become the relevance of older events: which hits are read from the
-log (:func:`worth_reading`), how many get their neighbours, and how much a day that
-matches the query lifts its events (:func:`favour_matching_days`). The strategies
-(:mod:`agentctx.context.strategies`) score and choose candidates with these."""
+log (:func:`worth_reading`), how many get their neighbours, how much a day that
+matches the query lifts its events (:func:`favour_matching_days`), and how much the
+person the query is about lifts what they wrote (:func:`favour_subject`). The
+strategies (:mod:`agentctx.context.strategies`) score and choose candidates with these."""
 
 from __future__ import annotations
 
@@ -55,6 +56,25 @@ def favour_matching_days(
 
 DAY_HITS = 3
 """Hits summed into a day's match (see :func:`favour_matching_days`)."""
+
+
+def favour_subject(
+    candidates: list[Candidate], relevance: dict[int, float], subject: str, weight: float
+) -> None:
+    """Raise by ``weight`` each candidate holding a relevant event written by ``subject``,
+    the session author the query is about.
+
+    A question about a person ("What are Kate's hobbies?") is mostly answered by what
+    that person wrote, while the other participant's lines around it (questions to them,
+    replies) match the query about as well. Only events with relevance (hits and their
+    neighbours) gain: authorship orders what matches, it does not make the unrelated
+    relevant. On the development chats this found 0.005 more evidence at 1k tokens and
+    0.004 more at 2k (weights 0.05-0.12 all gained at 1k; 1k peaks at 0.08-0.10, 2k
+    goes on rising to 0.25 while 1k falls back).
+    """
+    for candidate in candidates:
+        if any(e.seq in relevance and e.author == subject for e in candidate.atom.events):
+            candidate.score += weight
 
 
 def worth_reading(hits: list[RetrievedHit], budget: int, *, minimum: int) -> list[RetrievedHit]:

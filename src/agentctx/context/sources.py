@@ -29,14 +29,29 @@ class RetrievedHit:
     tokens: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What a search found for a window: its hits, best first, and whom the query is about.
+
+    ``subject``: the one session author the query names (by name, or by an alias the
+    search learned), whose own events the search ranked on their own; None when it names
+    nobody, or two people ("Kate and Elise"). Questions about a person are mostly
+    answered by what that person wrote, so the window favours their lines.
+    """
+
+    hits: tuple[RetrievedHit, ...] = ()
+    subject: str | None = None
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """Ranks a session's events by relevance to a query (hybrid lexical + dense)."""
 
     def retrieve(
         self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
-    ) -> list[RetrievedHit]:
-        """The best ``limit`` events with ``seq < before_seq`` (all when None), best first."""
+    ) -> Retrieval:
+        """The best ``limit`` events with ``seq < before_seq`` (all when None), best first,
+        and the author the query is about."""
         ...
 
 

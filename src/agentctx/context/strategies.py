@@ -34,6 +34,7 @@ from agentctx.context.relevance import (
     NEIGHBOURED_HITS,
     TOKENS_PER_CANDIDATE,
     favour_matching_days,
+    favour_subject,
     worth_reading,
 )
 from agentctx.context.render import canonical_json, event_text
@@ -182,6 +183,7 @@ def older_candidates(
     important = _keyword_pattern(adaptive.important_keywords)
     relevance: dict[int, float] = {}  # hits and their neighbours
     hit_relevance: dict[int, float] = {}  # the hits alone
+    subject: str | None = None  # the session author the query names
     if query and retriever is not None:
 
         def searchable(seq: int) -> bool:  # not already shown in the recent core
@@ -190,7 +192,7 @@ def older_candidates(
             return 0 < seq < core_start or (hidden is not None and hidden(seq))
 
         search_started = time.perf_counter()
-        hits = retriever.retrieve(
+        retrieval = retriever.retrieve(
             run.user_id,
             run.session_id,
             query,
@@ -199,8 +201,9 @@ def older_candidates(
             before_seq=core_start if hidden is None else None,
         )
         run.search_ms = (time.perf_counter() - search_started) * 1e3
+        subject = retrieval.subject
         hits = worth_reading(
-            [hit for hit in hits if searchable(hit.seq)],
+            [hit for hit in retrieval.hits if searchable(hit.seq)],
             run.budget,
             minimum=adaptive.retrieval_candidates,
         )
@@ -267,6 +270,8 @@ def older_candidates(
         favour_matching_days(candidates, hit_relevance, relevance, adaptive.day_weight)
     if relevance and (adaptive.fact_weight > 0 or adaptive.name_weight > 0):
         favour_informative(candidates, relevance, adaptive.fact_weight, adaptive.name_weight)
+    if relevance and subject is not None and adaptive.subject_weight > 0:
+        favour_subject(candidates, relevance, subject, adaptive.subject_weight)
     if strategy == "semantic" and relevance:
         for candidate in candidates:
             if candidate.score <= 0:

@@ -59,15 +59,16 @@ from agentctx.retrieval.vector_search import VectorSearch
 from agentctx.storage.database import Database
 
 if TYPE_CHECKING:
-    from agentctx.context.sources import RetrievedHit
+    from agentctx.context.sources import Retrieval
 
 log = logging.getLogger(__name__)
 
-_Hit = TypeVar("_Hit")
+_Found = TypeVar("_Found")
 _Rankings = list[tuple[Sequence[int], float]]
 """Rankings to fuse, each as (seqs best first, weight)."""
-_Finish = Callable[[Connection, "_Ranking", _Rankings], list[_Hit]]
-"""Makes a search's hits from its rankings (``SearchIndex._ranked``, ``_retrieved``)."""
+_Finish = Callable[[Connection, "_Ranking", _Rankings], _Found]
+"""Makes what a search returns from its rankings (``SearchIndex._ranked``,
+``_retrieved``); called with no rankings when the session has nothing indexed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,8 @@ class _Ranking:
     depth: int  # candidates per ranking
     limit: int
     before_seq: int | None
-    focus: str | None = None  # the one participant the query names (see participants)
+    subject: str | None = None  # the one participant the query names (see participants)
+    focus: str | None = None  # the subject, when their own events are ranked on their own
     days: QueryDays | None = None  # the days the query names (see dates)
 
 
@@ -310,9 +312,9 @@ class SearchIndex:
         exclude_from_seq: int | None = None,
         sync: bool = True,
         depth: int | None = None,
-        finish: _Finish[_Hit],
-    ) -> list[_Hit]:
-        """:meth:`search`, its hits made by ``finish`` from the rankings."""
+        finish: _Finish[_Found],
+    ) -> _Found:
+        """:meth:`search`, its result made by ``finish`` from the rankings."""
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         if depth is not None and depth < 1:
@@ -324,12 +326,13 @@ class SearchIndex:
             embedder_id = self._ensure_dense() if self.embedder is not None else None
         except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
             log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
-        named, aliases = (
-            self._named(user_id, session_id, query) if self.config.participant_weight else ([], {})
-        )
+        named, aliases = self._named(user_id, session_id, query)
         if len(named) == 1 and named_with_someone_else(query, named[0], aliases):
             named = []  # about two people: not this one's own events, nor their voice
-        focus = named[0] if len(named) == 1 else None
+        subject = named[0] if len(named) == 1 else None
+        if not self.config.participant_weight:
+            named = []  # the query is ranked and embedded as it was asked
+        focus = subject if named else None
         if dense and embedder_id is not None and query.strip():
             try:
                 assert self.query_vectors is not None
@@ -346,13 +349,14 @@ class SearchIndex:
             limit=limit,
             before_seq=exclude_from_seq,
             focus=focus,
+            subject=subject,
             days=query_days(query) if self.config.date_weight else None,
         )
         # One read transaction (round trips count on PostgreSQL); a second only after a sync.
         with self.db.read() as conn:
             state = read_state(conn, user_id, session_id, embedder_id)
             if state is None:
-                return []
+                return finish(conn, ranking, [])
             context = self._context_state(conn, ranking, embedder_id)
             behind = self._behind(state, embedder_id) or (
                 context is not None and self._behind(context, self._context_id)
@@ -367,7 +371,7 @@ class SearchIndex:
         with self.db.read() as conn:
             state = read_state(conn, user_id, session_id, embedder_id)
             if state is None:
-                return []
+                return finish(conn, ranking, [])
             context = self._context_state(conn, ranking, embedder_id)
             rankings = self._rankings(conn, state, embedder_id, ranking, context)
             return finish(conn, ranking, rankings)
@@ -403,24 +407,25 @@ class SearchIndex:
             if seq in rows
         ]
 
-    def _retrieved(
-        self, conn: Connection, ranking: _Ranking, rankings: _Rankings
-    ) -> list[RetrievedHit]:
+    def _retrieved(self, conn: Connection, ranking: _Ranking, rankings: _Rankings) -> Retrieval:
         """The fused rankings as the context builder takes them, best first: seq, score
-        and token estimate only (it reads the events it keeps itself)."""
-        from agentctx.context.sources import RetrievedHit  # noqa: PLC0415 - context imports us
+        and token estimate only (it reads the events it keeps itself), with the author
+        the query is about."""
+        # context imports us
+        from agentctx.context.sources import Retrieval, RetrievedHit  # noqa: PLC0415
 
         best = top_fused(rankings, self.config.rrf_k, ranking.limit)
         if not best:
-            return []
+            return Retrieval(subject=ranking.subject)
         tokens = event_column(
             conn, ranking.user_id, ranking.session_id, [s for s, _ in best], "token_estimate"
         )
-        return [
+        hits = tuple(
             RetrievedHit(seq=seq, score=score, tokens=tokens[seq])
             for seq, score in best
             if seq in tokens
-        ]
+        )
+        return Retrieval(hits, subject=ranking.subject)
 
     def _rankings(
         self,
@@ -561,9 +566,9 @@ class SearchIndex:
 
     def retrieve(
         self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
-    ) -> list[RetrievedHit]:
+    ) -> Retrieval:
         """The context builder's ``Retriever`` protocol: :meth:`search`'s hits as (seq,
-        score, token estimate)."""
+        score, token estimate), and the one author the query names (``subject``)."""
         with self._forgetting.gen_rlock():
             return self._search(
                 user_id,
