@@ -48,7 +48,7 @@ def events(engine: ContextEngine) -> list[Event]:
         ("user", "we drove past the hospital near Porto"),  # names a place
         ("user", "ok"),
     ):
-        session.add_message(role, text)
+        session.add_message(role, text, author="Ines" if role == "assistant" else "Ana")
     return list(session.events())
 
 
@@ -56,12 +56,22 @@ def test_states_a_fact_only_for_the_users_own_statements(events: list[Event]) ->
     assert [states_a_fact(e) for e in events] == [True, False, False, False, False]
 
 
+def test_the_person_a_query_is_about_states_facts_too(events: list[Event]) -> None:
+    """The assistant's "I work as a night nurse" is a fact about the assistant when the
+    query is about them (a participant of a chat recorded as the assistant)."""
+    assert [states_a_fact(e, "Ines") for e in events] == [True, False, True, False, False]
+    assert not states_a_fact(events[2], "someone else")
+
+
 def test_marks_are_remembered_per_event(events: list[Event]) -> None:
     marks = InformativeMarks(size=2)
-    assert marks.of(events[0]) == (True, False)
-    assert marks.of(events[3]) == (False, True)
-    assert marks.of(events[0]) == (True, False)  # from the cache, the same
-    assert marks.of(events[4]) == (False, False)  # evicts the least recently used
+    assert (marks.about_self(events[0]), marks.names(events[0])) == (True, False)
+    assert (marks.about_self(events[3]), marks.names(events[3])) == (False, True)
+    assert marks.about_self(events[0]) is True  # from the cache, the same
+    assert marks.about_self(events[2]) is True  # whoever wrote it: the caller decides
+    # A third event evicts the least recently used one; a recomputed mark is the same.
+    assert marks.about_self(events[4]) is False
+    assert marks.about_self(events[3]) is False
 
 
 def scored(events: list[Event], relevance: dict[int, float]) -> list[Candidate]:
@@ -75,7 +85,7 @@ def test_a_statement_of_fact_outranks_chit_chat_that_matches_better(
     relevance = {fact: 0.80, chat: 0.83, assistant: 0.80, place: 0.79}
     candidates = scored(events, relevance)
 
-    favour_informative(candidates, relevance, 0.05, 0.03, InformativeMarks())
+    favour_informative(candidates, relevance, 0.05, 0.03, marks=InformativeMarks())
 
     scores = {c.atom.first_seq: c.score for c in candidates}
     assert scores[fact] == pytest.approx(0.85)
@@ -87,17 +97,30 @@ def test_a_statement_of_fact_outranks_chit_chat_that_matches_better(
     assert scores[ok] == 0.0
 
 
+def test_the_subjects_statement_of_fact_gains_like_the_users(events: list[Event]) -> None:
+    fact, chat, assistant, place, _ok = (e.seq for e in events)
+    relevance = {fact: 0.80, chat: 0.83, assistant: 0.80, place: 0.79}
+    candidates = scored(events, relevance)
+
+    favour_informative(candidates, relevance, 0.05, 0.03, subject="Ines", marks=InformativeMarks())
+
+    scores = {c.atom.first_seq: c.score for c in candidates}
+    assert scores[assistant] == pytest.approx(0.85)  # Ines is whom the query is about
+    assert scores[fact] == pytest.approx(0.85)  # the user's own facts still count
+    assert scores[chat] == pytest.approx(0.83)
+
+
 def test_irrelevant_events_gain_nothing_and_zero_weights_change_nothing(
     events: list[Event],
 ) -> None:
     fact = events[0].seq
     candidates = scored(events, {})
-    favour_informative(candidates, {}, 0.05, 0.03, InformativeMarks())
+    favour_informative(candidates, {}, 0.05, 0.03, marks=InformativeMarks())
     assert [c.score for c in candidates] == [0.0] * len(events)
 
     relevance = {e.seq: 0.5 for e in events}
     candidates = scored(events, relevance)
-    favour_informative(candidates, relevance, 0.0, 0.0, InformativeMarks())
+    favour_informative(candidates, relevance, 0.0, 0.0, marks=InformativeMarks())
     assert [c.score for c in candidates] == [0.5] * len(events)
     assert fact in relevance
 

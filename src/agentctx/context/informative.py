@@ -5,8 +5,9 @@ likes or decided ("I work night shifts at the hospital"), and the places, people
 titles and days they named. Chit-chat around those lines matches a query as well, but
 answers nothing. Two marks, each cheap and independent of the query:
 
-* **states a fact**: the user states something about themselves that the memory
-  extractor's rules (:func:`agentctx.memory.extract.extract_declarative`) would learn;
+* **states a fact**: the user, or the person the query is about, states something
+  about themselves that the memory extractor's rules
+  (:func:`agentctx.memory.extract.extract_declarative`) would learn;
 * **names something**: a capitalised word inside a sentence (a name, a title, a day),
   in the scripts that have case.
 
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from agentctx.cache.bounded import Lru
 from agentctx.events import Event
-from agentctx.memory.extract.rules import extract_declarative, is_user_message
+from agentctx.memory.extract.rules import is_user_message, states_about_self
 
 if TYPE_CHECKING:
     from agentctx.context.strategies import Candidate
@@ -49,26 +50,38 @@ def names_something(text: str) -> bool:
     return False
 
 
-def states_a_fact(event: Event) -> bool:
-    """Whether ``event`` is a user message the memory extractor would learn from."""
-    return is_user_message(event) and bool(extract_declarative([event]))
+def states_a_fact(event: Event, subject: str | None = None) -> bool:
+    """Whether ``event`` is a message the memory extractor would learn from: the user's,
+    or one by ``subject`` (the person a query is about) as if it were the user's."""
+    speaks = is_user_message(event) or (subject is not None and event.author == subject)
+    return speaks and states_about_self(event)
 
 
 class InformativeMarks:
-    """The two marks of events, remembered by event id (thread-safe, bounded): finding a
-    statement of fact takes ~70 µs a user message, and the same events come back in
-    window after window."""
+    """The two marks of events, each remembered by event id (thread-safe, bounded):
+    finding a self-statement takes ~70 µs a message, and the same events come back in
+    window after window. A self-statement is looked for only in the messages whose
+    speaker counts (see :func:`favour_informative`)."""
 
     def __init__(self, size: int = MARKS_CACHED) -> None:
-        self._marks: Lru[str, tuple[bool, bool]] = Lru(size)
+        self._about_self: Lru[str, bool] = Lru(size)
+        self._names: Lru[str, bool] = Lru(size)
 
-    def of(self, event: Event) -> tuple[bool, bool]:
-        """(states a fact, names something) for ``event``."""
-        marks = self._marks.get(event.event_id)
-        if marks is None:
-            marks = (states_a_fact(event), names_something(event.text))
-            self._marks.put(event.event_id, marks)
-        return marks
+    def about_self(self, event: Event) -> bool:
+        """Whether ``event`` states something about its author, whoever wrote it."""
+        found = self._about_self.get(event.event_id)
+        if found is None:
+            found = states_about_self(event)
+            self._about_self.put(event.event_id, found)
+        return found
+
+    def names(self, event: Event) -> bool:
+        """Whether ``event`` names something (:func:`names_something`)."""
+        found = self._names.get(event.event_id)
+        if found is None:
+            found = names_something(event.text)
+            self._names.put(event.event_id, found)
+        return found
 
 
 MARKS = InformativeMarks()
@@ -80,10 +93,13 @@ def favour_informative(
     relevance: dict[int, float],
     fact_weight: float,
     name_weight: float,
+    *,
+    subject: str | None = None,
     marks: InformativeMarks = MARKS,
 ) -> None:
     """Raise each relevant candidate's score by ``fact_weight`` when one of its relevant
-    events states a fact and by ``name_weight`` when one names something.
+    events states a fact (a self-statement by the user, or by ``subject``, the session
+    author the query is about) and by ``name_weight`` when one names something.
 
     Only candidates with relevance to the query (hits and their neighbours) gain: the
     marks order what matches, they do not make the unrelated relevant. On the
@@ -97,6 +113,7 @@ def favour_informative(
         for event in candidate.atom.events:
             if event.seq not in marked:
                 continue
-            states, names = marks.of(event)
-            fact, named = fact or states, named or names
+            speaks = is_user_message(event) or (subject is not None and event.author == subject)
+            fact = fact or (speaks and marks.about_self(event))
+            named = named or marks.names(event)
         candidate.score += fact_weight * fact + name_weight * named

@@ -269,7 +269,9 @@ def older_candidates(
     if relevance and adaptive.day_weight > 0:
         favour_matching_days(candidates, hit_relevance, relevance, adaptive.day_weight)
     if relevance and (adaptive.fact_weight > 0 or adaptive.name_weight > 0):
-        favour_informative(candidates, relevance, adaptive.fact_weight, adaptive.name_weight)
+        favour_informative(
+            candidates, relevance, adaptive.fact_weight, adaptive.name_weight, subject=subject
+        )
     if relevance and subject is not None and adaptive.subject_weight > 0:
         favour_subject(candidates, relevance, subject, adaptive.subject_weight)
     if strategy == "semantic" and relevance:

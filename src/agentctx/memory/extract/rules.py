@@ -33,7 +33,7 @@ the Chinese ones); what they share is in :mod:`~agentctx.memory.extract.statemen
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from agentctx.compaction.offline.keywords import extract_keywords
 from agentctx.compaction.offline.sentences import split_sentences
@@ -162,18 +162,29 @@ def extract_declarative(
     """
     by_key: dict[tuple[MemoryKind, str], MemoryCandidate] = {}
     for event in events:
-        if not is_user_message(event):
-            continue
-        text = event.text.translate(_APOSTROPHES)
-        if not _MAY_STATE.search(text):
-            continue
-        masked = event_has_masked_secret(event)
-        for sentence in _sentences(text):
-            if has_secret(sentence) or (masked and _MASKED.search(sentence)):
-                continue
-            for found in _sentence_findings(sentence, event):
+        if is_user_message(event):
+            for found, sentence in _self_statements(event):
                 _add(by_key, found, sentence, event, extractor_version)
     return list(by_key.values())
+
+
+def states_about_self(event: Event) -> bool:
+    """Whether ``event``'s text holds a self-statement the rules learn from, whoever wrote
+    it: what :func:`extract_declarative` would find in it as one of the user's messages."""
+    return next(_self_statements(event), None) is not None
+
+
+def _self_statements(event: Event) -> Iterator[tuple[Found, str]]:
+    """The rules' findings in ``event``'s text, each with its sentence."""
+    text = event.text.translate(_APOSTROPHES)
+    if not _MAY_STATE.search(text):
+        return
+    masked = event_has_masked_secret(event)
+    for sentence in _sentences(text):
+        if has_secret(sentence) or (masked and _MASKED.search(sentence)):
+            continue
+        for found in _sentence_findings(sentence, event):
+            yield found, sentence
 
 
 def _sentences(text: str) -> Sequence[str]:
