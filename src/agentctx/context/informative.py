@@ -53,8 +53,13 @@ def names_something(text: str) -> bool:
 def states_a_fact(event: Event, subject: str | None = None) -> bool:
     """Whether ``event`` is a message the memory extractor would learn from: the user's,
     or one by ``subject`` (the person a query is about) as if it were the user's."""
-    speaks = is_user_message(event) or (subject is not None and event.author == subject)
-    return speaks and states_about_self(event)
+    return _states_facts(event, subject) and states_about_self(event)
+
+
+def _states_facts(event: Event, subject: str | None) -> bool:
+    """Whether what ``event``'s author says about themselves counts as a fact: the user's
+    own messages, and those of ``subject``."""
+    return is_user_message(event) or (subject is not None and event.author == subject)
 
 
 class InformativeMarks:
@@ -113,7 +118,6 @@ def favour_informative(
         for event in candidate.atom.events:
             if event.seq not in marked:
                 continue
-            speaks = is_user_message(event) or (subject is not None and event.author == subject)
-            fact = fact or (speaks and marks.about_self(event))
+            fact = fact or (_states_facts(event, subject) and marks.about_self(event))
             named = named or marks.names(event)
         candidate.score += fact_weight * fact + name_weight * named
