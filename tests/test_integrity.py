@@ -8,6 +8,7 @@ from sqlalchemy import text
 from agentctx import (
     ContextEngine,
     EventDraft,
+    EventMeta,
     EventType,
     IdempotencyConflict,
     InvalidEvent,
@@ -197,14 +198,38 @@ def test_tool_results_must_answer_a_call_once(engine: ContextEngine) -> None:
         session.add_tool_result(None, content="x")
     with session.turn() as turn:
         call = turn.add_tool_call("search", {"q": "flights"})
+        with pytest.raises(InvalidEvent, match="no tool_result yet"):
+            turn.add_tool_call("search", {"q": "x"}, call_id=call.call_id)
         result = turn.add_tool_result(call.call_id, content="3 results")
         with pytest.raises(InvalidEvent, match="already has a tool_result"):
             turn.add_tool_result(call.call_id, content="again")
-        with pytest.raises(InvalidEvent, match="already used"):
-            turn.add_tool_call("search", {"q": "x"}, call_id=call.call_id)
     assert result.call_id == call.call_id
     assert result.meta.tool_name == "search"
     assert result.meta.status == "ok"
+
+
+def test_a_call_id_is_used_again_once_its_call_has_its_result(engine: ContextEngine) -> None:
+    """Real transcripts reuse a call id after its result came back: the second call is
+    accepted, and its result links to it (the latest unanswered call with that id)."""
+    session = engine.create_session(user_id="u1")
+    with session.turn() as turn:
+        turn.add_tool_call("search_direct", {"q": "JFK-SEA"}, call_id="call_1")
+        turn.add_tool_result("call_1", content="no direct flights")
+        turn.add_tool_call("search_onestop", {"q": "JFK-SEA"}, call_id="call_1")
+        second = turn.add_tool_result("call_1", content="HAT057 via ATL")
+        with pytest.raises(InvalidEvent, match="already has a tool_result"):
+            turn.add_tool_result("call_1", content="a third answer")
+    assert second.meta.tool_name == "search_onestop"
+    # A batch may reuse the id too, call and result in order.
+    reused = session.append(
+        EventDraft(type=EventType.TOOL_CALL, call_id="call_1", meta=EventMeta(tool_name="book")),
+        EventDraft(type=EventType.TOOL_RESULT, call_id="call_1", parts=(TextPart(text="ok"),)),
+    )
+    assert reused[1].meta.tool_name == "book"
+    window = session.build_context(budget=4000)
+    tool_messages = [m for m in window.messages if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["no direct flights", "HAT057 via ATL", "ok"]
+    assert session.verify().ok
 
 
 def test_call_and_result_in_one_batch(engine: ContextEngine) -> None:

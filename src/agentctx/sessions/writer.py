@@ -375,7 +375,9 @@ class EventWriter:
     def _check_tool_links(
         conn: Connection, user_id: str, session_id: str, fresh: Sequence[PreparedEvent]
     ) -> None:
-        """A tool_result must answer a tool_call of this session; each call is answered once."""
+        """A tool_result must answer an unanswered tool_call of this session (the latest
+        with its call id); a call id may be used again once its call has its result, as
+        real logs do (:mod:`agentctx.tool_links`)."""
         linked = [
             p
             for p in fresh
@@ -383,31 +385,37 @@ class EventWriter:
         ]
         if not linked:
             return
-        known: dict[str, set[str]] = {}
-        tool_names: dict[str, str | None] = {}
+        # Per call id: the tool name of its unanswered call (None: every call answered).
+        waiting: dict[str, str | None] = {}
+        open_ids: set[str] = set()
         for call_id, event_type, meta in repo.call_event_types(
             conn, user_id, session_id, sorted({p.row["call_id"] for p in linked})
-        ):
-            known.setdefault(call_id, set()).add(event_type)
+        ):  # in seq order
             if event_type == EventType.TOOL_CALL.value:
-                tool_names[call_id] = meta.get("tool_name")
+                open_ids.add(call_id)
+                waiting[call_id] = meta.get("tool_name")
+            else:
+                open_ids.discard(call_id)
         for item in linked:
             row = item.row
-            call_id, kinds = row["call_id"], known.setdefault(row["call_id"], set())
+            call_id = row["call_id"]
             if row["type"] == EventType.TOOL_CALL.value:
-                if kinds:
-                    raise InvalidEvent(f"call_id {call_id!r} is already used in this session")
-                tool_names[call_id] = row["meta"].get("tool_name")
-            else:
-                if EventType.TOOL_CALL.value not in kinds:
+                if call_id in open_ids:
                     raise InvalidEvent(
-                        f"tool_result for unknown call_id {call_id!r}: record the tool_call first"
+                        f"call_id {call_id!r} is already used by a call that has no tool_result yet"
                     )
-                if EventType.TOOL_RESULT.value in kinds:
+                open_ids.add(call_id)
+                waiting[call_id] = row["meta"].get("tool_name")
+                continue
+            if call_id not in open_ids:
+                if call_id in waiting:
                     raise InvalidEvent(f"call_id {call_id!r} already has a tool_result")
-                if row["meta"].get("tool_name") is None:
-                    row["meta"]["tool_name"] = tool_names.get(call_id)
-            kinds.add(row["type"])
+                raise InvalidEvent(
+                    f"tool_result for unknown call_id {call_id!r}: record the tool_call first"
+                )
+            open_ids.discard(call_id)
+            if row["meta"].get("tool_name") is None:
+                row["meta"]["tool_name"] = waiting.get(call_id)
 
     def _insert_blobs(
         self,

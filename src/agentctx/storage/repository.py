@@ -211,9 +211,12 @@ def existing_events(
 def call_event_types(
     conn: Connection, user_id: str, session_id: str, call_ids: Sequence[str]
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(call_id, type, meta) of the stored tool calls and results with these call ids."""
-    query = select(events.c.call_id, events.c.type, events.c.meta).where(
-        _event_key(user_id, session_id), events.c.call_id.in_(list(call_ids))
+    """(call_id, type, meta) of the stored tool calls and results with these call ids,
+    in seq order."""
+    query = (
+        select(events.c.call_id, events.c.type, events.c.meta)
+        .where(_event_key(user_id, session_id), events.c.call_id.in_(list(call_ids)))
+        .order_by(events.c.seq)
     )
     return [(row.call_id, row.type, row.meta) for row in conn.execute(query)]
 

@@ -19,6 +19,7 @@ from sqlalchemy import RowMapping
 from agentctx.compaction.fold.config import FoldConfig
 from agentctx.context.sources import SummaryItem
 from agentctx.events import EventType
+from agentctx.tool_links import answered_calls
 
 FOLD = "fold"
 """The ``kind`` of a fold summary in the ``summaries`` table."""
@@ -191,19 +192,20 @@ def atoms_of(events: Sequence[EventHead], tokens: Sequence[int], config: FoldCon
     key_seqs = _key_seqs(events, config)
     newest_turn = _newest_turn_start(events)
     cost = dict(zip((e.seq for e in events), tokens, strict=True))
-    results: dict[str, list[EventHead]] = {}
-    calls = {e.call_id for e in events if e.type == EventType.TOOL_CALL and e.call_id}
+    answers = answered_calls(events)  # result seq -> call seq
+    results: dict[int, list[EventHead]] = {}
     for event in events:
-        if event.type == EventType.TOOL_RESULT and event.call_id in calls:
-            results.setdefault(event.call_id, []).append(event)
+        call = answers.get(event.seq)
+        if call is not None:
+            results.setdefault(call, []).append(event)
     atoms: list[Atom] = []
     for event in events:
-        if event.type == EventType.TOOL_RESULT and event.call_id in calls:
+        if event.seq in answers:
             continue  # it travels with its call
         group = [event]
         waiting = False
         if event.type == EventType.TOOL_CALL:
-            answered = results.get(event.call_id or "", [])
+            answered = results.get(event.seq, [])
             group += answered
             waiting = not answered
         seqs = [e.seq for e in group]

@@ -70,6 +70,7 @@ from agentctx.storage.database import Database
 from agentctx.storage.schema import events as events_table
 from agentctx.storage.schema import profile_facts, topic_events, topics
 from agentctx.tokens import TokenCounter
+from agentctx.tool_links import unanswered_calls
 
 log = logging.getLogger(__name__)
 
@@ -424,9 +425,7 @@ class TopicArchiver:
         """
         config = self.config
         conversational = [e for e in loaded if e.type not in _SKIPPED]
-        results = {
-            e.call_id for e in conversational if e.type is EventType.TOOL_RESULT and e.call_id
-        }
+        unanswered = unanswered_calls(conversational)
         user_after: list[bool] = []
         seen_user = False
         for event in reversed(conversational):
@@ -438,11 +437,7 @@ class TopicArchiver:
         tokens = 0
         for atom in atoms_of(conversational):
             members = atom.events
-            open_calls = [
-                e
-                for e in members
-                if e.type is EventType.TOOL_CALL and e.call_id and e.call_id not in results
-            ]
+            open_calls = [e for e in members if e.seq in unanswered]
             last = position[members[-1].seq]
             if open_calls and not (complete and user_after[last]):
                 break  # its result may still come: archive neither yet
