@@ -294,3 +294,34 @@ def test_one_engine_shared_by_threads_keeps_a_gapless_log(api: Api) -> None:
         f"w{w} m{i}" for w in range(4) for i in range(5)
     )
     assert session.verify().ok
+
+
+def test_a_conversation_is_imported_the_same_way(api: Api) -> None:
+    session = api.create_session("u1", "airline")
+    report = session.import_messages(
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Find my booking"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "find", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ABC123"},
+        ]
+    )
+    events = api.get_session(session.id, "u1").events()
+    assert [e.type for e in events] == [
+        EventType.SYSTEM,
+        EventType.USER_INPUT,
+        EventType.TOOL_CALL,
+        EventType.TOOL_RESULT,
+    ]
+    assert len(report.turn_ids) == 1 and events[3].turn_id == report.turn_ids[0]
+    assert events[3].meta.tool_name == "find"

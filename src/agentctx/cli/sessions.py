@@ -1,5 +1,5 @@
-"""``agentctx sessions …``: list, show, verify, sweep and export sessions, and show the
-context window a session gives a model.
+"""``agentctx sessions …``: list, show, verify, sweep, export and import sessions, and show
+the context window a session gives a model.
 
 Commands that name a session also name its user (``--user``): like the API, the
 command line reaches a session only through its owner. Two operator views read
@@ -8,7 +8,9 @@ across users: ``sessions list`` without ``--user`` and ``sessions verify --all``
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from enum import StrEnum
@@ -335,6 +337,64 @@ def context(  # noqa: PLR0917 - one parameter per command-line option
     else:
         fmt: WindowFormat = "anthropic" if output is WindowOutput.ANTHROPIC else "openai"
         typer.echo(jsonvalue.dumps(window.body(fmt)))
+
+
+class ImportFormat(StrEnum):
+    """The message formats ``sessions import`` reads."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+@sessions_app.command("import")
+def import_messages(  # noqa: PLR0917 - one parameter per command-line option
+    ctx: typer.Context,
+    file: str = typer.Argument(
+        ..., metavar="FILE", help="A JSON file of chat messages ('-': standard input)."
+    ),
+    user: str | None = USER_OPTION,
+    agent: str = typer.Option("default", "--agent", "-a", help="The agent of a new session."),
+    session_id: str | None = typer.Option(
+        None, "--session", "-s", help="Add to this session (created when it does not exist)."
+    ),
+    message_format: ImportFormat = typer.Option(
+        ImportFormat.OPENAI, "--format", "-f", help="The provider format of the messages."
+    ),
+) -> None:
+    """Record a conversation given as chat messages, as the agent made it: each user
+    message opens a turn; tool calls and results keep their ids. FILE holds a JSON list
+    of messages, an object with "messages" (and "system"), or one message per line."""
+    user_id = _require_user(user)
+    messages = _read_messages(file)
+    with open_engine(ctx) as engine:
+        try:
+            session = engine.get_session(session_id, user_id=user_id) if session_id else None
+        except SessionNotFound:
+            session = None
+        if session is None:
+            session = engine.create_session(user_id, agent, session_id=session_id)
+        report = session.import_messages(messages, format=message_format.value)
+    out().print(
+        f"imported {len(report.events)} events in {len(report.turn_ids)} turns "
+        f"into session {session.id}",
+        markup=False,
+    )
+
+
+def _read_messages(file: str) -> Any:
+    """The messages of ``file``: one JSON document, or JSON lines."""
+    try:
+        raw = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {file}: {exc}")
+    try:
+        return json.loads(raw)
+    except ValueError:
+        pass
+    try:
+        return [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except ValueError as exc:
+        fail(f"{file} is neither JSON nor JSON lines: {exc}")
 
 
 @sessions_app.command("verify")

@@ -3,6 +3,7 @@ its identity and state as last read, event recording, and the active-task method
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -10,7 +11,9 @@ from pydantic import BaseModel, ValidationError
 
 from agentctx.context.task import TaskMethods
 from agentctx.errors import InvalidInput
+from agentctx.sessions.importer import ImportReport, MessageFormat, import_messages
 from agentctx.sessions.models import SessionInfo
+from agentctx.sessions.open_turns import OpenTurn
 from agentctx.sessions.recording import EventRecorder
 
 StateModel = TypeVar("StateModel", bound=BaseModel)
@@ -68,3 +71,17 @@ class SessionHandle(EventRecorder, TaskMethods):
             return model.model_validate(self._info.state)
         except ValidationError as exc:
             raise InvalidInput(f"session state does not match {model.__name__}: {exc}") from exc
+
+    @abstractmethod
+    def begin_turn(self, *, request_id: str | None = None, author: str | None = None) -> OpenTurn:
+        """Begin a turn that spans calls; end it with ``turn.end(status)``."""
+
+    def import_messages(
+        self, messages: Any, *, format: MessageFormat | str = "openai"
+    ) -> ImportReport:
+        """Record a conversation given as chat messages (OpenAI's format, or ``"anthropic"``
+        for Anthropic's) as the agent made it: each user message opens a turn, tool calls
+        and their results keep their ids (see :mod:`agentctx.sessions.importer`).
+        ``messages`` is a list of messages or an object with ``messages`` (and ``system``).
+        """
+        return import_messages(self, messages, format)
