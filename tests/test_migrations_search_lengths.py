@@ -37,7 +37,7 @@ def test_document_lengths_down_and_up(db_url: str, home: Path) -> None:
         assert "term_count" not in columns
 
         move(engine.db, "head")
-        assert migrate.current_revision(engine.db) == migrate.HEAD_REVISION == "0014"
+        assert migrate.current_revision(engine.db) == migrate.HEAD_REVISION
         assert lengths(engine) == indexed  # counted again from the full-text rows
         after = engine.search_index.search("u1", session.id, "cheese Lyon", limit=10)
         assert [(h.seq, round(h.score, 9)) for h in after] == [

@@ -242,6 +242,71 @@ def recall(  # noqa: PLR0917 - one parameter per command-line option
     )
 
 
+@bench_app.command("agentloop")
+def agentloop(  # noqa: PLR0917 - one parameter per command-line option
+    data: Path = typer.Option(
+        ...,
+        "--data",
+        exists=True,
+        dir_okay=False,
+        help="A JSON list of tool-calling conversations ({task_id, trial, traj}).",
+    ),
+    budget: str = typer.Option(
+        "2000,4000,8000", "--budget", help="Token budgets, comma-separated."
+    ),
+    group: int = typer.Option(
+        1, "--group", min=1, help="Conversations replayed one after another into one session."
+    ),
+    strategy: list[str] = typer.Option(
+        [],
+        "--strategy",
+        help="Measure only these (repeat; 'default', full, compressed, adaptive, semantic).",
+    ),
+    max_conversations: int | None = typer.Option(
+        None, "--max-conversations", min=1, help="Replay only the first N conversations."
+    ),
+    embedder: str = typer.Option(
+        "auto", "--embedder", help="Embeddings provider: auto (the default), local, hashing, none."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """The windows of an agent loop, judged by what the model did next: argument recall,
+    recent fidelity, prefix reuse, budget and latency, against the naive window."""
+    from agentctx.bench.agentloop import (  # noqa: PLC0415 - loads the engine lazily
+        AgentLoopConfig,
+        run_agentloop_benchmark,
+    )
+    from agentctx.bench.agentloop_report import (  # noqa: PLC0415
+        agentloop_markdown,
+        print_agentloop_report,
+    )
+
+    values: dict[str, object] = {
+        "data": data,
+        "budgets": _parse_budgets(budget),
+        "group": group,
+        "max_conversations": max_conversations,
+        "embeddings": embedder,
+    }
+    if strategy:
+        values["strategies"] = strategy
+    try:
+        config = AgentLoopConfig.model_validate(values)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    _run_and_write(
+        Console(),
+        lambda progress: run_agentloop_benchmark(config, progress=progress),
+        show=print_agentloop_report,
+        markdown_of=agentloop_markdown,
+        out=out,
+        markdown=markdown,
+    )
+
+
 @bench_app.command("context")
 def context(  # noqa: PLR0917 - one parameter per command-line option
     sizes: str | None = typer.Option(

@@ -24,6 +24,7 @@ class SessionInfo(_Record):
     state_version: int
     last_seq: int
     last_hash: str
+    weight_total: int = 0  # the events' history weights through last_seq (tokens.weight)
     config: dict[str, Any]
     meta: dict[str, Any]
     created_at: datetime

@@ -13,6 +13,7 @@ from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.handle import SessionHandle
 from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
 from agentctx.sessions.turns import Turn, current_turn
+from agentctx.tokens.weight import event_weight
 
 if TYPE_CHECKING:
     from agentctx.compaction.fold import FoldSummary
@@ -185,6 +186,7 @@ class Session(SessionHandle):
                 "state_version": version,
                 "last_seq": event.seq,
                 "last_hash": event.hash,
+                "weight_total": self._info.weight_total + event_weight(event),
             }
         )
         if turn is None:

@@ -47,6 +47,7 @@ from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import chain_hash
 from agentctx.storage.database import Database
 from agentctx.storage.schema import blob_refs, blobs
+from agentctx.tokens.weight import row_weight
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +265,7 @@ class EventWriter:
             set_expiry=renew,
             state=new_state,
             state_version=version if new_state is not None else None,
+            added_weight=sum(row_weight(row) for row in rows),
         )
         turn_ended = None
         jobs_waiting = None

@@ -132,6 +132,7 @@ def _advance_statement(with_expiry: bool) -> Any:
     values: dict[str, Any] = {
         "last_seq": bindparam("new_last_seq"),
         "last_hash": bindparam("new_last_hash"),
+        "weight_total": sessions.c.weight_total + bindparam("added_weight"),
         "updated_at": bindparam("new_updated_at", type_=sessions.c.updated_at.type),
     }
     if with_expiry:
@@ -158,10 +159,12 @@ def advance_head(
     set_expiry: bool = True,
     state: dict[str, Any] | None = None,
     state_version: int | None = None,
+    added_weight: int = 0,
 ) -> None:
     """Move a session's head after an append (and optionally set its state).
 
-    ``set_expiry=False`` leaves ``expires_at`` (and its index) untouched.
+    ``added_weight``: the history weights of the appended events, added to the session's
+    running total. ``set_expiry=False`` leaves ``expires_at`` (and its index) untouched.
     """
     if state is None:
         values = {
@@ -169,6 +172,7 @@ def advance_head(
             "session_id": session_id,
             "new_last_seq": last_seq,
             "new_last_hash": last_hash,
+            "added_weight": added_weight,
             "new_updated_at": now,
             "new_expires_at": expires_at,
         }
@@ -179,6 +183,7 @@ def advance_head(
     changes: dict[str, Any] = {
         "last_seq": last_seq,
         "last_hash": last_hash,
+        "weight_total": sessions.c.weight_total + added_weight,
         "updated_at": now,
         "state": state,
         "state_version": state_version,

@@ -47,6 +47,8 @@ sessions = Table(
     Column("state_version", Integer, nullable=False),
     Column("last_seq", BigInteger, nullable=False),
     Column("last_hash", String(64), nullable=False),
+    # The running total of the events' history weights (agentctx.tokens.weight).
+    Column("weight_total", BigInteger, nullable=False, default=0, server_default=text("0")),
     Column("config", JsonColumn, nullable=False),
     Column("meta", JsonColumn, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),

@@ -1,0 +1,40 @@
+"""Each session's running total of its events' history weights.
+
+Windows measure how far into a session an event lies along this axis, so that the
+recent history slides in steps the next calls repeat (``agentctx.context.history``).
+Existing sessions start from the sum of their events' token estimates, which is at
+least the sum of their weights: only differences along the axis matter, and those the
+writer keeps exact from now on.
+
+Revision ID: 0015
+Revises: 0014
+Create Date: 2026-11-28
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0015"
+down_revision = "0014"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column(
+        "sessions",
+        sa.Column("weight_total", sa.BigInteger, nullable=False, server_default=sa.text("0")),
+    )
+    op.execute(
+        "UPDATE sessions SET weight_total = COALESCE((SELECT SUM(e.token_estimate) "
+        "FROM events AS e WHERE e.user_id = sessions.user_id "
+        "AND e.session_id = sessions.session_id), 0)"
+    )
+
+
+def downgrade() -> None:
+    # Not a batch operation: rebuilding the sessions table on SQLite would cascade to the
+    # events that reference it. Both databases drop a column in place.
+    op.execute("ALTER TABLE sessions DROP COLUMN weight_total")
