@@ -189,18 +189,22 @@ def test_bad_urls_fail_clearly(tmp_path: Path) -> None:
 def test_agents_are_records_with_configuration(engine: ContextEngine) -> None:
     session = engine.create_session(user_id="u1", agent_id="travel")
     config = engine.agents.get("travel")
-    assert (
-        config is not None
-        and config.context_threshold == 0.70
-        and config.min_archive_messages == 20
-    )
-    assert abs(sum(config.budget_split.values()) - 1.0) < 1e-9
+    # A new agent sets nothing of its own: the engine's settings apply to its sessions.
+    assert config is not None and config.strategy is None and config.budget_split is None
+    assert config.context_limit is None and config.context_threshold is None
+    thresholds = engine.archive_thresholds("u1", session.id)
+    assert thresholds.context_threshold == engine.settings.topics.context_threshold
+    assert thresholds.min_archive_messages == engine.settings.topics.min_archive_messages
     engine.register_agent(
         AgentConfig(
             agent_id="travel", context_limit=32_000, context_threshold=0.6, strategy="compressed"
         )
     )
     assert engine.agents.get("travel").strategy == "compressed"  # type: ignore[union-attr]
+    # What it sets counts; what it leaves out comes from the preset of its context size.
+    thresholds = engine.archive_thresholds("u1", session.id)
+    assert (thresholds.context_limit, thresholds.context_threshold) == (32_000, 0.6)
+    assert thresholds.min_archive_messages == 10  # seed 001: 10 messages at 32k
     assert [a.agent_id for a in engine.agents.list()] == ["travel"]
     assert session.agent_id == "travel"
     with pytest.raises(ValueError, match=r"add up to 1\.0"):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import bindparam, insert, select, update
 
-from agentctx.context.config import DEFAULT_BUDGET_SPLIT, parse_context_config
+from agentctx.context.config import parse_context_config
 from agentctx.errors import ConfigError, InvalidInput
 from agentctx.events import utcnow
 from agentctx.ids import is_valid_id
@@ -28,11 +28,29 @@ class AgentConfig(BaseModel):
 
     agent_id: str
     name: str | None = None
-    context_limit: int = Field(default=128_000, gt=0)
-    context_threshold: float = Field(default=0.70, gt=0, le=1)
-    min_archive_messages: int = Field(default=20, ge=1)
-    strategy: Literal["full", "compressed", "adaptive", "semantic"] = "adaptive"
-    budget_split: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_BUDGET_SPLIT))
+    context_limit: int | None = Field(
+        default=None,
+        gt=0,
+        description="The model's context size: topic archiving of this agent's sessions is "
+        "due at context_threshold of it (None: the engine's topics.context_limit).",
+    )
+    context_threshold: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="None: the preset for context_limit (seed 001), else the engine's.",
+    )
+    min_archive_messages: int | None = Field(
+        default=None,
+        ge=1,
+        description="None: the preset for context_limit (seed 001), else the engine's.",
+    )
+    strategy: Literal["full", "compressed", "adaptive", "semantic"] | None = Field(
+        default=None, description="None: the engine's context.strategy."
+    )
+    budget_split: dict[str, float] | None = Field(
+        default=None, description="None: the engine's context.budget_split."
+    )
     system_prompt: str | None = None
     pii_allow_list: tuple[str, ...] = Field(
         default=(),
@@ -54,11 +72,12 @@ class AgentConfig(BaseModel):
                 parse_context_config(self.context)
             except ConfigError as exc:
                 raise ValueError(str(exc)) from exc
-        if any(share < 0 for share in self.budget_split.values()):
-            raise ValueError("budget shares must be non-negative")
-        total = sum(self.budget_split.values())
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"budget shares must add up to 1.0, got {total:.4f}")
+        if self.budget_split is not None:
+            if any(share < 0 for share in self.budget_split.values()):
+                raise ValueError("budget shares must be non-negative")
+            total = sum(self.budget_split.values())
+            if abs(total - 1.0) > 1e-6:
+                raise ValueError(f"budget shares must add up to 1.0, got {total:.4f}")
         return self
 
 

@@ -14,10 +14,12 @@ from sqlalchemy import text
 from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.cache import HotCache, build_cache
 from agentctx.compaction.install import install_compaction
+from agentctx.compaction.topics.config import ArchiveThresholds
 from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
+from agentctx.context.sources import LogHead
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
@@ -325,9 +327,12 @@ class ContextEngine:
         base = self.settings.context
         if agent is None:
             return base
-        return base.merged(
-            {"strategy": agent.strategy, "budget_split": agent.budget_split, **agent.context}
-        )
+        overrides: dict[str, Any] = {}
+        if agent.strategy is not None:
+            overrides["strategy"] = agent.strategy
+        if agent.budget_split is not None:
+            overrides["budget_split"] = agent.budget_split
+        return base.merged({**overrides, **agent.context})
 
     def build_context(
         self,
@@ -359,10 +364,8 @@ class ContextEngine:
             if system_prompt is not None
             else (agent.system_prompt if agent is not None else None)
         )
-        if self.settings.topics.enabled and effective.sections.summaries:
-            # Seed 001: when the unarchived messages would take more than the threshold of
-            # this window, archive before building it (blocking, but the window needs it).
-            self.topics.maybe_archive(info.user_id, info.session_id, context_limit=budget)
+        # Topic archiving is the turn-end job's, by the agent's context limit (seed 001):
+        # building a window (or inspecting one) never writes.
         window = self.context_builder.build(
             user_id=info.user_id,
             session_id=info.session_id,
@@ -372,6 +375,7 @@ class ContextEngine:
             query=query,
             budget=budget,
             system_prompt=prompt,
+            head=LogHead(info.last_seq, info.weight_total),
         )
         if turn_id is None:
             turn = current_turn(info.user_id, info.session_id)
@@ -395,6 +399,21 @@ class ContextEngine:
                 ),
             )
         return window
+
+    def archive_thresholds(self, user_id: str, session_id: str) -> ArchiveThresholds:
+        """When topic archiving of a session is due: its agent's ``context_limit``,
+        ``context_threshold`` and ``min_archive_messages`` (each left out: the preset of
+        the agent's context size, else the ``topics`` settings)."""
+        info = self._service.info(user_id, session_id)
+        agent = self.agents.get(info.agent_id)
+        if agent is None:
+            return ArchiveThresholds.for_agent(self.settings.topics)
+        return ArchiveThresholds.for_agent(
+            self.settings.topics,
+            context_limit=agent.context_limit,
+            context_threshold=agent.context_threshold,
+            min_archive_messages=agent.min_archive_messages,
+        )
 
     def _llm_failed(self, user_id: str, session_id: str, job: str, exc: Exception) -> None:
         """Record in the session's log that a model failed and the offline method stood in.

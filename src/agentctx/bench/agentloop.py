@@ -82,6 +82,8 @@ class AgentLoopConfig(BaseModel):
     strategies: list[str] = Field(default_factory=lambda: [DEFAULT, *STRATEGIES])
     max_conversations: int | None = Field(default=None, ge=1)
     embeddings: str = "auto"
+    half: str | None = Field(default=None, pattern="^(even|odd)$")  # replay one half only
+    context: dict[str, Any] = Field(default_factory=dict)  # the engine's context settings
 
     @field_validator("budgets")
     @classmethod
@@ -205,13 +207,14 @@ def prefix_reuse(
 def present(expected: Expected, window: Sequence[Mapping[str, Any]]) -> bool:
     """Whether ``expected`` shows in ``window`` as a chat message with its role."""
     head = " ".join(expected.text.split())[:60]
+    bare = "".join(expected.text.split())[:20]
     for message in window:
         if message.get("role") != expected.role:
             continue
         if expected.answers is not None:
             text = message_text(message)
             if message.get("tool_call_id") == expected.answers and (
-                " ".join(text.split())[:20] == head[:20] or "[tool_output:" in text
+                not head or "".join(text.split())[:20] == bare or "[tool_output:" in text
             ):
                 return True
             continue
@@ -482,7 +485,9 @@ def run_agentloop_benchmark(
 ) -> AgentLoopReport:
     """Replay ``config.data`` and judge every window (see the module docstring)."""
     say = progress or (lambda _message: None)
-    conversations = load_conversations(config.data)[: config.max_conversations]
+    conversations = [c for c in load_conversations(config.data) if config.half in (None, c.half)][
+        : config.max_conversations
+    ]
     if not conversations:
         raise ValueError(f"{config.data} holds no conversations")
     groups = [
@@ -492,10 +497,11 @@ def run_agentloop_benchmark(
     with tempfile.TemporaryDirectory(prefix="agentctx-agentloop-") as home:
         machine = machine_facts(Path(home))
         # An explicit URL: an AGENTCTX_URL in the environment must not receive bench data.
+        overrides: dict[str, Any] = {"embeddings": {"provider": config.embeddings}}
+        if config.context:
+            overrides["context"] = config.context
         engine = ContextEngine(
-            url=f"sqlite:///{Path(home) / 'agentctx.db'}",
-            home=home,
-            embeddings={"provider": config.embeddings},
+            url=f"sqlite:///{Path(home) / 'agentctx.db'}", home=home, **overrides
         )
         try:
             engine.register_agent(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -268,6 +269,14 @@ def agentloop(  # noqa: PLR0917 - one parameter per command-line option
     embedder: str = typer.Option(
         "auto", "--embedder", help="Embeddings provider: auto (the default), local, hashing, none."
     ),
+    half: str | None = typer.Option(
+        None, "--half", help="Replay one half of the data only: even or odd task ids."
+    ),
+    context: str | None = typer.Option(
+        None,
+        "--context",
+        help='Context settings as JSON, e.g. \'{"adaptive": {"low_water": 0.2}}\'.',
+    ),
     out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
     markdown: Path | None = typer.Option(
         None, "--markdown", help="Also write the tables as Markdown to FILE."
@@ -290,7 +299,13 @@ def agentloop(  # noqa: PLR0917 - one parameter per command-line option
         "group": group,
         "max_conversations": max_conversations,
         "embeddings": embedder,
+        "half": half,
     }
+    if context:
+        try:
+            values["context"] = json.loads(context)
+        except ValueError as exc:
+            raise typer.BadParameter(f"--context is not JSON: {exc}") from exc
     if strategy:
         values["strategies"] = strategy
     try:

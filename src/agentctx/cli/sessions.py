@@ -287,7 +287,7 @@ class WindowOutput(StrEnum):
 
 
 class StrategyChoice(StrEnum):
-    """The strategies a window may be built with (see ``agentctx.context.strategies``)."""
+    """The strategies a window may be built with (see ``agentctx.context.builder``)."""
 
     FULL = "full"
     COMPRESSED = "compressed"

@@ -64,7 +64,7 @@ def install_compaction(
     if background and s.thread_summary.enabled:
         engine.on_turn_end(THREAD_JOB, thread_summaries.on_turn_end)
     # Topic archiving: a turn-end job archives once unarchived messages pass the
-    # threshold, and a window that would need more room archives first (seed 001).
+    # session's agent's threshold of its context limit (seed 001).
     topics = TopicArchiver(
         engine.db,
         load_events,
@@ -73,6 +73,7 @@ def install_compaction(
         config=s.topics,
         on_llm_failure=on_llm_failure,
         tool_result_tokens=tool_result_tokens,
+        thresholds=engine.archive_thresholds,
     )
     if s.topics.enabled:
         engine.on_turn_end(TOPICS_JOB, topics.on_turn_end)

@@ -36,14 +36,17 @@ class _Strict(BaseModel):
 
 
 class FullSettings(_Strict):
-    """``full``: everything, newest first, up to ``max_messages`` / ``max_tokens``."""
+    """``full``: the newest whole turns, up to ``max_messages`` messages and ``max_tokens``
+    tokens for the whole window; a marker counts what was left out (seed 004)."""
 
     max_messages: int = Field(default=100, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
 
 
 class CompressedSettings(_Strict):
-    """``compressed``: the newest messages whole, the ones before shortened, summaries kept."""
+    """``compressed``: the newest ``recent_messages`` whole, the ``medium_recent`` before
+    them shortened to ``compression_ratio``, older ones left to the summaries (topic
+    summaries kept when ``preserve_topics``); a marker counts what no summary covers."""
 
     recent_messages: int = Field(default=5, ge=0)
     medium_recent: int = Field(default=10, ge=0)
@@ -52,19 +55,34 @@ class CompressedSettings(_Strict):
 
 
 class AdaptiveSettings(_Strict):
-    """``adaptive``: a token budget, a guaranteed recent core, then importance layers.
+    """``adaptive`` (the default): the window an agent loop needs.
 
-    The current turn and at least ``min_recent`` messages are always kept (left at its
-    default, one message per 1,000 tokens of budget in windows under 3,000). What
-    budget is left goes to older events by importance: relevance to the query (when
-    there is one), decisions and errors (``important_keywords``), then recency.
+    The system prompt, the compacted past, then the recent history as chat exactly as
+    recorded, sliding in whole-turn steps down to ``low_water`` of its share so the next
+    calls only append; what varies per call (older events relevant to the query,
+    memories, the active task, the pinned instruction) comes last. The search settings
+    below serve ``semantic`` as well.
     """
 
-    min_recent: int = Field(
-        default=3,
+    low_water: float = Field(
+        default=0.3,
         ge=0,
-        description="Messages always kept, the current turn's included (when not set: "
-        "at most one per 1,000 tokens of budget).",
+        lt=1,
+        description="About what share of its capacity the history keeps when it slides: "
+        "turns leave its old end in steps of (1 - low_water) of the recent share.",
+    )
+    recent_messages: int = Field(
+        default=4,
+        ge=1,
+        description="The history always holds at least this many of the newest messages "
+        "(their turns whole), however it slid.",
+    )
+    digest_share: float = Field(
+        default=0.4,
+        ge=0,
+        le=0.9,
+        description="Share of the history's room given, once turns have left it, to the "
+        "compacted past: those turns as compact dated lines, newest first (0: off).",
     )
     important_keywords: tuple[str, ...] = (
         "decision",
@@ -100,6 +118,24 @@ class AdaptiveSettings(_Strict):
         ge=0,
         le=1,
         description="A neighbour's relevance as a share of its hit's, divided by its distance.",
+    )
+
+
+class SemanticSettings(_Strict):
+    """``semantic``: the window for a question about a long past, filled by relevance.
+
+    The current turn and at least ``min_recent`` messages are always kept (left at its
+    default, one message per 1,000 tokens of budget in windows under 3,000). What budget
+    is left goes to older events by relevance to the query, lifted by the priors below
+    (measured on the development chats; see docs/benchmarks.md), then decisions and
+    errors, then recency.
+    """
+
+    min_recent: int = Field(
+        default=3,
+        ge=0,
+        description="Messages always kept, the current turn's included (when not set: "
+        "at most one per 1,000 tokens of budget).",
     )
     day_weight: float = Field(
         default=0.4,
@@ -190,6 +226,7 @@ class ContextConfig(_Strict):
     full: FullSettings = Field(default_factory=FullSettings)
     compressed: CompressedSettings = Field(default_factory=CompressedSettings)
     adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings)
+    semantic: SemanticSettings = Field(default_factory=SemanticSettings)
 
     @model_validator(mode="after")
     def _check_split(self) -> ContextConfig:
@@ -210,7 +247,7 @@ class ContextConfig(_Strict):
         if not overrides:
             return self
         # Only what was set is carried over, so defaults that depend on the window (such
-        # as adaptive.min_recent) still know they were not chosen.
+        # as semantic.min_recent) still know they were not chosen.
         return parse_context_config(_deep_merge(self.model_dump(exclude_unset=True), overrides))
 
 

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import heapq
 import re
-from typing import TYPE_CHECKING
 
 from agentctx.cache.bounded import Lru
+from agentctx.context.pieces import Candidate
 from agentctx.events import Event
 from agentctx.memory.extract.rules import is_user_message, states_about_self
-
-if TYPE_CHECKING:
-    from agentctx.context.strategies import Candidate
 
 MARKED_EVENTS = 120
 """The most relevant events whose marks count, the best first: a few points of score

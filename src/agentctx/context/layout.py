@@ -34,6 +34,8 @@ class BlockLine:
     text: str
     label_tokens: int  # what "who: " costs
     text_tokens: int
+    event_id: str = ""
+    tokens_before: int | None = None  # what the line had before it was shortened (if it was)
 
     def render(self, *, named: bool) -> str:
         """The line as shown, with its author's name or without."""

@@ -2,18 +2,16 @@
 log (:func:`worth_reading`), how many get their neighbours, how much a day that
 matches the query lifts its events (:func:`favour_matching_days`), and how much the
 person the query is about lifts what they wrote (:func:`favour_subject`). The
-strategies (:mod:`agentctx.context.strategies`) score and choose candidates with these."""
+search for older events (:mod:`agentctx.context.older`) scores candidates with these for
+``semantic``."""
 
 from __future__ import annotations
 
 import heapq
 from datetime import date
-from typing import TYPE_CHECKING
 
+from agentctx.context.pieces import Candidate
 from agentctx.context.sources import RetrievedHit
-
-if TYPE_CHECKING:
-    from agentctx.context.strategies import Candidate
 
 LINE_OVERHEAD = 4
 """Tokens a block line adds to its event's text: the author, the newline, the day's share."""

@@ -2,7 +2,8 @@
 
 * user input and HITL answers → ``user``; responses, finals, planner/reflection notes →
   ``assistant`` (notes carry their type as a prefix); errors and system events → ``system``;
-* adjacent tool calls → one ``assistant`` message with ``tool_calls`` (parallel calls);
+* adjacent tool calls → one ``assistant`` message with ``tool_calls`` (parallel calls),
+  the assistant's text just before them (same turn) its ``content``;
   each tool result → a ``tool`` message; images a tool returned follow in a ``user``
   message, since OpenAI's tool messages hold text only;
 * JSON is rendered canonically (sorted keys, no spaces), so the same events always give
@@ -41,6 +42,30 @@ _ERROR = EventType.ERROR
 def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace, UTF-8 kept: the same value always gives the same text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value: Any) -> str:
+    """A JSON value as its leaves, ``key=value; …`` (a list of plain values as
+    ``key=[a, b]``), without nulls and empty values: about half the tokens of the JSON,
+    every name, id and number kept."""
+    pairs: list[str] = []
+
+    def leaves(item: Any, key: str | None) -> None:
+        if isinstance(item, dict):
+            for name, inner in item.items():
+                leaves(inner, str(name))
+        elif isinstance(item, list):
+            if item and all(not isinstance(x, dict | list) for x in item):
+                shown = ", ".join(str(x) for x in item if x not in (None, ""))
+                pairs.append(f"{key}=[{shown}]" if key else f"[{shown}]")
+            else:
+                for inner in item:
+                    leaves(inner, key)
+        elif item not in (None, "") and not (isinstance(item, list | dict) and not item):
+            pairs.append(f"{key}={item}" if key else str(item))
+
+    leaves(value, None)
+    return "; ".join(pairs)
 
 
 def event_text(event: Event) -> str:
@@ -104,9 +129,11 @@ def render_events(
             messages.append({"role": "user", "content": list(pending_images)})
             pending_images.clear()
 
+    previous: Event | None = None  # the event rendered last
     for event in events:
         if event.type in NOT_RENDERED:
             continue
+        before, previous = previous, event
         if event.type is _TOOL_CALL:
             flush_images()
             call = {
@@ -120,6 +147,8 @@ def render_events(
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
                 last["tool_calls"].append(call)
+            elif last is not None and _joins_calls(last, before, event):
+                last["tool_calls"] = [call]  # the model's text and calls: one message
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             continue
@@ -142,6 +171,19 @@ def render_events(
             pending_images.extend(_image_parts(event, image_content))
     flush_images()
     return messages
+
+
+def _joins_calls(message: dict[str, Any], before: Event | None, call: Event) -> bool:
+    """Whether tool call ``call`` belongs in ``message``: the plain text an assistant said
+    in the same turn just before it (one model message, text and calls)."""
+    return (
+        before is not None
+        and before.type is EventType.AGENT_RESPONSE
+        and before.turn_id == call.turn_id
+        and message["role"] == "assistant"
+        and isinstance(message.get("content"), str)
+        and "tool_calls" not in message
+    )
 
 
 def _plain_message(event: Event, image_content: ImageContent) -> dict[str, Any]:

@@ -7,7 +7,7 @@ and its budget share flows to the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -120,3 +120,35 @@ ToolOutput = Callable[[str, str], Callable[[Event, TokenCounter], str]]
 event: the output compressed by its tool's strategy, or a preview and a pointer to the
 offloaded original (``agentctx.compaction.tool_output``). Called at most once per build,
 on the first tool result the build renders."""
+
+
+EventLoader = Callable[..., list[Event]]
+"""Reads a session's events in seq order: ``(user_id, session_id, *, last=, start_seq=,
+end_seq=, seqs=, types=)`` (the session service's ``events``)."""
+
+
+class FrameState(Protocol):
+    """What visual compaction recorded about one image of an ended turn."""
+
+    @property
+    def turn_id(self) -> str | None: ...
+
+    @property
+    def seq(self) -> int | None: ...
+
+    @property
+    def is_compressed(self) -> bool: ...
+
+
+ImageStates = Callable[[str, str], Mapping[tuple[str, int], FrameState]]
+"""(user_id, session_id) -> the frame state of each compacted image, by (event id, part
+index)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogHead:
+    """Where a session's log stands: its last seq and the running total of its events'
+    history weights through it (``agentctx.tokens.weight``)."""
+
+    last_seq: int = 0
+    weight_total: int = 0

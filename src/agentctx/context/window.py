@@ -85,6 +85,12 @@ class ContextReport(_Frozen):
     notes: tuple[str, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)
     images: ImagesReport = Field(default_factory=ImagesReport)
+    stable_prefix_tokens: int | None = Field(
+        default=None,
+        description="Tokens from the start of the window, message by message, that equal "
+        "the previous window this engine built for the session (what a provider's prompt "
+        "cache can reuse); None for the first.",
+    )
 
     def section(self, name: str) -> SectionReport | None:
         """The report of section ``name``, if the window has it."""

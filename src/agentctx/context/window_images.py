@@ -1,6 +1,7 @@
 """The images of one build: how each is shown, what it costs, and what the report says.
 
-A :class:`~agentctx.context.run.Run` renders an image part through :meth:`WindowImages.show`
+A build's :class:`~agentctx.context.pricing.Pricer` renders an image part through
+:meth:`WindowImages.show`
 (seed 000's zones: placeholders for compacted process frames, low detail for older kept
 frames, the image downscaled otherwise), counts an image message through
 :meth:`WindowImages.cost` and reports the window's images through
@@ -9,40 +10,53 @@ frames, the image downscaled otherwise), counts an image message through
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from agentctx.context.config import ContextConfig
-from agentctx.context.images import LOW_DETAIL_SIDE, RenderedImage, render_image
+from agentctx.context.images import (
+    LOW_DETAIL_SIDE,
+    RenderedImage,
+    RenderedImageCache,
+    render_image,
+)
 from agentctx.context.render import (
     PLACEHOLDER_PATTERN,
     image_reference,
     image_url_part,
     visual_placeholder,
 )
+from agentctx.context.sources import FrameState, ImageStates
 from agentctx.context.window import ImagesReport
 from agentctx.errors import AgentCtxError
 from agentctx.events import Event, ImagePart
-from agentctx.storage.images import ImageState
 from agentctx.tokens import image_tokens
 
-if TYPE_CHECKING:
-    from agentctx.context.builder import ContextBuilder
+
+@dataclass(frozen=True)
+class ImageAccess:
+    """Where a build's images come from: their bytes, the frame states visual compaction
+    recorded, and the cache of downscaled copies shared by an engine's builds."""
+
+    load: Callable[[str, ImagePart], bytes] | None
+    states: ImageStates | None
+    rendered: RenderedImageCache
 
 
 class WindowImages:
     """One build's images: the zones they fall in, their renderings and their costs."""
 
     def __init__(
-        self, builder: ContextBuilder, config: ContextConfig, user_id: str, session_id: str
+        self, access: ImageAccess, config: ContextConfig, user_id: str, session_id: str
     ) -> None:
-        self.builder = builder
+        self.access = access
         self.config = config
         self.user_id = user_id
         self.session_id = session_id
         self._costs: dict[str, int] = {}  # data URL -> tokens
         self._url_images: dict[str, str] = {}  # data URL -> image id
-        self._states: Mapping[tuple[str, int], ImageState] | None = None  # on first image
+        self._states: Mapping[tuple[str, int], FrameState] | None = None  # on first image
         self._full_turns: frozenset[str | None] = frozenset()
         self._restored = frozenset(config.restore_images)
 
@@ -84,9 +98,9 @@ class WindowImages:
                 return image_url_part(rendered.url, detail)
         return {"type": "text", "text": image_reference(part)}
 
-    def _state(self, event_id: str, index: int) -> ImageState | None:
+    def _state(self, event_id: str, index: int) -> FrameState | None:
         if self._states is None:
-            source = self.builder.image_states
+            source = self.access.states
             self._states = source(self.user_id, self.session_id) if source is not None else {}
             # The newest compacted turns keep their kept frames at full detail.
             last_seq: dict[str | None, int] = {}
@@ -99,10 +113,10 @@ class WindowImages:
     def _rendered(
         self, part: ImagePart, max_width: int | None, max_height: int | None
     ) -> RenderedImage | None:
-        loader = self.builder._image_bytes
+        loader = self.access.load
         if loader is None:
             return None
-        cache = self.builder.rendered_images
+        cache = self.access.rendered
         rendered = cache.get(part.blob_id, max_width, max_height)
         if rendered is None:
             try:

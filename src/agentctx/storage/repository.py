@@ -27,6 +27,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -298,6 +299,44 @@ def _select_seqs_statement(dialect: str, live: bool) -> Any:
     return query.order_by(events.c.seq)
 
 
+def _select_system_events(  # noqa: PLR0917 - select_events' own filters
+    conn: Connection,
+    user_id: str,
+    session_id: str,
+    start_seq: int | None,
+    end_seq: int | None,
+    live_at: datetime | None,
+) -> list[Event]:
+    """A session's system events (its instructions), read by every window build through
+    the partial index ``ix_events_system``: a few rows, however long the log. The index
+    is named on SQLite, whose planner (without statistics) would walk the primary key."""
+    source = "events INDEXED BY ix_events_system" if conn.dialect.name == "sqlite" else "events"
+    conditions = ["user_id = :user_id", "session_id = :session_id", "type = 'system'"]
+    if start_seq is not None:
+        conditions.append("seq >= :start_seq")
+    if end_seq is not None:
+        conditions.append("seq <= :end_seq")
+    if live_at is not None:
+        conditions.append(
+            "EXISTS (SELECT 1 FROM sessions AS s WHERE s.user_id = :user_id "
+            "AND s.session_id = :session_id AND (s.expires_at IS NULL OR s.expires_at > :now))"
+        )
+    statement = (
+        text(
+            f"SELECT {', '.join(EVENT_FIELDS)} FROM {source} "
+            f"WHERE {' AND '.join(conditions)} ORDER BY seq"
+        )
+        .bindparams(bindparam("now", type_=sessions.c.expires_at.type))
+        .columns(*(events.c[name] for name in EVENT_FIELDS))
+    )
+    values: dict[str, Any] = {"user_id": user_id, "session_id": session_id, "now": live_at}
+    if start_seq is not None:
+        values["start_seq"] = start_seq
+    if end_seq is not None:
+        values["end_seq"] = end_seq
+    return [Event.from_row(dict(row._mapping)) for row in conn.execute(statement, values)]
+
+
 def _select_by_seqs(
     conn: Connection,
     user_id: str,
@@ -375,6 +414,8 @@ def select_events(
             for e in by_seq
             if (start_seq is None or e.seq >= start_seq) and (end_seq is None or e.seq <= end_seq)
         ]
+    if list(types or ()) == ["system"] and turn_id is None and seqs is None and limit is None:
+        return _select_system_events(conn, user_id, session_id, start_seq, end_seq, live_at)
     if turn_id is None and not types and seqs is None:
         # The common shapes (a seq range, the newest N) run as compiled statements.
         shape = (

@@ -38,7 +38,7 @@ from typing import Any
 from sqlalchemy import Connection, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from agentctx.compaction.topics.config import TopicArchiveConfig
+from agentctx.compaction.topics.config import ArchiveThresholds, TopicArchiveConfig
 from agentctx.compaction.topics.identify import (
     Identified,
     Proposal,
@@ -108,12 +108,16 @@ class TopicArchiver:
         config: TopicArchiveConfig | None = None,
         on_llm_failure: LLMFailureHook | None = None,
         tool_result_tokens: int | None = None,
+        thresholds: Callable[[str, str], ArchiveThresholds] | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
         self.counter = counter
         self.llm = llm
         self.config = config or TopicArchiveConfig()
+        # When archiving a session is due: its agent's thresholds (AgentConfig's
+        # context_limit, context_threshold, min_archive_messages), else the config's.
+        self._thresholds = thresholds
         self.on_llm_failure = on_llm_failure
         # What a tool result costs a window at most (when windows shorten tool output):
         # the threshold is about the context a model sees, not the raw output's size.
@@ -154,18 +158,36 @@ class TopicArchiver:
             row = conn.execute(query).one()
         return int(row[0]), int(row[1])
 
-    def needs_archive(self, user_id: str, session_id: str, context_limit: int) -> bool:
+    def thresholds(self, user_id: str, session_id: str) -> ArchiveThresholds:
+        """When archiving the session is due: by its agent's settings, else the config's."""
+        if self._thresholds is not None:
+            return self._thresholds(user_id, session_id)
+        return ArchiveThresholds.for_agent(self.config)
+
+    def needs_archive(
+        self, user_id: str, session_id: str, context_limit: int | None = None
+    ) -> bool:
         """Whether the unarchived messages reach ``context_threshold x context_limit``
-        tokens and ``min_archive_messages`` messages (always False when disabled)."""
+        tokens and ``min_archive_messages`` messages (always False when disabled); the
+        thresholds are the session's agent's (``context_limit`` overrides its limit)."""
         if not self.config.enabled:
             return False
         messages, tokens = self.unarchived_tokens(user_id, session_id)
-        return self._due(messages, tokens, context_limit)
+        return self._due(messages, tokens, self._with_limit(user_id, session_id, context_limit))
 
-    def _due(self, messages: int, tokens: int, context_limit: int) -> bool:
+    def _with_limit(
+        self, user_id: str, session_id: str, context_limit: int | None
+    ) -> ArchiveThresholds:
+        found = self.thresholds(user_id, session_id)
+        if context_limit is None:
+            return found
+        return found.model_copy(update={"context_limit": context_limit})
+
+    @staticmethod
+    def _due(messages: int, tokens: int, thresholds: ArchiveThresholds) -> bool:
         return (
-            messages >= self.config.min_archive_messages
-            and tokens >= self.config.context_threshold * context_limit
+            messages >= thresholds.min_archive_messages
+            and tokens >= thresholds.context_threshold * thresholds.context_limit
         )
 
     def topics(self, user_id: str, session_id: str) -> list[Topic]:
@@ -207,7 +229,9 @@ class TopicArchiver:
 
     # Archiving --------------------------------------------------------------------------
 
-    def maybe_archive(self, user_id: str, session_id: str, context_limit: int) -> list[Topic]:
+    def maybe_archive(
+        self, user_id: str, session_id: str, context_limit: int | None = None
+    ) -> list[Topic]:
         """Archive until the session is under the threshold: the "compact before a model
         call" path. Returns the topics written (or found written by a racing archiver);
         at most ``max_steps`` steps, each one identification call."""
@@ -230,13 +254,13 @@ class TopicArchiver:
         return self.commit(plan)
 
     def on_turn_end(self, job: Job) -> None:
-        """The ``topics`` turn-end job: archive when due. ``job.payload["context_limit"]``
-        names the model's context size (default: the config's ``context_limit``)."""
+        """The ``topics`` turn-end job: archive when due by the session's agent's
+        thresholds. ``job.payload["context_limit"]`` overrides the context size."""
         if job.user_id is None or job.session_id is None or not self.config.enabled:
             return
         limit = job.payload.get("context_limit")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-            limit = self.config.context_limit
+            limit = None
         # A session deleted since the turn ended has nothing left to archive.
         with contextlib.suppress(SessionNotFound):
             self.maybe_archive(job.user_id, job.session_id, limit)
@@ -253,7 +277,7 @@ class TopicArchiver:
         config = self.config
         base = self.archived_through(user_id, session_id) or 0
         total, tokens = self.unarchived_tokens(user_id, session_id)
-        if not force and not self._due(total, tokens, config.context_limit):
+        if not force and not self._due(total, tokens, self.thresholds(user_id, session_id)):
             return None
         offer = total - config.keep_recent_messages
         if offer <= 0:

@@ -14,6 +14,47 @@ _PRESETS: tuple[tuple[int, float, int], ...] = (
 _LARGE_PRESET = (0.70, 20)  # 128k and above
 
 
+def preset_thresholds(context_tokens: int) -> tuple[float, int]:
+    """(context_threshold, min_archive_messages) of the design's preset for a model with
+    ``context_tokens`` of context (see :meth:`TopicArchiveConfig.preset_for`)."""
+    for limit, threshold, minimum in _PRESETS:
+        if context_tokens <= limit:
+            return threshold, minimum
+    return _LARGE_PRESET
+
+
+class ArchiveThresholds(BaseModel):
+    """When archiving a session is due: its unarchived messages take ``context_threshold``
+    of ``context_limit`` tokens and number at least ``min_archive_messages``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    context_limit: int
+    context_threshold: float
+    min_archive_messages: int
+
+    @classmethod
+    def for_agent(
+        cls,
+        config: TopicArchiveConfig,
+        *,
+        context_limit: int | None = None,
+        context_threshold: float | None = None,
+        min_archive_messages: int | None = None,
+    ) -> ArchiveThresholds:
+        """An agent's thresholds: what it sets; for what it leaves out, the preset of its
+        context size when it names one (seed 001's table), else the engine's settings."""
+        if context_limit is None:
+            threshold, minimum = config.context_threshold, config.min_archive_messages
+        else:
+            threshold, minimum = preset_thresholds(context_limit)
+        return cls(
+            context_limit=context_limit or config.context_limit,
+            context_threshold=context_threshold or threshold,
+            min_archive_messages=min_archive_messages or minimum,
+        )
+
+
 class TopicArchiveConfig(BaseModel):
     """Topic archiving settings (one per engine; presets by model context size).
 
@@ -97,11 +138,7 @@ class TopicArchiveConfig(BaseModel):
 
         ``overrides`` set any other field (or replace a preset value).
         """
-        threshold, minimum = _LARGE_PRESET
-        for limit, preset_threshold, preset_minimum in _PRESETS:
-            if context_tokens <= limit:
-                threshold, minimum = preset_threshold, preset_minimum
-                break
+        threshold, minimum = preset_thresholds(context_tokens)
         values: dict[str, Any] = {
             "enabled": True,
             "context_limit": context_tokens,

@@ -4,7 +4,7 @@ Importing this package does not import the SDK; creating a session does, and fai
 with the ``pip install`` line when it is missing.
 """
 
-from agentctx.context.builder import RETRACTED_KEY
+from agentctx.context.gather import RETRACTED_KEY
 from agentctx.integrations.openai_agents.items import event_to_item, item_to_draft
 from agentctx.integrations.openai_agents.session import (
     AgentCtxSession,

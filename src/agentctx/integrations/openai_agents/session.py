@@ -32,7 +32,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from agentctx.context.builder import RETRACTED_KEY
+from agentctx.context.gather import RETRACTED_KEY
 from agentctx.context.window import ContextWindow
 from agentctx.errors import (
     BlobNotFound,

@@ -112,6 +112,16 @@ events = Table(
         sqlite_where=text("call_id IS NOT NULL"),
         postgresql_where=text("call_id IS NOT NULL"),
     ),
+    # A session's own system events (its instructions), read by every window: few, so
+    # the partial index is small, and a window never scans the log for them.
+    Index(
+        "ix_events_system",
+        "user_id",
+        "session_id",
+        "seq",
+        sqlite_where=text("type = 'system'"),
+        postgresql_where=text("type = 'system'"),
+    ),
     # On SQLite the table is its primary key b-tree: one write per event, not two, and a
     # session's events sit together on disk.
     sqlite_with_rowid=False,

@@ -1,4 +1,5 @@
-"""Each session's running total of its events' history weights.
+"""Each session's running total of its events' history weights, and an index of its
+system events.
 
 Windows measure how far into a session an event lies along this axis, so that the
 recent history slides in steps the next calls repeat (``agentctx.context.history``).
@@ -32,9 +33,18 @@ def upgrade() -> None:
         "FROM events AS e WHERE e.user_id = sessions.user_id "
         "AND e.session_id = sessions.session_id), 0)"
     )
+    # Every window reads the session's system events (its instructions).
+    op.create_index(
+        "ix_events_system",
+        "events",
+        ["user_id", "session_id", "seq"],
+        sqlite_where=sa.text("type = 'system'"),
+        postgresql_where=sa.text("type = 'system'"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_events_system", table_name="events")
     # Not a batch operation: rebuilding the sessions table on SQLite would cascade to the
     # events that reference it. Both databases drop a column in place.
     op.execute("ALTER TABLE sessions DROP COLUMN weight_total")

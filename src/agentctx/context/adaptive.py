@@ -1,0 +1,251 @@
+"""``adaptive`` (the default): the window an agent loop needs before its next model call.
+
+In order: the system prompt (and the session's own system events); the compacted past
+(summaries, and the digest of turns that left the history); the recent history as chat
+messages exactly as recorded, whole turns, tool calls followed by their results; then
+what varies per call: older events relevant to the query, memories, the active task and
+the pinned instruction.
+
+The budget, by seed 002's shares (system 20%, summary 10%, retrieved 10%, recent 55%,
+input 5%), allotted so that what comes first stays put from one call to the next:
+
+* the system prompt may use its share, the retrieved share and what the summaries leave
+  of theirs (only what is longer is cut, in its middle);
+* the summaries get what they need of the rest of those shares;
+* the tail (active task, pinned instruction) has the input share set aside;
+* the history gets everything else: at least its share. It slides in steps
+  (:mod:`agentctx.context.history`); once turns have left it, ``digest_share`` of its room
+  goes to the digest of those turns (:mod:`agentctx.context.digest`);
+* what the history leaves goes to the tail, the memories, then older events relevant to
+  the query, in that order.
+"""
+
+from __future__ import annotations
+
+import time
+
+from agentctx.context import semantic
+from agentctx.context.assembly import Assembly
+from agentctx.context.digest import Digest, digest_of
+from agentctx.context.gather import tail_messages
+from agentctx.context.history import History, stable_history
+from agentctx.context.lines import (
+    BLOCK_HEADING,
+    least_cost,
+    line_limit,
+    measure,
+    query_terms_of,
+    text_terms,
+)
+from agentctx.context.older import Seen, choose_older, older_candidates, search
+from agentctx.context.plan import (
+    REPLY_PRIMING,
+    Plan,
+    fit_history,
+    fit_summary,
+    fit_system,
+    fit_tail,
+    place_older,
+)
+from agentctx.context.sources import Retrieval
+from agentctx.events import Event, EventType
+from agentctx.tokens.weight import event_weight
+
+
+def assemble(build: Assembly) -> Plan:
+    """The agent loop's window (see the module docstring)."""
+    request, sources, pricer = build.request, build.sources, build.pricer
+    config = request.config
+    split = config.budget_split
+    usable = request.budget - REPLY_PRIMING
+    plan = build.new_plan()
+
+    # The stable sections: the system prompt first, then the summaries.
+    stable_area = int((split["system"] + split["summary"] + split["retrieved"]) * usable)
+    summaries_floor = min(pricer.cost_all(plan.summary), int(split["summary"] * usable))
+    plan.allocated["system"] = min(pricer.cost_all(plan.system), stable_area - summaries_floor)
+    fit_system(plan, pricer, plan.allocated["system"])
+    system_tokens = pricer.cost_all(plan.system)
+    plan.allocated["summary"] = max(0, stable_area - system_tokens)
+    fit_summary(plan, pricer, plan.allocated["summary"])
+    summary_tokens = pricer.cost_all(plan.summary)
+
+    # The history: everything else but the tail's share.
+    has_tail = sources.task is not None and (
+        config.sections.active_task or config.sections.pinned_instruction
+    )
+    tail_share = int(split["input"] * usable) if has_tail else 0
+    capacity = max(0, usable - system_tokens - summary_tokens - tail_share)
+
+    # A query about the past (its best match lies before what the history can hold) is
+    # answered by relevance: the window is then filled like semantic's, by the search
+    # alone. A query about the work at hand finds its best match in the history.
+    retrieval = _search(build)
+    if retrieval is not None and _about_the_past(build, retrieval, capacity):
+        plan = semantic.assemble(build, priors=False, retrieval=retrieval)
+        plan.notes.append("the query is about the past: the window is filled by relevance")
+        return plan
+
+    started = time.perf_counter()
+    history, digest = History(), Digest()
+    if config.sections.recent:
+        history, digest = _history(build, capacity)
+    build.time("load_ms", started)
+    if digest.message is not None:
+        plan.summary.append(digest.message)
+        build.digest, build.digest_ids = digest.message, digest.event_ids
+        plan.allocated["summary"] += int(config.adaptive.digest_share * capacity)
+    plan.recent = fit_history(
+        history.turns,
+        history.pieces,
+        pricer,
+        capacity - digest.tokens,
+        low_water=config.adaptive.low_water,
+        compact_share=config.adaptive.digest_share,
+        keep_messages=config.adaptive.recent_messages,
+    )
+    plan.allocated["recent"] = capacity - digest.tokens
+    for unit in history.earlier:
+        if digest.first_seq is None or unit.last_seq < digest.first_seq:
+            pricer.drop_many(unit.events, "budget")
+
+    # What varies per call, in the room the history leaves: the tail, then memories,
+    # then older events relevant to the query.
+    # The pinned instruction names an active task's goal; without one, the user's
+    # request is the newest turn's first message, which the history always keeps.
+    plan.tail = tail_messages(request, sources, history.turns, pin=False)
+    fit_tail(plan, pricer, request.budget - plan.tokens(pricer))
+    memories = build.memories_message()
+    if memories is not None and pricer.cost(memories) <= request.budget - plan.tokens(pricer):
+        plan.memories = memories
+    elif memories is not None:
+        plan.notes.append("memories left out to fit")
+    # Older events take at most the retrieved share: past the history, a window holds
+    # only what the query is about, and what varies per call is not cached.
+    room = min(request.budget - plan.tokens(pricer), int(split["retrieved"] * usable))
+    plan.allocated["retrieved"] = room
+    if plan.memories is not None:
+        plan.allocated["retrieved"] += pricer.cost(plan.memories)
+    if retrieval is not None and room > 0:
+        started = time.perf_counter()
+        _retrieve(build, plan, history, digest, room, retrieval)
+        build.time("retrieve_ms", started)
+    return plan
+
+
+def _search(build: Assembly) -> Retrieval | None:
+    """The search's hits for the query over the whole session (None without a query,
+    a retriever, or the retrieved section)."""
+    request = build.request
+    if not (request.query and build.retriever is not None and request.config.sections.retrieved):
+        return None
+    started = time.perf_counter()
+    found = search(
+        request.config, build.reader, build.retriever, request.query, request.budget, None
+    )
+    build.timings["search_ms"] = round((time.perf_counter() - started) * 1e3, 3)
+    return found
+
+
+def _about_the_past(build: Assembly, retrieval: Retrieval, capacity: int) -> bool:
+    """Whether the query is about what happened earlier rather than the work at hand:
+    it is not the user's latest request, and its best match lies before the newest events
+    that weigh ``capacity`` (what the history can hold at most). An agent loop passes the
+    user's request, which is recent (and perhaps not indexed yet)."""
+    if not retrieval.hits:
+        return False
+    sources = build.sources
+    recent = build.reader.newest(
+        capacity, after_seq=sources.archived_through, hidden=sources.hidden
+    )
+    reach: list[Event] = []
+    weight = 0
+    for event in reversed(recent.events):
+        weight += event_weight(event)
+        if weight > capacity:
+            break
+        reach.append(event)
+    else:
+        if recent.complete:
+            return False  # the history can hold the whole session
+    request = next((e for e in reversed(recent.events) if e.type is EventType.USER_INPUT), None)
+    if request is None:  # one turn longer than the read: its request comes before
+        reader = build.reader
+        found = reader.load(reader.user_id, reader.session_id, types=[EventType.USER_INPUT], last=1)
+        request = found[0] if found else None
+    if request is not None and query_terms_of(build.request.query) <= text_terms(request.text):
+        return False  # the query is the user's latest request
+    best = max(retrieval.hits, key=lambda hit: hit.score)
+    return not reach or best.seq < reach[-1].seq
+
+
+def _history(build: Assembly, capacity: int) -> tuple[History, Digest]:
+    """The history within ``capacity``, and, once turns have left it, the digest of them
+    in ``digest_share`` of that room (the history then fits the rest). The history slides
+    in steps of ``1 - low_water`` of its capacity."""
+    settings = build.request.config.adaptive
+    keep = settings.recent_messages
+    history = stable_history(build, capacity, _step(capacity, settings.low_water), keep=keep)
+    if not history.slid or settings.digest_share <= 0:
+        return history, Digest()
+    room = int(settings.digest_share * capacity)
+    rest = capacity - room
+    history = stable_history(build, rest, _step(rest, settings.low_water), keep=keep)
+    if history.start is None:
+        return history, Digest()
+    return history, digest_of(build, history.start, room)
+
+
+def _step(capacity: int, low_water: float) -> int:
+    """The weight between two slide points for a history of ``capacity`` tokens."""
+    return max(1, int((1 - low_water) * capacity))
+
+
+def _retrieve(  # noqa: PLR0917 - the window so far and the search's hits
+    build: Assembly,
+    plan: Plan,
+    history: History,
+    digest: Digest,
+    room: int,
+    retrieval: Retrieval,
+) -> None:
+    """Older events relevant to the query, before what the digest and history show, as
+    dated lines in ``room``; the search ranks them on its own (no priors)."""
+    request, pricer = build.request, build.pricer
+    before = digest.first_seq or history.start
+    if before is None or before <= 1:
+        return
+    sources = build.sources
+    found = older_candidates(
+        request.config,
+        build.reader,
+        [unit for unit in history.earlier if unit.last_seq < before],
+        Seen(before, sources.hidden, sources.retracted),
+        request.query,
+        build.retriever,
+        request.budget,
+        priors=False,
+        retrieval=retrieval,
+    )
+    heading = {"role": "system", "content": BLOCK_HEADING + "\n"}
+    terms = query_terms_of(request.query)
+    limit = line_limit(pricer)
+    for candidate in found.candidates:
+        candidate.unit = None  # never shown as messages: the history's start stays put
+        candidate.as_messages = False
+    chosen, _ = choose_older(
+        found.candidates,
+        room,
+        request.config,
+        pricer.cost(heading),
+        cost_of=lambda c: measure(pricer, c, terms),
+        least_cost_of=lambda c: least_cost(c, limit),
+        heading_cost=lambda day: pricer.counter.count(f"## {day}"),
+        minimum_score=RELEVANT,
+    )
+    place_older(plan, pricer, chosen, core_start=None)
+
+
+RELEVANT = 0.1
+"""Older events scoring below this (a tenth of the best hit's relevance) stay out: past
+the history the window holds only what the query is about."""

@@ -1,0 +1,442 @@
+"""A window being planned: its sections in their final order, and the fitting of each into
+what it was given.
+
+Every strategy fills a :class:`Plan`; the order of its sections is the window's:
+
+1. ``system``: the system prompt and the session's own system events;
+2. ``summary``: the compacted past (topic, fold and thread summaries; the digest of turns
+   that left the history);
+3. ``recent``: the history as chat messages, whole turns;
+4. ``block``: older events relevant to the query, as dated lines;
+5. ``memories``: long-term memories;
+6. ``tail``: the active task and the pinned instruction.
+
+The first three change only when the history slides or compaction runs; what varies
+per call comes after them, so consecutive windows share their start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentctx.context.lines import BLOCK_HEADING, block_text, compact_block, piece_of
+from agentctx.context.pieces import Candidate, Piece, marker_piece
+from agentctx.context.pricing import Pricer
+from agentctx.context.units import Unit
+from agentctx.tokens.weight import event_weight
+
+REPLY_PRIMING = 3
+"""Tokens every chat request spends priming the reply (OpenAI's counting rules)."""
+
+
+@dataclass
+class Plan:
+    """The sections of a window as planned, with what each was allotted."""
+
+    system: list[dict[str, Any]] = field(default_factory=list)
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    summary_ids: list[str] = field(default_factory=list)
+    recent: list[Piece] = field(default_factory=list)
+    block: list[Candidate] = field(default_factory=list)  # older events shown as dated lines
+    extension: list[Candidate] = field(default_factory=list)  # older turns shown as messages
+    memories: dict[str, Any] | None = None
+    tail: list[dict[str, Any]] = field(default_factory=list)
+    allocated: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    block_heading: str = BLOCK_HEADING
+    _block: tuple[tuple[Candidate, ...], dict[str, Any]] | None = None
+
+    def block_message(self) -> dict[str, Any] | None:
+        """The retrieved block: every chosen older event as a dated line, oldest first."""
+        if not self.block:
+            return None
+        # Asked for several times per build (fitting, the final count, the report), and
+        # rendering sorts every line: the last rendering is kept for the same lines.
+        key = tuple(self.block)
+        if self._block is None or self._block[0] != key:
+            lines = [line for candidate in self.block for line in candidate.lines]
+            self._block = (
+                key,
+                {"role": "system", "content": block_text(self.block_heading, lines)},
+            )
+        return self._block[1]
+
+    def varying(self) -> list[dict[str, Any]]:
+        """The messages after the history: the retrieved block and the memories."""
+        block = self.block_message()
+        return [m for m in (block, self.memories) if m is not None]
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The window's messages as planned so far, in their final order."""
+        return (
+            self.system
+            + self.summary
+            + [m for p in self.recent for m in p.messages]
+            + self.varying()
+            + self.tail
+        )
+
+    def tokens(self, pricer: Pricer) -> int:
+        """What :meth:`messages` cost, reply priming included. A piece's tokens are its
+        messages' costs (kept so when it is cut), so the history, often hundreds of
+        messages, is not counted again on each pass of :func:`finish`."""
+        fixed = self.system + self.summary + self.varying() + self.tail
+        return pricer.cost_all(fixed) + sum(p.tokens for p in self.recent) + REPLY_PRIMING
+
+
+# Fitting the stable sections ------------------------------------------------------------
+
+
+def fit_system(plan: Plan, pricer: Pricer, allowed: int) -> None:
+    """Cut the system messages (the prompt first, from its middle) to ``allowed``."""
+    while plan.system and pricer.cost_all(plan.system) > allowed:
+        longest = max(plan.system, key=lambda m: len(str(m.get("content") or "")))
+        over = pricer.cost_all(plan.system) - allowed
+        content = str(longest.get("content") or "")
+        keep = pricer.counter.count(content) - over - 1
+        if keep < 8 or (len(plan.system) > 1 and keep < 32):
+            plan.system.remove(longest)
+            plan.notes.append("a system message was left out: the budget is too small")
+            continue
+        longest["content"] = pricer.counter.truncate(content, keep)
+        plan.notes.append("the system prompt was cut in its middle to fit its share")
+
+
+def fit_tail(plan: Plan, pricer: Pricer, allowed: int) -> None:
+    """Drop the pinned instruction, then the task, until the tail fits ``allowed``."""
+    while plan.tail and pricer.cost_all(plan.tail) > allowed:
+        plan.notes.append("left out to fit: " + plan.tail[-1]["content"].split("]")[0][1:])
+        plan.tail.pop()
+
+
+def fit_summary(plan: Plan, pricer: Pricer, allowed: int) -> None:
+    """Oldest summaries go first when they do not all fit."""
+    costs = [pricer.cost(message) for message in plan.summary]  # each counted once
+    total = sum(costs)
+    left_out = 0
+    while left_out < len(costs) and total > allowed:
+        total -= costs[left_out]
+        left_out += 1
+    if left_out:
+        del plan.summary[:left_out]
+        del plan.summary_ids[:left_out]
+        plan.notes.append(
+            "a summary was left out to fit"
+            if left_out == 1
+            else f"{left_out} summaries were left out to fit"
+        )
+
+
+# Fitting turns --------------------------------------------------------------------------
+
+
+def fit_turns(turns: list[Unit], pieces: list[Piece], pricer: Pricer, allowed: int) -> list[Piece]:
+    """Whole turns within ``allowed``: older turns go first, then the newest turn is
+    shortened from its middle, with a marker saying what was left out."""
+    kept = list(pieces)
+    for unit in turns[:-1]:
+        if sum(p.tokens for p in kept) <= allowed:
+            break
+        atoms = {id(a) for a in unit.atoms}
+        for piece in [p for p in kept if id(p.atom) in atoms]:
+            kept.remove(piece)
+            pricer.drop(piece.atom, "budget")
+    if sum(p.tokens for p in kept) <= allowed:
+        return kept
+    return shorten_turn(kept, pricer, allowed)
+
+
+def fit_history(
+    turns: list[Unit],
+    pieces: list[Piece],
+    pricer: Pricer,
+    allowed: int,
+    *,
+    low_water: float,
+    compact_share: float,
+    keep_messages: int = 0,
+) -> list[Piece]:
+    """Every turn of an agent loop's history within ``allowed``, none dropped while they
+    can be shortened: older turns lose their earliest events after the first (their end,
+    next to the newest turn, stays), then the newest turn slides (:func:`slide_turn`);
+    only then do older turns go whole, oldest first."""
+    if sum(p.tokens for p in pieces) <= allowed or not turns:
+        return list(pieces)
+    by_turn = _by_turn(turns, pieces)
+    over = sum(p.tokens for p in pieces) - allowed
+    for index in range(len(by_turn) - 1):
+        if over <= 0:
+            break
+        shortened = _shorten_front(by_turn[index], pricer, over)
+        over -= sum(p.tokens for p in by_turn[index]) - sum(p.tokens for p in shortened)
+        by_turn[index] = shortened
+    older = [p for group in by_turn[:-1] for p in group]
+    newest = by_turn[-1]
+    if over > 0:
+        room = max(0, allowed - sum(p.tokens for p in older))
+        newest = slide_turn(
+            newest,
+            pricer,
+            room,
+            low_water=low_water,
+            compact_share=compact_share,
+            keep_messages=keep_messages,
+        )
+    kept = older + newest
+    while sum(p.tokens for p in kept) > allowed and len(by_turn) > 1:
+        dropped = by_turn.pop(0)
+        for piece in dropped:
+            if piece.atom.events:
+                pricer.drop(piece.atom, "budget")
+        kept = [p for group in by_turn[:-1] for p in group] + newest
+    return kept
+
+
+def slide_turn(
+    pieces: list[Piece],
+    pricer: Pricer,
+    allowed: int,
+    *,
+    low_water: float,
+    compact_share: float,
+    keep_messages: int = 0,
+) -> list[Piece]:
+    """The newest turn of an agent loop within ``allowed``: its first message (the request),
+    the events it leaves out as compact lines (``compact_share`` of the room), then its
+    newest events from a slide point on.
+
+    Like the history (:mod:`agentctx.context.history`), a long turn slides in steps of
+    ``1 - low_water`` of its room, measured by the events' history weights from the
+    turn's start: the calls of one turn then repeat the same start until the next step,
+    and what left stays readable (every id a tool returned, compacted).
+    """
+    if sum(p.tokens for p in pieces) <= allowed:
+        return list(pieces)
+    if len(pieces) <= 2:
+        return shorten_turn(pieces, pricer, allowed)
+    first, rest = pieces[0], pieces[1:]
+    compact_room = int(compact_share * allowed)
+    keep_room = allowed - first.tokens - compact_room
+    if keep_room <= 0:
+        return shorten_turn(pieces, pricer, allowed)
+    step = max(1, int((1 - low_water) * keep_room))
+    start = _slide_start([p.tokens for p in rest], _weights(rest), step, keep_room)
+    start = min(start, _keeping_pieces(rest, keep_messages))
+    omitted, kept = rest[:start], rest[start:]
+    block = compact_block(
+        pricer,
+        f"[… {sum(len(p.atom.events) for p in omitted)} earlier events of this turn, "
+        "compacted (oldest first):]",
+        [p.atom for p in omitted],
+        compact_room,
+    )
+    shown = {e.seq for e in block.events}
+    for piece in omitted:
+        pricer.drop_many([e for e in piece.atom.events if e.seq not in shown], "budget")
+    middle = [marker_piece(block.message, block.tokens)] if block.message is not None else []
+    if not middle:
+        marker = _omitted_marker(omitted)
+        middle = [marker_piece(marker, pricer.cost(marker))]
+    result = [first, *middle, *kept]
+    # Still too big (the newest event alone is): cut its messages.
+    while sum(p.tokens for p in result) > allowed:
+        biggest = max(kept or result, key=lambda p: p.tokens)
+        if not pricer.cut(biggest, sum(p.tokens for p in result) - allowed):
+            break
+    return result
+
+
+def _keeping_pieces(pieces: list[Piece], messages: int) -> int:
+    """The index of the oldest piece the newest ``messages`` messages reach into."""
+    index, count = len(pieces), 0
+    while index > 0 and count < messages:
+        index -= 1
+        count += len(pieces[index].messages)
+    return index
+
+
+def _weights(pieces: list[Piece]) -> list[int]:
+    return [sum(event_weight(e) for e in p.atom.events) for p in pieces]
+
+
+def _slide_start(costs: list[int], weights: list[int], step: int, room: int) -> int:
+    """The index the kept part of a long turn starts at: the oldest slide point (the first
+    piece after each multiple of ``step`` of weight, and the first piece) from which the
+    pieces cost at most ``room``; else the oldest from which they fit; else the last."""
+    points, position, previous = {0}, 0, 0
+    for index, weight in enumerate(weights):
+        if index and position // step > previous // step:
+            points.add(index)
+        previous = position
+        position += weight
+    start: int | None = None
+    fitting = len(costs) - 1
+    total = 0
+    for index in range(len(costs) - 1, -1, -1):
+        total += costs[index]
+        if total > room and index < len(costs) - 1:
+            break
+        fitting = index
+        if index in points:
+            start = index
+    return start if start is not None else fitting
+
+
+def _by_turn(turns: list[Unit], pieces: list[Piece]) -> list[list[Piece]]:
+    """``pieces`` grouped by the turn of ``turns`` their first event belongs to."""
+    starts = [unit.first_seq for unit in turns]
+    groups: list[list[Piece]] = [[] for _ in turns]
+    index = 0
+    for piece in pieces:
+        if piece.atom.events:
+            seq = piece.atom.first_seq
+            while index + 1 < len(starts) and seq >= starts[index + 1]:
+                index += 1
+        groups[index].append(piece)
+    return [group for group in groups if group]
+
+
+def _shorten_front(pieces: list[Piece], pricer: Pricer, over: int) -> list[Piece]:
+    """A turn without its earliest events after the first, about ``over`` tokens fewer
+    (at most all but its first and last), with a marker where they were."""
+    if len(pieces) <= 2:
+        return pieces
+    omitted: list[Piece] = []
+    freed = 0
+    while len(pieces) - len(omitted) > 2 and freed < over:
+        piece = pieces[1 + len(omitted)]
+        omitted.append(piece)
+        freed += piece.tokens
+    if not omitted:
+        return pieces
+    for piece in omitted:
+        pricer.drop(piece.atom, "budget")
+    marker = _omitted_marker(omitted)
+    return [pieces[0], marker_piece(marker, pricer.cost(marker)), *pieces[1 + len(omitted) :]]
+
+
+def shorten_turn(pieces: list[Piece], pricer: Pricer, allowed: int) -> list[Piece]:
+    """A turn too long for ``allowed`` without its middle events (the first and the last
+    stay), with a marker; a single atom still too long has its longest message cut."""
+    omitted: list[Piece] = []
+    kept = list(pieces)
+    total = sum(p.tokens for p in kept)
+    # The marker's cost with the largest count it could show: an upper bound, so the
+    # loop needs no recount per step (a turn of thousands of events stays linear).
+    marker_bound = pricer.cost(_omitted_marker(pieces))
+    while len(kept) > 2 and total + (marker_bound if omitted else 0) > allowed:
+        middle = kept.pop(len(kept) // 2)
+        total -= middle.tokens
+        omitted.append(middle)
+        pricer.drop(middle.atom, "budget")
+    if omitted:
+        first_omitted = min(p.atom.first_seq for p in omitted)
+        marker = _omitted_marker(omitted)
+        position = next(
+            (i for i, p in enumerate(kept) if p.atom.first_seq > first_omitted), len(kept)
+        )
+        kept.insert(position, marker_piece(marker, pricer.cost(marker)))
+    # Still too big (one or two huge atoms): cut their messages.
+    while sum(p.tokens for p in kept) > allowed:
+        biggest = max(kept, key=lambda p: p.tokens)
+        over = sum(p.tokens for p in kept) - allowed
+        if not pricer.cut(biggest, over):
+            kept.remove(biggest)
+            if biggest.atom.events:
+                pricer.drop(biggest.atom, "budget")
+            if not kept:
+                break
+    return kept
+
+
+def _omitted_marker(omitted: list[Piece]) -> dict[str, Any]:
+    events = sum(len(p.atom.events) for p in omitted)
+    return {
+        "role": "system",
+        "content": f"[… {events} events of this turn omitted to fit the budget …]",
+    }
+
+
+# Older events ---------------------------------------------------------------------------
+
+
+def place_older(
+    plan: Plan, pricer: Pricer, chosen: list[Candidate], core_start: int | None
+) -> None:
+    """Chosen older atoms adjoining the history extend it as messages; the rest go,
+    oldest first and dated, into the retrieved block."""
+    by_seq = sorted(chosen, key=lambda c: c.atom.first_seq)
+    extending: list[Candidate] = []
+    boundary = core_start
+    for candidate in reversed(by_seq):
+        if boundary is not None and candidate.contiguous_before == boundary:
+            piece_of(pricer, candidate)
+            extending.insert(0, candidate)
+            boundary = candidate.atom.first_seq
+    extended = {id(c) for c in extending}
+    block = [c for c in by_seq if id(c) not in extended and c.lines]
+    for candidate in by_seq:
+        if id(candidate) not in extended and not candidate.lines:
+            pricer.drop(candidate.atom, "budget")
+    plan.recent = [c.piece for c in extending if c.piece is not None] + plan.recent
+    plan.extension = [c for c in extending if c.piece is not None]
+    plan.block = block
+
+
+def first_seq(pieces: list[Piece]) -> int | None:
+    """The first seq the history shows (markers have none)."""
+    return next((p.atom.first_seq for p in pieces if p.atom.events), None)
+
+
+# Finishing ------------------------------------------------------------------------------
+
+
+def finish(plan: Plan, pricer: Pricer) -> tuple[list[dict[str, Any]], int]:
+    """The final messages, counted; trimmed until they fit the budget.
+
+    Tokenizers do not add up exactly (a long block is priced from its lines), so the
+    window is counted whole and, if over, the least important pieces go: lines of the
+    block or the oldest turn extending the history, then memories, then the oldest
+    turns of the history, the tail, the summaries, the newest turn cut, and at last the
+    system prompt.
+    """
+    budget = pricer.budget
+    while True:
+        tokens = plan.tokens(pricer)
+        if tokens <= budget:
+            return plan.messages(), tokens
+        removable = plan.block + plan.extension[:1]
+        if removable:
+            excess = tokens - budget
+            for weakest in sorted(removable, key=lambda c: (c.score, c.atom.first_seq)):
+                pricer.drop(weakest.atom, "budget")
+                excess -= max(1, weakest.tokens or 0)
+                if weakest in plan.extension:
+                    plan.extension.remove(weakest)
+                    plan.recent = [p for p in plan.recent if p is not weakest.piece]
+                    break  # the next oldest extension becomes removable only now
+                plan.block.remove(weakest)
+                if excess <= 0:
+                    break
+        elif plan.memories is not None:
+            plan.memories = None
+            plan.notes.append("memories left out to fit")
+        elif len(plan.recent) > 1:
+            piece = plan.recent.pop(0)
+            pricer.drop(piece.atom, "budget")
+        elif plan.tail:
+            plan.tail.pop()
+        elif plan.summary:
+            plan.summary.pop(0)
+            if plan.summary_ids:
+                plan.summary_ids.pop(0)
+        elif plan.recent and pricer.cut(plan.recent[0], tokens - budget):
+            continue
+        elif plan.system:
+            plan.system.pop()
+        elif plan.recent:
+            piece = plan.recent.pop()
+            pricer.drop(piece.atom, "budget")
+        else:
+            return [], REPLY_PRIMING

@@ -1,0 +1,173 @@
+"""One build's rendering and counting: atoms as messages, what each message costs, and the
+record of what was shortened or left out.
+
+:class:`Pricer` renders atoms (``render.render_events``, images through
+:class:`~agentctx.context.window_images.WindowImages`, tool output through the engine's
+tool output compaction), cuts an over-long message in the middle with a visible marker,
+counts messages with the configured tokenizer (framing and images included), and keeps
+the build's truncations and drops for its report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from typing import Any
+
+from agentctx.context.config import ContextConfig
+from agentctx.context.counting import RememberingCounter
+from agentctx.context.pieces import Piece
+from agentctx.context.render import event_text, render_events
+from agentctx.context.sources import ToolOutput
+from agentctx.context.units import Atom
+from agentctx.context.window import DroppedEvent, DropReason, TruncatedEvent
+from agentctx.context.window_images import ImageAccess, WindowImages
+from agentctx.events import Event
+from agentctx.tokens import TokenCounter, message_tokens
+
+
+class Pricer:
+    """Renders and counts for one build; records truncations and drops."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        config: ContextConfig,
+        user_id: str,
+        session_id: str,
+        budget: int,
+        images: ImageAccess,
+        tool_output: ToolOutput | None,
+        known_counts: dict[str, int] | None = None,
+    ) -> None:
+        self.counter: TokenCounter = RememberingCounter(counter, known_counts)
+        self._raw_counter = counter  # handed to tool output compaction as configured
+        self.config = config
+        self.user_id = user_id
+        self.session_id = session_id
+        self.budget = budget
+        self.max_message_tokens = config.max_message_tokens or max(32, budget // 2)
+        self.truncations: list[TruncatedEvent] = []
+        self.dropped: dict[int, DroppedEvent] = {}
+        self.images = WindowImages(images, config, user_id, session_id)
+        self._tool_output_source = tool_output
+        self._tool_output: Callable[[Event, TokenCounter], str] | None = None
+        self._tool_texts: dict[str, str] = {}  # event id -> window text, once per build
+        self._days: dict[date, str] = {}
+
+    # Counting -----------------------------------------------------------------------------
+
+    def cost(self, message: dict[str, Any]) -> int:
+        """A message's tokens, framing included; images by the provider's formula."""
+        content = message.get("content")
+        if isinstance(content, list) and any(p.get("type") == "image_url" for p in content):
+            text_only = dict(message)
+            text_only["content"] = [p for p in content if p.get("type") != "image_url"]
+            images = sum(
+                self.images.cost(p["image_url"]["url"])
+                for p in content
+                if p.get("type") == "image_url"
+            )
+            return message_tokens(self.counter, text_only) + images
+        return message_tokens(self.counter, message)
+
+    def cost_all(self, messages: Sequence[dict[str, Any]]) -> int:
+        """The tokens of several messages."""
+        return sum(self.cost(m) for m in messages)
+
+    # Rendering ----------------------------------------------------------------------------
+
+    def day_of(self, ts: datetime) -> str:
+        """The day heading a block line goes under ("2024-03-01 (Friday)")."""
+        day = ts.date()
+        text = self._days.get(day)
+        if text is None:
+            text = self._days[day] = ts.strftime("%Y-%m-%d (%A)")
+        return text
+
+    def piece(self, atom: Atom) -> Piece:
+        """An atom rendered as messages, over-long messages cut in the middle."""
+        tool_text = self._shortened_tool_output if self._tool_output_source is not None else None
+        messages = render_events(atom.events, self.images.show, tool_text)
+        for message in messages:
+            self._limit_message(message, atom)
+        return Piece(atom, messages, sum(self.cost(m) for m in messages))
+
+    def pieces(self, atoms: Sequence[Atom]) -> list[Piece]:
+        """Each atom rendered (see :meth:`piece`)."""
+        return [self.piece(atom) for atom in atoms]
+
+    def tool_result_text(self, event: Event) -> str:
+        """What a window shows of a tool result: compressed or previewed by its tool's
+        strategy when tool output compaction is on, else its whole text."""
+        if self._tool_output_source is not None:
+            return self._shortened_tool_output(event)
+        return event_text(event)
+
+    def _shortened_tool_output(self, event: Event) -> str:
+        text = self._tool_texts.get(event.event_id)
+        if text is None:
+            if self._tool_output is None:
+                assert self._tool_output_source is not None
+                self._tool_output = self._tool_output_source(self.user_id, self.session_id)
+            text = self._tool_texts[event.event_id] = self._tool_output(event, self._raw_counter)
+        return text
+
+    def _limit_message(self, message: dict[str, Any], atom: Atom) -> None:
+        content = message.get("content")
+        if not isinstance(content, str) or not content:
+            return
+        before = self.counter.count(content)
+        if before <= self.max_message_tokens:
+            return
+        message["content"] = self.counter.truncate(content, self.max_message_tokens)
+        event = atom.events[0] if len(atom.events) == 1 else _owner(atom, content)
+        self.truncated(event, before, self.counter.count(message["content"]))
+
+    # Shortening and dropping --------------------------------------------------------------
+
+    def cut(self, piece: Piece, over: int) -> bool:
+        """Shorten the longest text message of ``piece`` by about ``over`` tokens (False
+        when it has none long enough to shorten)."""
+        texts = [m for m in piece.messages if isinstance(m.get("content"), str) and m["content"]]
+        if not texts:
+            return False
+        message = max(texts, key=lambda m: len(m["content"]))
+        current = self.counter.count(message["content"])
+        target = current - over - 1
+        if target < 8:
+            return False
+        message["content"] = self.counter.truncate(message["content"], target)
+        piece.tokens = sum(self.cost(m) for m in piece.messages)
+        if piece.atom.events:
+            owner = _owner(piece.atom, message["content"])
+            self.truncated(owner, current, self.counter.count(message["content"]))
+        return True
+
+    def truncated(self, event: Event, before: int, after: int) -> None:
+        """Record that ``event`` shows shortened, from ``before`` to ``after`` tokens."""
+        self.truncations.append(
+            TruncatedEvent(
+                event_id=event.event_id, seq=event.seq, tokens_before=before, tokens_after=after
+            )
+        )
+
+    def drop(self, atom: Atom, reason: DropReason) -> None:
+        """Record that the events of ``atom`` were considered and left out."""
+        self.drop_many(atom.events, reason)
+
+    def drop_many(self, events: Sequence[Event], reason: DropReason) -> None:
+        """Record that ``events`` were considered and left out."""
+        for event in events:
+            self.dropped[event.seq] = DroppedEvent(
+                event_id=event.event_id, seq=event.seq, reason=reason
+            )
+
+
+def _owner(atom: Atom, content: str) -> Event:
+    """The event of ``atom`` a (possibly shortened) message shows."""
+    for event in atom.events:
+        if event.text and event.text[:50] in content:
+            return event
+    return atom.events[0]
