@@ -10,7 +10,12 @@ from sqlalchemy import inspect, select
 from agentctx import ContextEngine
 from agentctx.storage import migrate
 from agentctx.storage.schema import sessions
-from agentctx.tokens.weight import IMAGE_WEIGHT, TOOL_RESULT_WEIGHT, event_weight
+from agentctx.tokens.weight import (
+    IMAGE_WEIGHT,
+    MESSAGE_WEIGHT,
+    TOOL_RESULT_WEIGHT,
+    event_weight,
+)
 from conftest import make_png
 from migration_moves import move
 
@@ -38,8 +43,8 @@ def test_the_writer_adds_each_events_history_weight(db_url: str, home: Path) -> 
         events = session.events()
         # An image weighs what a low-detail image costs, a long tool result its cap.
         assert event_weight(shot) < shot.token_estimate
-        assert event_weight(shot) - IMAGE_WEIGHT < 10
-        assert big.token_estimate > TOOL_RESULT_WEIGHT == event_weight(big)
+        assert event_weight(shot) - IMAGE_WEIGHT - MESSAGE_WEIGHT < 10
+        assert big.token_estimate > TOOL_RESULT_WEIGHT == event_weight(big) - MESSAGE_WEIGHT
         assert stored_total(engine, session.id) == sum(event_weight(e) for e in events)
         assert session.refresh().weight_total == stored_total(engine, session.id)
 
@@ -56,7 +61,7 @@ def test_weight_total_down_and_up(db_url: str, home: Path) -> None:
         assert migrate.current_revision(engine.db) == migrate.HEAD_REVISION
         # Existing sessions start from their token estimates (at least their weights).
         events = session.events()
-        assert stored_total(engine, session.id) == sum(e.token_estimate for e in events)
+        assert stored_total(engine, session.id) == sum(e.token_estimate + 4 for e in events)
         before = stored_total(engine, session.id)
         added = session.add_message("user", "one more")
         assert stored_total(engine, session.id) == before + event_weight(added)

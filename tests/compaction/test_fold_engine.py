@@ -70,7 +70,7 @@ def test_a_settled_session_folds_again_once_it_grows(db_url: str, home: Path) ->
 def test_a_folded_event_inside_the_recent_span_can_still_be_retrieved(
     db_url: str, home: Path
 ) -> None:
-    wide_core = {"adaptive": {"min_recent": 60}}  # the recent core spans many turns
+    wide_core = {"strategy": "semantic", "semantic": {"min_recent": 60}}  # a wide recent core
     with ContextEngine(
         url=db_url, home=home, jobs="manual", fold=FOLD, embeddings={"provider": "hashing"}
     ) as engine:

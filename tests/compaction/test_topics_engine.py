@@ -1,12 +1,13 @@
-"""Topic archiving inside the engine: windows of topics + unarchived messages, the
-archive-before-the-call path, turn-end jobs, and model failures recorded as error events."""
+"""Topic archiving inside the engine: windows of topics + unarchived messages, archiving
+by the agent's context limit in the turn-end job (never by building a window), and model
+failures recorded as error events."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from agentctx import ContextEngine
+from agentctx import AgentConfig, ContextEngine
 from agentctx.sessions.session import Session
 from compaction.topics_data import POOL, TRIP
 from llm.openai_chat_server import Reply, start_chat_server
@@ -27,22 +28,39 @@ def converse(session: Session, messages: list[tuple[str, str]]) -> None:
 
 def test_a_window_is_topic_summaries_then_the_unarchived_messages(db_url: str, home: Path) -> None:
     with make_engine(db_url, home, jobs="manual") as engine:
-        session = engine.create_session(user_id="u1")
+        # The agent's own context limit decides when its sessions are archived (seed 001).
+        engine.register_agent(AgentConfig(agent_id="travel", context_limit=1500))
+        session = engine.create_session(user_id="u1", agent_id="travel")
         converse(session, TRIP + POOL)
         assert engine.topics.archived_through("u1", session.id) is None
-        # 60 messages far past 70% of a 1,500-token window: the build archives first.
-        window = session.build_context(budget=1500)
+        # Building (or inspecting) a window never archives, whatever its budget.
+        for budget in (300, 1500):
+            session.build_context(budget=budget)
+        assert engine.topics.topics("u1", session.id) == []
+        engine.jobs.run_pending()  # the turn-end jobs: 60 messages past 60% of 1,500
         through = engine.topics.archived_through("u1", session.id)
         assert through is not None and through <= 60 - TOPICS["keep_recent_messages"]
+        window = session.build_context(budget=1500)
         summary = next(s for s in window.report.sections if s.name == "summary")
         recent = next(s for s in window.report.sections if s.name == "recent")
-        assert summary.event_ids and all(i.startswith("topic") or i for i in summary.event_ids)
+        assert summary.event_ids
         assert "[Topic summary]" in " ".join(str(m["content"]) for m in window.messages)
         shown = {e.event_id: e.seq for e in session.events()}
         assert recent.event_ids and all(shown[i] > through for i in recent.event_ids)
         assert window.tokens <= 1500
         # Archived events stay in the log, untouched.
         assert len(session.events()) == 60 and session.verify().ok
+
+
+def test_an_agent_with_a_large_context_is_not_archived_yet(db_url: str, home: Path) -> None:
+    with make_engine(db_url, home, jobs="manual") as engine:
+        engine.register_agent(AgentConfig(agent_id="big", context_limit=200_000))
+        session = engine.create_session(user_id="u1", agent_id="big")
+        converse(session, TRIP + POOL)
+        engine.jobs.run_pending()
+        assert engine.topics.topics("u1", session.id) == []
+        thresholds = engine.archive_thresholds("u1", session.id)
+        assert (thresholds.context_threshold, thresholds.min_archive_messages) == (0.70, 20)
 
 
 def test_the_turn_end_job_archives_when_the_threshold_is_passed(db_url: str, home: Path) -> None:
@@ -103,8 +121,8 @@ def test_with_a_query_summaries_take_only_the_room_retrieval_leaves(
         engine.topics.archive("u1", session.id, force=True)
         query = "Which hotel did I reserve in Lisbon, and for which nights?"
         plain = session.build_context(budget=4000)
-        small = session.build_context(query=query, budget=600)
-        large = session.build_context(query=query, budget=20_000)
+        small = session.build_context(query=query, budget=600, strategy="semantic")
+        large = session.build_context(query=query, budget=20_000, strategy="semantic")
 
     def section(window: Any, name: str) -> Any:
         return next(s for s in window.report.sections if s.name == name)

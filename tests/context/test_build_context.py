@@ -12,7 +12,7 @@ import pytest
 
 from agentctx import AgentConfig, ConfigError, ContextEngine, InvalidInput
 from agentctx.context import ContextWindow, preset_for
-from agentctx.context.strategies import WHOLE_LINE_TOKENS
+from agentctx.context.lines import WHOLE_LINE_TOKENS
 from agentctx.sessions.session import Session
 from agentctx.tokens import messages_tokens
 from conftest import make_png
@@ -141,10 +141,35 @@ def test_an_oversized_turn_is_shortened_from_its_middle(session: Session) -> Non
             call = turn.add_tool_call("fetch", {"page": i})
             turn.add_tool_result(call.call_id, content=f"page {i} " + "text " * 80)
         turn.add_message("assistant", "LAST: here is the answer")
-    window = session.build_context(budget=1500)
+    window = session.build_context(budget=1500, strategy="semantic")
     text = window_text(window)
     assert "FIRST: please research this" in text and "LAST: here is the answer" in text
     assert "events of this turn omitted to fit the budget" in text
+    assert window.tokens <= 1500
+    assert_pairs_intact(window.messages)
+
+
+def test_an_agent_loops_long_turn_keeps_its_request_and_compacts_what_left(
+    session: Session,
+) -> None:
+    """adaptive: a turn too long for the window keeps its first message (the request),
+    the events that left as compact lines (every page number still there), and its
+    newest events whole."""
+    with session.turn() as turn:
+        turn.add_message("user", "FIRST: please research this")
+        for i in range(20):
+            call = turn.add_tool_call("fetch", {"page": i})
+            turn.add_tool_result(call.call_id, content=f"page {i} " + "text " * 80)
+        turn.add_message("assistant", "LAST: here is the answer")
+    window = session.build_context(budget=1500)
+    text = window_text(window)
+    chat = [m for m in window.messages if m["role"] != "system"]
+    assert chat[0]["content"] == "FIRST: please research this"
+    assert chat[-1]["content"] == "LAST: here is the answer"
+    compacted = next(m["content"] for m in window.messages if "compacted" in str(m["content"]))
+    assert compacted.startswith("[… ") and "earlier events of this turn" in compacted
+    assert compacted.count('called fetch({"page":') >= 2  # calls left, with their arguments
+    assert "page 19 text" in text  # the newest results whole
     assert window.tokens <= 1500
     assert_pairs_intact(window.messages)
 
@@ -186,11 +211,11 @@ def test_compressed_shortens_older_turns_and_keeps_recent_ones_whole(session: Se
     assert not dropped
 
 
-def test_adaptive_prefers_decisions_and_errors_over_background(session: Session) -> None:
+def test_semantic_prefers_decisions_and_errors_over_background(session: Session) -> None:
     session.add_message("assistant", "We decided to use PostgreSQL for the ledger.", ts=T0)
     for i in range(60):
         session.add_message("user", f"chit chat {i} " + "la " * 20)
-    window = session.build_context(budget=800, strategy="adaptive")
+    window = session.build_context(budget=800, strategy="semantic")
     assert "decided to use PostgreSQL" in window_text(window)
 
 
@@ -265,14 +290,18 @@ def test_bad_configuration_names_the_field(tmp_path: Path) -> None:
             session.build_context(budget=1000, strategy="everything")
         with pytest.raises(ConfigError, match=r"add up to 1\.0"):
             session.build_context(budget=1000, budget_split={"recent": 0.5})
-        with pytest.raises(ConfigError, match=r"adaptive\.min_recent"):
-            session.build_context(budget=1000, config={"adaptive": {"min_recent": -1}})
-        with pytest.raises(ConfigError, match=r"adaptive\.day_weight"):
-            session.build_context(budget=1000, config={"adaptive": {"day_weight": -0.1}})
-        with pytest.raises(ConfigError, match=r"adaptive\.fact_weight"):
-            session.build_context(budget=1000, config={"adaptive": {"fact_weight": -0.01}})
-        with pytest.raises(ConfigError, match=r"adaptive\.name_weight"):
-            session.build_context(budget=1000, config={"adaptive": {"name_weight": 2}})
+        with pytest.raises(ConfigError, match=r"semantic\.min_recent"):
+            session.build_context(budget=1000, config={"semantic": {"min_recent": -1}})
+        with pytest.raises(ConfigError, match=r"semantic\.day_weight"):
+            session.build_context(budget=1000, config={"semantic": {"day_weight": -0.1}})
+        with pytest.raises(ConfigError, match=r"semantic\.fact_weight"):
+            session.build_context(budget=1000, config={"semantic": {"fact_weight": -0.01}})
+        with pytest.raises(ConfigError, match=r"semantic\.name_weight"):
+            session.build_context(budget=1000, config={"semantic": {"name_weight": 2}})
+        with pytest.raises(ConfigError, match=r"adaptive\.low_water"):
+            session.build_context(budget=1000, config={"adaptive": {"low_water": 1}})
+        with pytest.raises(ConfigError, match=r"adaptive\.digest_share"):
+            session.build_context(budget=1000, config={"adaptive": {"digest_share": -0.5}})
         with pytest.raises(InvalidInput):
             session.build_context(budget=10)
         with pytest.raises(ValueError, match="context"):

@@ -14,7 +14,7 @@ from agentctx.context.informative import (
     names_something,
     states_a_fact,
 )
-from agentctx.context.strategies import Candidate
+from agentctx.context.pieces import Candidate
 from agentctx.context.units import Atom
 from agentctx.events import Event
 
@@ -143,12 +143,14 @@ def test_a_users_fact_gets_into_smaller_windows_than_without_the_marks(
     def smallest_budget_showing_the_fact(config: dict[str, Any]) -> int:
         for budget in range(150, 400, 5):
             window = session.build_context(
-                "where does the user work hospital", budget, config=config
+                "where does the user work hospital", budget, strategy="semantic", config=config
             )
             if "night nurse" in "\n".join(str(m.get("content")) for m in window.messages):
                 return budget
         raise AssertionError("the fact never got in")
 
     with_marks = smallest_budget_showing_the_fact({})
-    without = smallest_budget_showing_the_fact({"adaptive": {"fact_weight": 0, "name_weight": 0}})
+    without = smallest_budget_showing_the_fact(
+        {"semantic": {"fact_weight": 0, "name_weight": 0}}
+    )
     assert with_marks < without

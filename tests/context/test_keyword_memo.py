@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.context import strategies
+from agentctx.context import older
 from agentctx.context.config import AdaptiveSettings
-from agentctx.context.strategies import _is_important, _keyword_pattern
+from agentctx.context.older import is_important as _is_important
+from agentctx.context.older import keyword_pattern as _keyword_pattern
 
 
 def test_same_chosen_id_in_two_databases_keeps_each_events_own_answer(tmp_path: Path) -> None:
@@ -41,7 +42,7 @@ def test_events_marked_as_errors_are_important_without_keywords(tmp_path: Path) 
 def test_the_memo_keeps_its_newest_answers_past_its_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(strategies, "REMEMBERED_EVENTS", 4)
+    monkeypatch.setattr(older, "REMEMBERED_EVENTS", 4)
     keywords = _keyword_pattern(("deadline",))
     assert keywords is not None
     keywords.found.clear()  # one instance per set of words, shared by the process

@@ -11,7 +11,7 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.context.relevance import DAY_HITS, favour_matching_days
-from agentctx.context.strategies import Candidate
+from agentctx.context.pieces import Candidate
 from agentctx.context.units import Atom
 from agentctx.events import Event
 

@@ -20,6 +20,7 @@ from agentctx import ContextEngine, EventDraft, EventType, TextPart
 from agentctx.context import counting
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.counting import KNOWN_TEXT_CHARS, RememberingCounter
+from agentctx.context.sources import LogHead
 from agentctx.events import Event
 from agentctx.sessions.session import Session
 from agentctx.tokens import EstimateCounter, messages_tokens
@@ -56,8 +57,11 @@ class RecordingLoader:
         end_seq: int | None = None,
         last: int | None = None,
         seqs: Sequence[int] | None = None,
+        types: Sequence[EventType] | None = None,
     ) -> list[Event]:
         assert (user_id, session_id) == (self.session.user_id, self.session.id)
+        if types is not None:  # the session's system events (not the log's tail)
+            return self.session.events(types=types, last=last)
         if seqs is not None:
             wanted = set(seqs)
             span = self.session.events(start_seq=min(wanted), end_seq=max(wanted))
@@ -108,6 +112,7 @@ def builder_for(
 
 
 def build(builder: ContextBuilder, engine: ContextEngine, session: Session, **kw: Any) -> Any:
+    info = session.refresh()
     return builder.build(
         user_id=session.user_id,
         session_id=session.id,
@@ -115,6 +120,7 @@ def build(builder: ContextBuilder, engine: ContextEngine, session: Session, **kw
         state={},
         config=engine.context_config(None).merged(kw.pop("config", {})),
         system_prompt=None,
+        head=LogHead(info.last_seq, info.weight_total),
         **kw,
     )
 
@@ -134,9 +140,12 @@ def test_the_recent_tail_is_read_without_reading_an_event_twice(engine: ContextE
     assert window.report.not_considered == same.report.not_considered
 
 
-@pytest.mark.parametrize("budget", [1_000, 4_000])
+@pytest.mark.parametrize(
+    ("budget", "strategy"),
+    [(1_000, "semantic"), (4_000, "semantic"), (1_000, "adaptive"), (4_000, "adaptive")],
+)
 def test_a_build_counts_each_text_once_and_its_total_is_exact(
-    engine: ContextEngine, budget: int
+    engine: ContextEngine, budget: int, strategy: str
 ) -> None:
     session = long_chat(engine, 80)
     counter = RecordingCounter()
@@ -147,13 +156,15 @@ def test_a_build_counts_each_text_once_and_its_total_is_exact(
         session,
         query=query,
         budget=budget,
+        config={"strategy": strategy},
     )
     assert counter.seen, "the build counted nothing"
     assert max(counter.seen.values()) == 1, counter.seen.most_common(3)
     # Remembered counts are the counter's own: the total is the window counted afresh.
     assert window.tokens == messages_tokens(EstimateCounter(), window.messages) <= budget
-    assert window.report.sections[2].event_ids  # older events were priced as block lines
-    same = session.build_context(query=query, budget=budget)
+    if strategy == "semantic":
+        assert window.report.sections[2].event_ids  # older events were priced as block lines
+    same = session.build_context(query=query, budget=budget, strategy=strategy)
     assert window.messages == same.messages
     assert window.report.dropped == same.report.dropped
 

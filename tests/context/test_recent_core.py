@@ -1,4 +1,4 @@
-"""The adaptive recent core: how many recent messages a window always keeps."""
+"""``semantic``'s recent core: how many recent messages a window always keeps."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.context.config import ContextConfig
-from agentctx.context.run import Run
+from agentctx.context.semantic import split_core
 from agentctx.context.units import units_of
-from agentctx.tokens import counter_from_spec
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -37,17 +36,11 @@ def test_a_small_window_guarantees_one_recent_message_per_thousand_tokens(
         role = "user" if i % 2 == 0 else "assistant"
         session.add_message(role, f"message {i}", ts=T0 + timedelta(minutes=i))
     units = units_of(list(session.events()))
-    run = Run(
-        cast(Any, SimpleNamespace(tool_output=None)),
-        counter_from_spec("estimate"),
-        config=ContextConfig.model_validate(
-            {"adaptive": {} if min_recent is None else {"min_recent": min_recent}}
-        ),
-        user_id="u1",
-        session_id=session.id,
-        budget=budget,
+    config = ContextConfig.model_validate(
+        {"semantic": {} if min_recent is None else {"min_recent": min_recent}}
     )
-    core, rest = run.split_core(units)
+    build = SimpleNamespace(request=SimpleNamespace(config=config, budget=budget))
+    core, rest = split_core(units, cast(Any, build))
     assert len(core) == kept
     assert core[-1] is units[-1]  # the newest message always
     assert len(core) + len(rest) == len(units)
@@ -56,8 +49,8 @@ def test_a_small_window_guarantees_one_recent_message_per_thousand_tokens(
 def test_merged_overrides_keep_track_of_what_was_chosen() -> None:
     base = ContextConfig.model_validate({"strategy": "adaptive"})
     plain = base.merged({"strategy": "semantic"})
-    chosen = base.merged({"adaptive": {"min_recent": 3}})
-    assert plain.strategy == "semantic" and plain.adaptive.min_recent == 3
-    assert "min_recent" not in plain.adaptive.model_fields_set  # still the default
-    assert "min_recent" in chosen.adaptive.model_fields_set
-    assert chosen.merged({"strategy": "full"}).adaptive.model_fields_set == {"min_recent"}
+    chosen = base.merged({"semantic": {"min_recent": 3}})
+    assert plain.strategy == "semantic" and plain.semantic.min_recent == 3
+    assert "min_recent" not in plain.semantic.model_fields_set  # still the default
+    assert "min_recent" in chosen.semantic.model_fields_set
+    assert chosen.merged({"strategy": "full"}).semantic.model_fields_set == {"min_recent"}

@@ -11,7 +11,7 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.context.relevance import favour_subject
-from agentctx.context.strategies import Candidate
+from agentctx.context.pieces import Candidate
 from agentctx.context.units import Atom
 from agentctx.errors import ConfigError
 from agentctx.events import Event
@@ -88,13 +88,13 @@ def test_the_subjects_line_gets_into_smaller_windows_than_without(
 
     def smallest_budget_showing_the_answer(config: dict[str, Any]) -> int:
         for budget in range(150, 1200, 10):
-            window = session.build_context(question, budget, config=config)
+            window = session.build_context(question, budget, strategy="semantic", config=config)
             if "risotto" in "\n".join(str(m.get("content")) for m in window.messages):
                 return budget
         raise AssertionError("Kevin's line never got in")
 
     with_subject = smallest_budget_showing_the_answer({})
-    without = smallest_budget_showing_the_answer({"adaptive": {"subject_weight": 0}})
+    without = smallest_budget_showing_the_answer({"semantic": {"subject_weight": 0}})
     assert with_subject < without
 
 
@@ -102,5 +102,5 @@ def test_the_subjects_line_gets_into_smaller_windows_than_without(
 def test_the_subject_weight_is_validated(engine: ContextEngine, weight: float) -> None:
     session = engine.create_session(user_id="u3")
     session.add_message("user", "hello")
-    with pytest.raises(ConfigError, match=r"adaptive\.subject_weight"):
-        session.build_context("hi", 1000, config={"adaptive": {"subject_weight": weight}})
+    with pytest.raises(ConfigError, match=r"semantic\.subject_weight"):
+        session.build_context("hi", 1000, config={"semantic": {"subject_weight": weight}})

@@ -23,8 +23,9 @@ SECRETS = ("sk-live-abcdefghijklmnop1234", "s3cretpw", "hunter2", "supersecret-h
 def _build_and_record(
     hitl: HitlService, session: Session, turn_id: str | None, query: str, budget: int
 ) -> Any:
-    """What ContextEngine.build_context does once wired: build, then record."""
-    window = session.build_context(query, budget)
+    """What ContextEngine.build_context does once wired: build, then record. (semantic:
+    its pinned instruction sends the raw query out, which the package must redact.)"""
+    window = session.build_context(query, budget, strategy="semantic")
     hitl.record_window(
         session.user_id,
         session.id,

@@ -61,7 +61,12 @@ def test_repeated_tool_failures_need_a_human_and_repro_has_the_turn(client: http
     client.post(f"/v1/sessions/{sid}/events/batch", json={"events": events, "turn_id": tid})
     window = client.post(
         f"/v1/sessions/{sid}/context",
-        json={"query": "why does buying fail for ann@example.com", "budget": 2000, "turn_id": tid},
+        json={
+            "query": "why does buying fail for ann@example.com",
+            "budget": 2000,
+            "turn_id": tid,
+            "strategy": "semantic",  # its pinned instruction quotes the raw query
+        },
     )
     assert window.status_code == 200
     client.post(f"/v1/sessions/{sid}/turns/{tid}/end", json={"status": "error"})

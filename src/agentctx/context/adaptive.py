@@ -26,6 +26,7 @@ import time
 
 from agentctx.context import semantic
 from agentctx.context.assembly import Assembly
+from agentctx.context.config import ContextConfig
 from agentctx.context.digest import Digest, digest_of
 from agentctx.context.gather import tail_messages
 from agentctx.context.history import History, stable_history
@@ -71,8 +72,9 @@ def assemble(build: Assembly) -> Plan:
     summary_tokens = pricer.cost_all(plan.summary)
 
     # The history: everything else but the tail's share.
-    has_tail = sources.task is not None and (
-        config.sections.active_task or config.sections.pinned_instruction
+    has_tail = _pins_always(config) or (
+        sources.task is not None
+        and (config.sections.active_task or config.sections.pinned_instruction)
     )
     tail_share = int(split["input"] * usable) if has_tail else 0
     capacity = max(0, usable - system_tokens - summary_tokens - tail_share)
@@ -112,8 +114,9 @@ def assemble(build: Assembly) -> Plan:
     # What varies per call, in the room the history leaves: the tail, then memories,
     # then older events relevant to the query.
     # The pinned instruction names an active task's goal; without one, the user's
-    # request is the newest turn's first message, which the history always keeps.
-    plan.tail = tail_messages(request, sources, history.turns, pin=False)
+    # request is the newest turn's first message, which the history always keeps (the
+    # pin is then shown only when sections.pinned_instruction is set to true).
+    plan.tail = tail_messages(request, sources, history.turns, pin=_pins_always(config))
     fit_tail(plan, pricer, request.budget - plan.tokens(pricer))
     memories = build.memories_message()
     if memories is not None and pricer.cost(memories) <= request.budget - plan.tokens(pricer):
@@ -194,6 +197,13 @@ def _history(build: Assembly, capacity: int) -> tuple[History, Digest]:
     if history.start is None:
         return history, Digest()
     return history, digest_of(build, history.start, room)
+
+
+def _pins_always(config: ContextConfig) -> bool:
+    """Whether the pinned instruction closes every window, not only those with an
+    active task: when ``sections.pinned_instruction`` was set to true explicitly."""
+    sections = config.sections
+    return sections.pinned_instruction and "pinned_instruction" in sections.model_fields_set
 
 
 def _step(capacity: int, low_water: float) -> int:

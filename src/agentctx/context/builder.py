@@ -142,7 +142,7 @@ class ContextBuilder:
             pricer=pricer,
             retriever=self.retriever,
             memory_max_tokens=self.memories.max_tokens if self.memories is not None else None,
-            timings=dict(gathered.timings),
+            timings={"search_ms": 0.0, "retrieve_ms": 0.0, **gathered.timings},
         )
         plan = STRATEGIES[config.strategy](build)
         if window_budget < budget:

@@ -29,6 +29,10 @@ are placeholders or kept frames at low detail."""
 TOOL_RESULT_WEIGHT = 1000
 """A tool result weighs at most this: longer output is shown shortened."""
 
+MESSAGE_WEIGHT = 4
+"""What every event adds for the message that shows it (OpenAI's framing: 3 tokens a
+message, and a name or a call id besides)."""
+
 
 def history_weight(
     event_type: str, token_estimate: int, image_sizes: Iterable[tuple[int | None, int | None]]
@@ -41,7 +45,7 @@ def history_weight(
         weight -= full - min(full, IMAGE_WEIGHT)
     if event_type == "tool_result":
         weight = min(weight, TOOL_RESULT_WEIGHT)
-    return max(0, weight)
+    return max(0, weight) + MESSAGE_WEIGHT
 
 
 def row_weight(row: Mapping[str, Any]) -> int:

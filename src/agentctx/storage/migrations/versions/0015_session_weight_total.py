@@ -3,9 +3,9 @@ system events.
 
 Windows measure how far into a session an event lies along this axis, so that the
 recent history slides in steps the next calls repeat (``agentctx.context.history``).
-Existing sessions start from the sum of their events' token estimates, which is at
-least the sum of their weights: only differences along the axis matter, and those the
-writer keeps exact from now on.
+Existing sessions start from the sum of their events' token estimates plus each event's
+message framing, which is at least the sum of their weights: only differences along the
+axis matter, and those the writer keeps exact from now on.
 
 Revision ID: 0015
 Revises: 0014
@@ -29,7 +29,7 @@ def upgrade() -> None:
         sa.Column("weight_total", sa.BigInteger, nullable=False, server_default=sa.text("0")),
     )
     op.execute(
-        "UPDATE sessions SET weight_total = COALESCE((SELECT SUM(e.token_estimate) "
+        "UPDATE sessions SET weight_total = COALESCE((SELECT SUM(e.token_estimate + 4) "
         "FROM events AS e WHERE e.user_id = sessions.user_id "
         "AND e.session_id = sessions.session_id), 0)"
     )
