@@ -194,7 +194,12 @@ class ContextEngine:
         poll = s.erasure_poll.total_seconds() if s.erasure_poll is not None else None
         self._erasures = Erasures(
             self.db,
-            HeldCopies(self.cache, self.search_index, self.memory.index),
+            HeldCopies(
+                self.cache,
+                self.search_index,
+                self.memory.index,
+                windows=self.context_builder.prefixes,
+            ),
             retention=s.erasure_retention,
             poll=poll,
         )

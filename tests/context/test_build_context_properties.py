@@ -115,3 +115,93 @@ def test_every_window_fits_and_keeps_tool_pairs(  # noqa: PLR0917 - hypothesis a
     assert newest.event_id in included or newest.event_id in {
         d.event_id for d in report.dropped if d.reason == "budget"
     }
+
+
+loop_turn = st.tuples(
+    st.sampled_from(WORDS),  # the request
+    st.lists(st.tuples(st.integers(0, 600), st.booleans()), max_size=4),  # results: size, image
+)
+
+
+@pytest.fixture(scope="module")
+def loop_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContextEngine]:
+    # Visual compaction turns an ended turn's process frames into placeholders once, when
+    # the turn ends (a change at the history's end, by design): off here, so what is
+    # checked is the slide alone.
+    home: Path = tmp_path_factory.mktemp("loop")
+    with ContextEngine(home=home, visual={"compaction": False}) as engine:
+        yield engine
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    turns=st.lists(loop_turn, min_size=1, max_size=12),
+    budget=st.one_of(st.integers(200, 3_000), st.integers(3_000, 200_000)),
+)
+def test_an_agent_loops_windows_share_their_start_until_a_slide(
+    loop_engine: ContextEngine, turns: list[tuple[str, list[tuple[int, bool]]]], budget: int
+) -> None:
+    """Before every model call of an agent loop: the window fits, keeps every call with its
+    results, and, unless the history slid, starts with everything the previous window had
+    up to the end of its history."""
+    session = loop_engine.create_session(user_id="u1")
+    image = make_png(640, 400)
+    previous = None
+    for index, (request, results) in enumerate(turns):
+        with session.turn() as current:
+            current.add_message("user", f"request {index}: {request}")
+            for number, (size, with_image) in enumerate(results):
+                window = session.build_context(query=request, budget=budget)
+                check_loop_window(window, previous, budget)
+                previous = window
+                call = current.add_tool_call("t", {"n": number})
+                current.add_tool_result(
+                    call.call_id,
+                    content=" ".join(WORDS[i % len(WORDS)] for i in range(size)),
+                    images=[image] if with_image else None,
+                )
+            window = session.build_context(query=request, budget=budget)
+            check_loop_window(window, previous, budget)
+            previous = window
+            current.add_message("assistant", f"done {index}")
+
+
+def check_loop_window(window: Any, previous: Any, budget: int) -> None:
+    assert window.tokens <= budget
+    open_calls: set[str] = set()
+    for message in window.messages:
+        for call in message.get("tool_calls") or []:
+            open_calls.add(call["id"])
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in open_calls
+            open_calls.discard(message["tool_call_id"])
+    assert not open_calls
+    if previous is None:
+        return
+    old = previous.report.section("recent").event_ids
+    new = window.report.section("recent").event_ids
+    same_past = (
+        previous.report.section("summary").event_ids == window.report.section("summary").event_ids
+    )
+    if new[: len(old)] != old or not same_past or _shortened(previous) or _shortened(window):
+        # The history slid, compaction ran, or a turn too long for the room on its own
+        # was shortened (again when a newer turn takes room from it): the start may
+        # change once.
+        return
+    varying = previous.report.section("retrieved").messages + sum(
+        1
+        for m in previous.messages
+        if str(m.get("content", "")).startswith(("[ACTIVE TASK]", "[CRITICAL INSTRUCTION]"))
+    )
+    end = len(previous.messages) - varying
+    assert window.messages[:end] == previous.messages[:end]
+    stable = window.report.stable_prefix_tokens
+    assert stable is not None and stable >= sum(s.tokens for s in previous.report.sections[:2])
+
+
+def _shortened(window: Any) -> bool:
+    return any("events of this turn" in str(m.get("content", "")) for m in window.messages)

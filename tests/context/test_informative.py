@@ -150,7 +150,5 @@ def test_a_users_fact_gets_into_smaller_windows_than_without_the_marks(
         raise AssertionError("the fact never got in")
 
     with_marks = smallest_budget_showing_the_fact({})
-    without = smallest_budget_showing_the_fact(
-        {"semantic": {"fact_weight": 0, "name_weight": 0}}
-    )
+    without = smallest_budget_showing_the_fact({"semantic": {"fact_weight": 0, "name_weight": 0}})
     assert with_marks < without

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.context.relevance import DAY_HITS, favour_matching_days
 from agentctx.context.pieces import Candidate
+from agentctx.context.relevance import DAY_HITS, favour_matching_days
 from agentctx.context.units import Atom
 from agentctx.events import Event
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.context.relevance import favour_subject
 from agentctx.context.pieces import Candidate
+from agentctx.context.relevance import favour_subject
 from agentctx.context.units import Atom
 from agentctx.errors import ConfigError
 from agentctx.events import Event

@@ -523,6 +523,13 @@ def test_context_window_shows_sections_and_what_was_left_out(
     expect(page.locator("#window-summary")).to_contain_text(
         f"{report['tokens']} / {report['budget']} tokens"
     )
+    # The prompt cache line: the page's window followed the one the test built above.
+    prefix = window["report"]["stable_prefix_tokens"]
+    assert prefix is not None and 0 < prefix <= report["tokens"]
+    page.click("#context-form button[type=submit]")  # the same window once more
+    expect(page.locator("#stable-prefix")).to_contain_text(
+        f"the first {report['tokens']} tokens repeat the previous window (100%)"
+    )
 
     assert report["dropped"]
     dropped = page.locator("#dropped-table tr.dropped")

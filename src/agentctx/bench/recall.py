@@ -407,7 +407,7 @@ def run_recall_benchmark(
         pooled=pooled,
         by_category=by_category,
         by_file=by_file,
-        targets=judge(pooled, budgets),
+        targets=judge(pooled, budgets, config.strategy),
         notes=notes,
         questions=results,
     )

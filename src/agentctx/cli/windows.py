@@ -103,6 +103,12 @@ def render_report(console: Console, window: ContextWindow) -> None:
         )
     console.print(table.table)
     lines = [f"included  {_events(len(report.included_event_ids))}"]
+    if report.stable_prefix_tokens is not None:
+        share = report.stable_prefix_tokens / report.tokens if report.tokens else 0.0
+        lines.append(
+            f"cached    the first {report.stable_prefix_tokens:,} tokens repeat the previous "
+            f"window ({share:.0%})"
+        )
     if report.dropped:
         reasons = Counter(drop.reason for drop in report.dropped)
         named = ", ".join(f"{reason} {count:,}" for reason, count in sorted(reasons.items()))

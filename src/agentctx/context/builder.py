@@ -150,6 +150,9 @@ class ContextBuilder:
         messages, tokens = finish(plan, pricer)
         current = fingerprints(messages, [pricer.cost(m) for m in messages])
         previous = self.prefixes.exchange((user_id, session_id), current)
+        stable = shared_prefix(previous, current)
+        if stable is not None and previous == current:
+            stable = tokens  # the same request again, reply priming and all
         build.time("total_ms", started)
         report = report_of(
             build,
@@ -157,7 +160,7 @@ class ContextBuilder:
             messages,
             tokens,
             _digest_ids(plan, build),
-            shared_prefix(previous, current),
+            stable,
         )
         return ContextWindow(messages, tokens, report)
 

@@ -95,6 +95,7 @@ def gather(
             items = list(summaries.summaries(request.user_id, request.session_id))
             if config.strategy == "compressed" and not config.compressed.preserve_topics:
                 items = [item for item in items if item.kind != "topic"]
+                found.archived_through = None  # no topic stands for what they archived
             found.summaries = items
     found.retracted = retracted_seqs(request.state)
     found.hidden = _either(folded(found.summaries), found.retracted)

@@ -117,14 +117,24 @@ def unit_piece(pricer: Pricer, unit: Unit, *, shorten: bool, ratio: float = 1.0)
     tokens = sum(p.tokens for p in pieces)
     if shorten:
         counter = pricer.counter
-        for message in messages:
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                count = counter.count(content)
-                if count > 24:
-                    message["content"] = counter.truncate(content, max(16, int(count * ratio)))
+        for piece in pieces:
+            for message in piece.messages:
+                content = message.get("content")
+                if isinstance(content, str) and content:
+                    count = counter.count(content)
+                    if count > 24:
+                        cut = counter.truncate(content, max(16, int(count * ratio)))
+                        message["content"] = cut
+                        pricer.truncated(_shown_event(piece, content), count, counter.count(cut))
         tokens = pricer.cost_all(messages)
     return Piece(Atom(unit.events), messages, tokens)
+
+
+def _shown_event(piece: Piece, content: str) -> Event:
+    """The event of ``piece`` whose text a message shows."""
+    return next(
+        (e for e in piece.atom.events if e.text and e.text[:50] in content), piece.atom.events[0]
+    )
 
 
 def line_limit(pricer: Pricer) -> int:

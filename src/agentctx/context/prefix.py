@@ -58,9 +58,13 @@ class PrefixMemory:
             self._windows.put(key, current)
             return previous
 
-    def forget(self, user_id: str, session_id: str | None = None) -> None:
-        """Forget a session's window (every session of the user without ``session_id``)."""
+    def forget(self, user_id: str | None, session_id: str | None = None) -> None:
+        """Forget a session's window (every session of the user without ``session_id``,
+        every window with neither)."""
         with self._lock:
+            if user_id is None:
+                self._windows.clear()
+                return
             self._windows.discard(
                 lambda key: key[0] == user_id and (session_id is None or key[1] == session_id)
             )

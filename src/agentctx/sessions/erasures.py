@@ -52,6 +52,7 @@ from agentctx.storage.database import Database
 from agentctx.storage.schema import erasures
 
 if TYPE_CHECKING:
+    from agentctx.context.prefix import PrefixMemory
     from agentctx.memory.index import MemoryIndex
 
 log = logging.getLogger(__name__)
@@ -217,11 +218,16 @@ class HeldCopies:
     deleted data does not stay in memory either."""
 
     def __init__(
-        self, cache: HotCache, search_index: SearchIndex, memory_index: MemoryIndex | None
+        self,
+        cache: HotCache,
+        search_index: SearchIndex,
+        memory_index: MemoryIndex | None,
+        windows: PrefixMemory | None = None,
     ) -> None:
         self.cache = cache
         self.search_index = search_index
         self.memory_index = memory_index
+        self.windows = windows  # each session's last window's fingerprints
 
     def forget_user(self, user_id: str | None) -> None:
         """Drop the user's copies (everyone's when None)."""
@@ -232,12 +238,16 @@ class HeldCopies:
         if self.memory_index is not None:
             self.memory_index.forget_user(user_id)
         self.search_index.forget_user(user_id)
+        if self.windows is not None:
+            self.windows.forget(user_id)
 
     def forget_session(self, erasure: Erasure) -> None:
         """Drop the copies of the session ``erasure`` names."""
         assert erasure.session_id is not None
         self.cache.drop_session(erasure.user_id, erasure.session_id)
         self.search_index.forget_session(erasure.user_id, erasure.session_id, erasure.search_sid)
+        if self.windows is not None:
+            self.windows.forget(erasure.user_id, erasure.session_id)
 
     def forget_erasure(self, erasure: Erasure) -> None:
         """Drop the copies of what ``erasure`` deleted: a user's or a session's."""

@@ -107,6 +107,14 @@ function reportView(report) {
     h("strong", null, `${report.tokens} / ${report.budget} tokens`),
     ` · strategy ${report.strategy} · tokenizer ${report.tokenizer}`,
     ` · ${report.included_event_ids.length} events included`);
+  // How much of the window repeats the previous one of the session from its start: what a
+  // provider's prompt cache can reuse.
+  const prefix = report.stable_prefix_tokens;
+  const cacheLine = h("p", { class: "muted", id: "stable-prefix" },
+    prefix === null || prefix === undefined
+      ? "Prompt cache: no earlier window of this session to compare with."
+      : `Prompt cache: the first ${prefix} tokens repeat the previous window `
+        + `(${report.tokens ? Math.round((100 * prefix) / report.tokens) : 0}%).`);
   const images = report.images || {};
   const sent = images.inline?.length || 0;
   const held = images.placeholders?.length || 0;
@@ -114,7 +122,7 @@ function reportView(report) {
     ? h("p", { class: "muted" }, `Images: ${sent} sent, ${held} as placeholders`)
     : null;
   return h("section", { class: "card" },
-    h("h2", null, "Budget"), summary, bar, legend, imageLine, leftOut(report));
+    h("h2", null, "Budget"), summary, cacheLine, bar, legend, imageLine, leftOut(report));
 }
 
 function leftOut(report) {
