@@ -107,9 +107,9 @@ def assemble(build: Assembly) -> Plan:
         keep_messages=config.adaptive.recent_messages,
     )
     plan.allocated["recent"] = capacity - digest.tokens
+    compacted = set(digest.event_ids)
     for unit in history.earlier:
-        if digest.first_seq is None or unit.last_seq < digest.first_seq:
-            pricer.drop_many(unit.events, "budget")
+        pricer.drop_many([e for e in unit.events if e.event_id not in compacted], "budget")
 
     # What varies per call, in the room the history leaves: the tail, then memories,
     # then older events relevant to the query.

@@ -269,8 +269,8 @@ class CompactBlock:
 
 
 def compact_block(pricer: Pricer, heading: str, atoms: Sequence[Atom], room: int) -> CompactBlock:
-    """``atoms`` as compact lines within ``room`` tokens, the newest first (one that does
-    not fit is passed over for older, smaller ones), shown oldest first under ``heading``:
+    """``atoms`` as compact lines within ``room`` tokens: the newest, back to the first
+    that does not fit, shown oldest first under ``heading``:
     tool calls with their arguments, messages shortened in their middle, JSON tool output
     as its leaves. Query-independent, so the same atoms and room give the same block."""
     room -= pricer.cost({"role": "system", "content": heading + "\n"})
@@ -286,7 +286,7 @@ def compact_block(pricer: Pricer, heading: str, atoms: Sequence[Atom], room: int
             continue
         cost = layout.price(lines)
         if cost > room:
-            continue
+            break
         layout.add(lines)
         room -= cost
         chosen.extend(lines)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctx.context.budget import allocate
 from agentctx.context.lines import BLOCK_HEADING, block_text, compact_block, piece_of
 from agentctx.context.pieces import Candidate, Piece, marker_piece
 from agentctx.context.pricing import Pricer
@@ -126,6 +127,25 @@ def fit_summary(plan: Plan, pricer: Pricer, allowed: int) -> None:
             if left_out == 1
             else f"{left_out} summaries were left out to fit"
         )
+
+
+def fit_by_shares(
+    plan: Plan, pricer: Pricer, split: dict[str, float], demands: dict[str, int]
+) -> dict[str, int]:
+    """Seed 002's split of the budget among sections that may need less than their share
+    (``budget.allocate``); the system section (with the tail), the summaries fitted to
+    theirs. Returns the allocations; the history's is ``recent`` plus ``input``."""
+    alloc = allocate(pricer.budget - REPLY_PRIMING, split, demands)
+    plan.allocated = {
+        "system": alloc["system"],
+        "summary": alloc["summary"],
+        "retrieved": alloc["retrieved"],
+        "recent": alloc["recent"] + alloc["input"],
+    }
+    fit_tail(plan, pricer, alloc["system"])
+    fit_system(plan, pricer, max(0, alloc["system"] - pricer.cost_all(plan.tail)))
+    fit_summary(plan, pricer, alloc["summary"])
+    return alloc
 
 
 # Fitting turns --------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 
 from agentctx.context.assembly import Assembly
-from agentctx.context.budget import allocate
 from agentctx.context.gather import tail_messages
 from agentctx.context.lines import (
     BLOCK_HEADING,
@@ -27,12 +26,10 @@ from agentctx.context.lines import (
 from agentctx.context.older import Seen, choose_older, older_candidates
 from agentctx.context.pieces import Piece
 from agentctx.context.plan import (
-    REPLY_PRIMING,
     Plan,
     first_seq,
+    fit_by_shares,
     fit_summary,
-    fit_system,
-    fit_tail,
     fit_turns,
     place_older,
 )
@@ -103,7 +100,7 @@ def assemble(build: Assembly, *, priors: bool = True, retrieval: Retrieval | Non
     )
     candidates = search.candidates
     build.time("retrieve_ms", started)
-    build.timings["search_ms"] = round(search.search_ms, 3)
+    build.timings["search_ms"] = round(build.timings.get("search_ms", 0.0) + search.search_ms, 3)
 
     demands = {
         "system": pricer.cost_all(plan.system) + pricer.cost_all(plan.tail),
@@ -113,17 +110,7 @@ def assemble(build: Assembly, *, priors: bool = True, retrieval: Retrieval | Non
         "recent": sum(p.tokens for p in core_pieces) - input_cost,
         "input": input_cost,
     }
-    alloc = allocate(budget - REPLY_PRIMING, config.budget_split, demands)
-    plan.allocated = {
-        "system": alloc["system"],
-        "summary": alloc["summary"],
-        "retrieved": alloc["retrieved"],
-        "recent": alloc["recent"] + alloc["input"],
-    }
-
-    fit_tail(plan, pricer, alloc["system"])
-    fit_system(plan, pricer, max(0, alloc["system"] - pricer.cost_all(plan.tail)))
-    fit_summary(plan, pricer, alloc["summary"])
+    alloc = fit_by_shares(plan, pricer, config.budget_split, demands)
     plan.recent = fit_turns(core, core_pieces, pricer, alloc["recent"] + alloc["input"])
     room = budget - plan.tokens(pricer)
     # With a query, memories (like summaries) take only the room retrieval leaves:

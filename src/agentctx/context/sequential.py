@@ -20,16 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from agentctx.context.assembly import Assembly
-from agentctx.context.budget import allocate
 from agentctx.context.gather import tail_messages
 from agentctx.context.lines import unit_piece
 from agentctx.context.pieces import Piece, marker_piece
 from agentctx.context.plan import (
-    REPLY_PRIMING,
     Plan,
-    fit_summary,
-    fit_system,
-    fit_tail,
+    fit_by_shares,
     fit_turns,
 )
 from agentctx.context.semantic import core_of
@@ -108,16 +104,7 @@ def _fit(build: Assembly, turns: list[Unit], pieces: list[Piece]) -> Plan:
         "recent": sum(p.tokens for p in pieces),
         "input": 0,
     }
-    alloc = allocate(pricer.budget - REPLY_PRIMING, request.config.budget_split, demands)
-    plan.allocated = {
-        "system": alloc["system"],
-        "summary": alloc["summary"],
-        "retrieved": alloc["retrieved"],
-        "recent": alloc["recent"] + alloc["input"],
-    }
-    fit_tail(plan, pricer, alloc["system"])
-    fit_system(plan, pricer, max(0, alloc["system"] - pricer.cost_all(plan.tail)))
-    fit_summary(plan, pricer, alloc["summary"])
+    alloc = fit_by_shares(plan, pricer, request.config.budget_split, demands)
     plan.recent = fit_turns(turns, pieces, pricer, alloc["recent"] + alloc["input"])
     if memories is not None and pricer.cost(memories) <= pricer.budget - plan.tokens(pricer):
         plan.memories = memories
