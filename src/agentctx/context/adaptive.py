@@ -42,12 +42,12 @@ from agentctx.context.older import Seen, choose_older, older_candidates, search
 from agentctx.context.plan import (
     REPLY_PRIMING,
     Plan,
-    fit_history,
     fit_summary,
     fit_system,
     fit_tail,
     place_older,
 )
+from agentctx.context.shorten import fit_history
 from agentctx.context.sources import Retrieval
 from agentctx.events import Event, EventType
 from agentctx.tokens.weight import event_weight

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctx.context.config import ContextConfig
 from agentctx.context.gather import Request, Sources, memory_block, summary_messages
 from agentctx.context.plan import Plan
 from agentctx.context.pricing import Pricer
@@ -33,7 +34,8 @@ class Assembly:
     digest_ids: list[str] = field(default_factory=list)  # the events it shows
 
     @property
-    def config(self) -> Any:
+    def config(self) -> ContextConfig:
+        """The context settings of this build."""
         return self.request.config
 
     def new_plan(self) -> Plan:

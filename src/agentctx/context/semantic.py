@@ -30,9 +30,9 @@ from agentctx.context.plan import (
     first_seq,
     fit_by_shares,
     fit_summary,
-    fit_turns,
     place_older,
 )
+from agentctx.context.shorten import fit_turns
 from agentctx.context.sources import Retrieval
 from agentctx.context.units import Unit, message_count
 from agentctx.events import EventType

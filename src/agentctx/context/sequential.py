@@ -26,9 +26,9 @@ from agentctx.context.pieces import Piece, marker_piece
 from agentctx.context.plan import (
     Plan,
     fit_by_shares,
-    fit_turns,
 )
 from agentctx.context.semantic import core_of
+from agentctx.context.shorten import fit_turns
 from agentctx.context.sources import SummaryItem
 from agentctx.context.units import Unit, message_count
 
