@@ -240,3 +240,28 @@ def test_erasure_forgets_the_last_windows_fingerprints(engine: ContextEngine) ->
     assert memory.exchange(("u1", first.id), ()) is None
     engine.delete_user_data("u1")
     assert memory.exchange(("u1", second.id), ()) is None
+
+
+def test_a_screenshot_session_is_read_by_what_its_images_cost_in_the_history(
+    engine: ContextEngine,
+) -> None:
+    """A screenshot is stored with its full-size estimate (~1,100 tokens at 1280x800), but
+    the history shows most as placeholders or low-detail frames: a 32k window reads every
+    turn of a session whose estimates add up to several times that."""
+    session = engine.create_session("u1", "browser")
+    for t in range(24):
+        with session.turn() as turn:
+            turn.add_message("user", f"step {t}")
+            for k in range(5):
+                call = turn.add_tool_call("screenshot", {"k": k}, call_id=f"s{t}-{k}")
+                shot = make_png(1280, 800, seed=7 * t + k)
+                turn.add_tool_result(call.call_id, content=f"frame {t}.{k}", images=[shot])
+    estimated = sum(e.token_estimate for e in session.events())
+    assert estimated > 4 * 32_000
+    for strategy in ("adaptive", "semantic", "full"):
+        window = session.build_context(
+            budget=32_000, strategy=strategy, config={"full": {"max_messages": 1000}}
+        )
+        assert window.report.not_considered == 0, strategy
+        assert session.events()[1].event_id in window.report.included_event_ids, strategy
+        assert window.tokens <= 32_000
