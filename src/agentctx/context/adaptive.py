@@ -54,14 +54,29 @@ from agentctx.tokens.weight import event_weight
 
 
 def assemble(build: Assembly) -> Plan:
-    """The agent loop's window (see the module docstring)."""
-    request, sources, pricer = build.request, build.sources, build.pricer
-    config = request.config
-    split = config.budget_split
-    usable = request.budget - REPLY_PRIMING
+    """The agent loop's window (see the module docstring), in stages: the stable
+    sections, the history and the compacted past, then what varies per call. A query
+    about the past (its best match lies before what the history can hold) is answered
+    by relevance instead: the window is then filled like ``semantic``'s, by the search
+    alone; a query about the work at hand finds its best match in the history."""
     plan = build.new_plan()
+    capacity = _stable_sections(build, plan)
+    retrieval = _search(build)
+    if retrieval is not None and _about_the_past(build, retrieval, capacity):
+        plan = semantic.assemble(build, priors=False, retrieval=retrieval)
+        plan.notes.append("the query is about the past: the window is filled by relevance")
+        return plan
+    history, digest = _place_history(build, plan, capacity)
+    _varying(build, plan, history, digest, retrieval)
+    return plan
 
-    # The stable sections: the system prompt first, then the summaries.
+
+def _stable_sections(build: Assembly, plan: Plan) -> int:
+    """Fit the system prompt, then the summaries; returns the history's capacity:
+    everything else but the tail's share."""
+    config, pricer = build.request.config, build.pricer
+    split = config.budget_split
+    usable = build.request.budget - REPLY_PRIMING
     stable_area = int((split["system"] + split["summary"] + split["retrieved"]) * usable)
     summaries_floor = min(pricer.cost_all(plan.summary), int(split["summary"] * usable))
     plan.allocated["system"] = min(pricer.cost_all(plan.system), stable_area - summaries_floor)
@@ -70,24 +85,18 @@ def assemble(build: Assembly) -> Plan:
     plan.allocated["summary"] = max(0, stable_area - system_tokens)
     fit_summary(plan, pricer, plan.allocated["summary"])
     summary_tokens = pricer.cost_all(plan.summary)
-
-    # The history: everything else but the tail's share.
     has_tail = _pins_always(config) or (
-        sources.task is not None
+        build.sources.task is not None
         and (config.sections.active_task or config.sections.pinned_instruction)
     )
     tail_share = int(split["input"] * usable) if has_tail else 0
-    capacity = max(0, usable - system_tokens - summary_tokens - tail_share)
+    return max(0, usable - system_tokens - summary_tokens - tail_share)
 
-    # A query about the past (its best match lies before what the history can hold) is
-    # answered by relevance: the window is then filled like semantic's, by the search
-    # alone. A query about the work at hand finds its best match in the history.
-    retrieval = _search(build)
-    if retrieval is not None and _about_the_past(build, retrieval, capacity):
-        plan = semantic.assemble(build, priors=False, retrieval=retrieval)
-        plan.notes.append("the query is about the past: the window is filled by relevance")
-        return plan
 
+def _place_history(build: Assembly, plan: Plan, capacity: int) -> tuple[History, Digest]:
+    """The history within ``capacity`` and, once turns have left it, their digest in the
+    compacted past; what was read and not shown is reported as left out."""
+    config = build.request.config
     started = time.perf_counter()
     history, digest = History(), Digest()
     if config.sections.recent:
@@ -100,7 +109,7 @@ def assemble(build: Assembly) -> Plan:
     plan.recent = fit_history(
         history.turns,
         history.pieces,
-        pricer,
+        build.pricer,
         capacity - digest.tokens,
         low_water=config.adaptive.low_water,
         compact_share=config.adaptive.digest_share,
@@ -109,23 +118,36 @@ def assemble(build: Assembly) -> Plan:
     plan.allocated["recent"] = capacity - digest.tokens
     compacted = set(digest.event_ids)
     for unit in history.earlier:
-        pricer.drop_many([e for e in unit.events if e.event_id not in compacted], "budget")
+        build.pricer.drop_many([e for e in unit.events if e.event_id not in compacted], "budget")
+    return history, digest
 
-    # What varies per call, in the room the history leaves: the tail, then memories,
-    # then older events relevant to the query.
+
+def _varying(
+    build: Assembly,
+    plan: Plan,
+    history: History,
+    digest: Digest,
+    retrieval: Retrieval | None,
+) -> None:
+    """What varies per call, in the room the history leaves: the tail, then memories,
+    then older events relevant to the query (at most the retrieved share: past the
+    history, a window holds only what the query is about, and what varies per call is
+    not cached)."""
+    request, pricer = build.request, build.pricer
     # The pinned instruction names an active task's goal; without one, the user's
     # request is the newest turn's first message, which the history always keeps (the
     # pin is then shown only when sections.pinned_instruction is set to true).
-    plan.tail = tail_messages(request, sources, history.turns, pin=_pins_always(config))
+    plan.tail = tail_messages(
+        request, build.sources, history.turns, pin=_pins_always(request.config)
+    )
     fit_tail(plan, pricer, request.budget - plan.tokens(pricer))
     memories = build.memories_message()
     if memories is not None and pricer.cost(memories) <= request.budget - plan.tokens(pricer):
         plan.memories = memories
     elif memories is not None:
         plan.notes.append("memories left out to fit")
-    # Older events take at most the retrieved share: past the history, a window holds
-    # only what the query is about, and what varies per call is not cached.
-    room = min(request.budget - plan.tokens(pricer), int(split["retrieved"] * usable))
+    share = int(request.config.budget_split["retrieved"] * (request.budget - REPLY_PRIMING))
+    room = min(request.budget - plan.tokens(pricer), share)
     plan.allocated["retrieved"] = room
     if plan.memories is not None:
         plan.allocated["retrieved"] += pricer.cost(plan.memories)
@@ -133,7 +155,6 @@ def assemble(build: Assembly) -> Plan:
         started = time.perf_counter()
         _retrieve(build, plan, history, digest, room, retrieval)
         build.time("retrieve_ms", started)
-    return plan
 
 
 def _search(build: Assembly) -> Retrieval | None:
