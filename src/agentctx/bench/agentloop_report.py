@@ -59,7 +59,7 @@ def agentloop_tables(report: AgentLoopReport) -> list[TableSpec]:
     )
     if report.index_sync is not None:
         main.notes.append(
-            f"index sync before each call (apart from build_context): p50 "
+            f"index sync and query embedding before each call (apart from build_context): p50 "
             f"{report.index_sync.p50_ms:.1f} ms, p95 {report.index_sync.p95_ms:.1f} ms"
         )
     halves = TableSpec(
