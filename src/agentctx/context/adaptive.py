@@ -50,7 +50,6 @@ from agentctx.context.plan import (
 from agentctx.context.shorten import fit_history
 from agentctx.context.sources import Retrieval
 from agentctx.events import Event, EventType
-from agentctx.tokens.weight import event_weight
 
 
 def assemble(build: Assembly) -> Plan:
@@ -185,7 +184,7 @@ def _about_the_past(build: Assembly, retrieval: Retrieval, capacity: int) -> boo
     reach: list[Event] = []
     weight = 0
     for event in reversed(recent.events):
-        weight += event_weight(event)
+        weight += build.reader.weight(event)
         if weight > capacity:
             break
         reach.append(event)

@@ -22,12 +22,13 @@ that fits starts at the oldest turn that does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentctx.context.assembly import Assembly
 from agentctx.context.pieces import Piece
 from agentctx.context.units import Unit, message_count
-from agentctx.tokens.weight import event_weight
+from agentctx.events import Event
 
 
 @dataclass
@@ -68,7 +69,7 @@ def _history(build: Assembly, capacity: int, step: int, needed: int, keep: int) 
     turns = build.turns(recent)
     if not turns:
         return History(complete=recent.complete)
-    positions = _positions(recent.read, head.last_seq, head.weight_total)
+    positions = _positions(recent.read, head.last_seq, head.weight_total, build.reader.weight)
     points = _slide_points(turns, positions, step, first_is_start=recent.complete)
     pieces: dict[int, list[Piece]] = {}
     cost = 0
@@ -112,14 +113,16 @@ def _keeping(turns: list[Unit], messages: int) -> int:
     return index
 
 
-def _positions(read: list, last_seq: int, weight_total: int) -> dict[int, int]:  # type: ignore[type-arg]
+def _positions(
+    read: list[Event], last_seq: int, weight_total: int, weight: Callable[[Event], int]
+) -> dict[int, int]:
     """Each read event's position: the weight of every event before it. ``weight_total``
     counts the events through ``last_seq``; events read beyond it (written since the
     session row was read) add theirs."""
-    total = weight_total + sum(event_weight(e) for e in read if e.seq > last_seq)
+    total = weight_total + sum(weight(e) for e in read if e.seq > last_seq)
     positions: dict[int, int] = {}
     for event in reversed(read):
-        total -= event_weight(event)
+        total -= weight(event)
         positions[event.seq] = total
     return positions
 

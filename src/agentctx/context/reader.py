@@ -30,12 +30,22 @@ class Recent:
 
 @dataclass
 class LogReader:
-    """One build's reads of one session."""
+    """One build's reads of one session. The newest events read are kept, so a later,
+    longer read of the same tail reads only the events before them."""
 
     load: EventLoader
     user_id: str
     session_id: str
     fetched: dict[int, Event] = field(default_factory=dict)
+    _tail: dict[int | None, tuple[list[Event], bool]] = field(default_factory=dict)
+    _weights: dict[int, int] = field(default_factory=dict)
+
+    def weight(self, event: Event) -> int:
+        """The event's history weight (``agentctx.tokens.weight``), computed once."""
+        found = self._weights.get(event.seq)
+        if found is None:
+            found = self._weights[event.seq] = event_weight(event)
+        return found
 
     def newest(
         self,
@@ -54,32 +64,49 @@ class LogReader:
         as needed rather than at most :data:`MOST_READ` events.
         """
         limit = FIRST_READ
-        first = (after_seq or 0) + 1
-        start = first if after_seq else None
-        read = self.load(self.user_id, self.session_id, last=limit, start_seq=start)
         while True:
+            read, complete = self._last(limit, after_seq)
             shown = [e for e in read if not hidden(e.seq)] if hidden is not None else read
-            if len(read) < limit or (read and read[0].seq == first):
+            if complete:
                 return Recent(read, shown, True)
-            have = sum(event_weight(e) for e in shown)
+            have = sum(self.weight(e) for e in shown)
             if have >= needed * 1.25:
                 return Recent(read, shown, False)
             if not unbounded and limit >= MOST_READ:
                 return Recent(read, shown, False)
             # Jump to about as many events as the weight still missing needs (at what the
-            # events read so far weigh), rather than growing the tail step by step; only
-            # the events before those already read are read.
+            # events read so far weigh), rather than growing the tail step by step.
             per_event = max(1.0, have / max(1, len(shown)))
             wanted = int(needed * 1.25 / per_event * 1.2) + 1
             limit = max(limit * 2, min(wanted, limit * 16))
-            older = self.load(
-                self.user_id,
-                self.session_id,
-                last=limit - len(read),
-                start_seq=start,
-                end_seq=read[0].seq - 1,
-            )
-            read = older + read
+
+    def _last(self, count: int, after_seq: int | None) -> tuple[list[Event], bool]:
+        """The last ``count`` events after ``after_seq``, and whether they are all of them.
+        What was read before is kept: only the events before it are read now, so a
+        build reads no event twice, and a read gives the same events whatever came before
+        it."""
+        first = (after_seq or 0) + 1
+        start = first if after_seq else None
+        tail, complete = self._tail.get(after_seq, ([], False))
+        if len(tail) < count and not complete:
+            if tail:
+                older = self.load(
+                    self.user_id,
+                    self.session_id,
+                    last=count - len(tail),
+                    start_seq=start,
+                    end_seq=tail[0].seq - 1,
+                )
+                complete = len(older) < count - len(tail)
+            else:
+                older = self.load(self.user_id, self.session_id, last=count, start_seq=start)
+                complete = len(older) < count
+            tail = older + tail
+            complete = complete or bool(tail and tail[0].seq == first)
+            self._tail[after_seq] = (tail, complete)
+        if len(tail) <= count:
+            return tail, complete
+        return tail[-count:], False
 
     def fetch(self, seqs: Sequence[int]) -> list[Event]:
         """Older events by seq (retrieved hits and their neighbours), in seq order."""
