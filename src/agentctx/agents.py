@@ -59,7 +59,7 @@ class AgentConfig(BaseModel):
     context: dict[str, Any] = Field(
         default_factory=dict,
         description="Overrides of the engine's context settings for this agent's windows "
-        "(any ContextConfig field, e.g. {'adaptive': {'min_recent': 6}}).",
+        "(any ContextConfig field, e.g. {'adaptive': {'low_water': 0.5}}).",
     )
     extra: dict[str, Any] = Field(default_factory=dict)
 
