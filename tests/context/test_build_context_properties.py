@@ -129,12 +129,14 @@ def loop_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContextEng
     # the turn ends (a change at the history's end, by design): off here, so what is
     # checked is the slide alone.
     home: Path = tmp_path_factory.mktemp("loop")
-    with ContextEngine(home=home, visual={"compaction": False}) as engine:
+    with ContextEngine(
+        home=home, visual={"compaction": False}, embeddings={"provider": "hashing"}
+    ) as engine:
         yield engine
 
 
 @settings(
-    max_examples=25,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
