@@ -19,13 +19,16 @@ from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
+from agentctx.context.request import check_window_request
 from agentctx.context.sources import LogHead
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
 from agentctx.gc_freeze import freeze_at_start_up
 from agentctx.hitl import install_hitl
+from agentctx.ids import check_id
 from agentctx.jobs import Job, JobQueue
+from agentctx.jsonvalue import check_object
 from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import embedder_from_config
 from agentctx.memory import MEMORY_JOB, build_memory_service
@@ -113,6 +116,7 @@ class ContextEngine:
             blobs=self.blobs,
             max_inline_bytes=s.max_inline_bytes,
             max_blob_bytes=s.max_blob_bytes,
+            max_image_pixels=s.max_image_pixels,
             preview_chars=s.blob_preview_chars,
             dedup=s.visual.dedup,
         )
@@ -229,6 +233,9 @@ class ContextEngine:
         ``config={"pii_allow_list": [...]}`` names values this session never redacts, on
         top of the agent's ``pii_allow_list`` and the engine-wide one.
         """
+        check_id("user_id", user_id)
+        check_id("agent_id", agent_id)
+        check_object({} if config is None else config, where="config")
         agent = self.agents.ensure(agent_id)
         redactor = self._redactors.allowing(
             (*agent.pii_allow_list, *session_allow_list(config or {}))
@@ -357,6 +364,15 @@ class ContextEngine:
         the model for it: it is kept (one upsert, the last per turn) for the turn's repro
         package (``engine.hitl.repro``).
         """
+        check_window_request(
+            query=query,
+            budget=budget,
+            strategy=strategy,
+            budget_split=budget_split,
+            system_prompt=system_prompt,
+            config=config,
+            turn_id=turn_id,
+        )
         agent = self.agents.get(info.agent_id)
         overrides: dict[str, Any] = dict(config or {})
         if strategy is not None:
@@ -475,6 +491,7 @@ class ContextEngine:
         engine on the database forgets what it holds of the user within its
         ``erasure_poll``; if the process dies after the commit, the next engine to start
         or the next sweep tells them."""
+        check_id("user_id", user_id)
         self.memory.ready()  # its index tables exist before the deletion's transaction
         return self._retention.delete_user_data(
             user_id, also=lambda conn: self.memory.purge_user(conn, user_id)

@@ -2,8 +2,9 @@
 
 Everything agentctx stores as JSON passes :func:`check_json` first, so the same
 value reads back identically from SQLite and PostgreSQL (JSONB) and hashes the
-same: finite numbers only, 64-bit integers, string keys, and no NUL characters
-(PostgreSQL cannot store them).
+same: finite numbers only, 64-bit integers, string keys, and strings of valid
+Unicode without NUL characters (PostgreSQL cannot store them; a lone surrogate
+cannot be encoded at all). Errors name where the problem is, never the value.
 """
 
 from __future__ import annotations
@@ -14,17 +15,27 @@ from typing import Any
 import orjson
 
 from agentctx.errors import InvalidInput
+from agentctx.inputs import text_problem
 
 JsonValue = Any
 """A JSON value as Python data: dict, list, str, int, float, bool or None."""
 
 _MAX_DEPTH = 64
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_FLOAT_AS_INT = 1e16  # from here on JSON writes integral floats with an exponent
 
 
 def check_json(value: JsonValue, *, where: str = "value") -> None:
     """Raise :class:`InvalidInput` unless ``value`` is storable, hashable JSON."""
     _check(value, where, 0)
+
+
+def check_object(value: JsonValue, *, where: str = "value") -> dict[str, JsonValue]:
+    """``value`` if it is a storable JSON object (a dict); ``InvalidInput`` otherwise."""
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{where} must be a JSON object, not {type(value).__name__}")
+    _check(value, where, 0)
+    return value
 
 
 def _check(value: JsonValue, where: str, depth: int) -> None:
@@ -33,30 +44,62 @@ def _check(value: JsonValue, where: str, depth: int) -> None:
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, str):
-        if "\x00" in value:
-            raise InvalidInput(f"{where}: strings may not contain NUL characters")
+        problem = text_problem(value)
+        if problem is not None:
+            raise InvalidInput(f"{where}: a string {problem}")
         return
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
-            raise InvalidInput(f"{where}: integer {value} does not fit in 64 bits")
+            raise InvalidInput(f"{where}: an integer does not fit in 64 bits")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInput(f"{where}: {value} is not a JSON number")
+            raise InvalidInput(f"{where}: NaN and infinities are not JSON numbers")
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidInput(f"{where}: object keys must be strings, got {key!r}")
-            if "\x00" in key:
-                raise InvalidInput(f"{where}: keys may not contain NUL characters")
-            _check(item, f"{where}.{key}", depth + 1)
+                raise InvalidInput(
+                    f"{where}: object keys must be strings, not {type(key).__name__}"
+                )
+            problem = text_problem(key)
+            if problem is not None:
+                raise InvalidInput(f"{where}: a key {problem}")
+            _check(item, f"{where}.{_shown(key)}", depth + 1)
         return
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
             _check(item, f"{where}[{index}]", depth + 1)
         return
     raise InvalidInput(f"{where}: {type(value).__name__} is not a JSON value")
+
+
+def _shown(key: str) -> str:
+    # Keys can be personal data too (an email as a key): only plain names are echoed.
+    return key if key.isidentifier() and len(key) <= 40 else "[…]"
+
+
+def storable(value: JsonValue) -> JsonValue:
+    """``value`` (already checked) as every database reads it back, so its hash verifies.
+
+    PostgreSQL's JSONB keeps numbers as decimals: ``-0.0`` reads back as ``0.0``, and
+    an integral float from 1e16 up (which JSON writes as ``1e16``) as an integer. Such
+    floats are stored in that form on both backends; anything else is returned as is
+    (containers are copied only when something inside them changes).
+    """
+    if isinstance(value, float):
+        if value == 0.0:
+            return 0.0
+        if abs(value) >= _FLOAT_AS_INT and value.is_integer() and _INT_MIN <= value <= _INT_MAX:
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        changed = {key: storable(item) for key, item in value.items()}
+        return value if all(changed[k] is value[k] for k in value) else changed
+    if isinstance(value, list | tuple):
+        items = [storable(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
 
 
 def canonical_json(value: JsonValue) -> bytes:

@@ -32,7 +32,9 @@ DEFAULT_BUDGET_SPLIT: dict[str, float] = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN passes every comparison-free check (and makes shares add up to anything):
+    # numbers in a context configuration are finite.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class FullSettings(_Strict):

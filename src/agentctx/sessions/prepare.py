@@ -11,11 +11,8 @@ redacted text: nothing personal reaches any storage.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from typing import Any
-
-from PIL import Image, UnidentifiedImageError
 
 from agentctx import jsonvalue
 from agentctx.errors import BlobTooLarge, InvalidEvent, InvalidInput
@@ -31,7 +28,8 @@ from agentctx.events import (
     utc,
     utcnow,
 )
-from agentctx.ids import image_id_for, is_valid_id, new_id
+from agentctx.ids import check_optional_id, image_id_for, new_id
+from agentctx.inputs import check_label, check_number, check_text
 from agentctx.perception import (
     DedupConfig,
     ImageHashes,
@@ -40,16 +38,13 @@ from agentctx.perception import (
     duplicate_distance,
     perceptual_hashes,
 )
+from agentctx.perception.header import read_header
 from agentctx.privacy.redactor import Redactor
 from agentctx.storage.blobs import BlobStore, blob_id_of
 from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
-_IMAGE_FORMATS = {
-    "PNG": "image/png",
-    "JPEG": "image/jpeg",
-    "WEBP": "image/webp",
-    "GIF": "image/gif",
-}
+# A year in milliseconds: longer is a unit mistake.
+_MAX_DURATION_MS = 365 * 24 * 3600 * 1000.0
 # What a BlobPart costs in a window before it is restored: its preview plus a short pointer.
 _POINTER_TOKENS = 12
 
@@ -115,12 +110,14 @@ class Preparer:
         max_inline_bytes: int,
         max_blob_bytes: int,
         preview_chars: int,
+        max_image_pixels: int = 40_000_000,
         dedup: DedupConfig | None = None,
     ) -> None:
         self.redactor = redactor
         self.blobs = blobs
         self.max_inline_bytes = max_inline_bytes
         self.max_blob_bytes = max_blob_bytes
+        self.max_image_pixels = max_image_pixels
         self.preview_chars = preview_chars
         self.dedup = dedup or DedupConfig(enabled=False)
 
@@ -175,7 +172,7 @@ class Preparer:
                     parts.append(_blob_part(blob, "json", preview))
                     tokens += estimate_text_tokens(preview) + _POINTER_TOKENS
                 else:
-                    parts.append({"kind": "json", "data": clean.value})
+                    parts.append({"kind": "json", "data": jsonvalue.storable(clean.value)})
                     tokens += estimate_text_tokens(encoded.decode())
             else:
                 image = self._store_image(part, index, prepared, images)
@@ -184,7 +181,7 @@ class Preparer:
 
         payload = redactor.redact_json(draft.payload)
         found |= payload.entity_types
-        payload_value: dict[str, Any] = payload.value
+        payload_value: dict[str, Any] = jsonvalue.storable(payload.value)
         encoded_payload = jsonvalue.canonical_json(payload_value) if payload_value else b"{}"
         if len(encoded_payload) > self.max_inline_bytes:
             blob = self._offload(encoded_payload, "application/json", -1, prepared)
@@ -204,9 +201,9 @@ class Preparer:
         meta = {
             "model": draft.meta.model,
             "tool_name": draft.meta.tool_name,
-            "duration_ms": draft.meta.duration_ms,
+            "duration_ms": jsonvalue.storable(draft.meta.duration_ms),
             "status": draft.meta.status,
-            "extra": extra.value,
+            "extra": jsonvalue.storable(extra.value),
         }
 
         role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
@@ -258,15 +255,14 @@ class Preparer:
                 f"image of {len(data)} bytes exceeds max_blob_bytes={self.max_blob_bytes}"
             )
         try:
-            with Image.open(io.BytesIO(data)) as image:
-                width, height = image.size
-                media_type = _IMAGE_FORMATS.get(image.format or "")
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
-            raise InvalidEvent(f"image part {index} is not a readable image: {exc}") from exc
-        if media_type is None:
-            raise InvalidEvent(
-                f"image part {index}: format not supported (use PNG, JPEG, WebP or GIF)"
+            header = read_header(
+                data, max_pixels=self.max_image_pixels, where=f"image part {index}"
             )
+        except BlobTooLarge:
+            raise
+        except InvalidInput as exc:
+            raise InvalidEvent(str(exc)) from None
+        width, height, media_type = header.width, header.height, header.media_type
         hashes = None
         if images is not None and self.dedup.enabled:
             try:
@@ -344,14 +340,20 @@ def _blob_part(blob: BlobRow, original_kind: str, preview: str) -> dict[str, Any
 
 
 def _validate(draft: EventDraft) -> None:
-    for name in ("call_id", "idempotency_key", "event_id", "request_id"):
-        value = getattr(draft, name)
-        if (
-            value is not None
-            and not is_valid_id(value)
-            and not (name == "idempotency_key" and 0 < len(value) <= 256)
-        ):
-            raise InvalidEvent(f"invalid {name} {value!r}")
+    try:
+        for name in ("call_id", "event_id", "request_id"):
+            check_optional_id(name, getattr(draft, name))
+        if draft.idempotency_key is not None:
+            check_text(draft.idempotency_key, "idempotency_key", max_chars=256)
+            if not draft.idempotency_key:
+                raise InvalidInput("idempotency_key may not be empty")
+        check_label(draft.author, "author")
+        check_label(draft.meta.model, "model")
+        check_label(draft.meta.tool_name, "tool name")
+        if draft.meta.duration_ms is not None:
+            check_number(draft.meta.duration_ms, "duration_ms", maximum=_MAX_DURATION_MS)
+    except InvalidInput as exc:
+        raise InvalidEvent(str(exc)) from None
     if draft.type in (EventType.TOOL_CALL, EventType.TOOL_RESULT) and not draft.call_id:
         raise InvalidEvent(f"a {draft.type.value} event needs a call_id")
     if draft.type is EventType.TOOL_CALL and not (
@@ -366,8 +368,5 @@ def _validate(draft: EventDraft) -> None:
                 jsonvalue.check_json(part.text, where=f"parts[{index}].text")
             elif isinstance(part, JsonPart):
                 jsonvalue.check_json(part.data, where=f"parts[{index}].data")
-        for value in (draft.author, draft.meta.model, draft.meta.tool_name):
-            if value is not None:
-                jsonvalue.check_json(value, where="event field")
     except InvalidInput as exc:
-        raise InvalidEvent(str(exc)) from exc
+        raise InvalidEvent(str(exc)) from None

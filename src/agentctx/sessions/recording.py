@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentctx.errors import InvalidEvent
+from agentctx.errors import InvalidEvent, InvalidInput
 from agentctx.events import (
     Event,
     EventDraft,
@@ -26,6 +26,8 @@ from agentctx.events import (
     TextPart,
 )
 from agentctx.ids import new_id
+from agentctx.inputs import boundary, validation_message
+from agentctx.jsonvalue import check_object
 
 ImageInput = bytes | str | ImageData
 """An image: raw bytes, base64 text, a data URL, or an ImageData."""
@@ -46,15 +48,24 @@ def _image_parts(images: Iterable[ImageInput] | None) -> list[ImageData]:
         try:
             parts.append(ImageData(data=image))
         except ValidationError as exc:
-            raise InvalidEvent(f"images[{index}]: {exc.errors()[0]['msg']}") from exc
+            raise InvalidEvent(f"images[{index}]: {validation_message(exc)}") from None
     return parts
+
+
+def _metadata(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    try:
+        return check_object(metadata, where="metadata")
+    except InvalidInput as exc:
+        raise InvalidEvent(str(exc)) from None
 
 
 def _draft(**fields: Any) -> EventDraft:
     try:
         return EventDraft(**fields)
     except ValidationError as exc:
-        raise InvalidEvent(str(exc)) from exc
+        raise InvalidEvent(validation_message(exc)) from None
 
 
 class EventRecorder(ABC):
@@ -64,6 +75,7 @@ class EventRecorder(ABC):
     def _write(self, drafts: Sequence[EventDraft], *, expected_last_seq: int | None) -> list[Event]:
         """Append drafts in one transaction."""
 
+    @boundary(InvalidEvent)
     def append(self, *drafts: EventDraft, expected_last_seq: int | None = None) -> list[Event]:
         """Append events in one all-or-nothing transaction.
 
@@ -74,6 +86,7 @@ class EventRecorder(ABC):
             return []
         return self._write(drafts, expected_last_seq=expected_last_seq)
 
+    @boundary(InvalidEvent)
     def add_event(
         self,
         type: EventType | str,
@@ -107,10 +120,10 @@ class EventRecorder(ABC):
                 model=model,
                 duration_ms=duration_ms,
                 status=status,
-                extra=metadata or {},
+                extra=_metadata(metadata),
             )
         except ValidationError as exc:
-            raise InvalidEvent(str(exc)) from exc
+            raise InvalidEvent(validation_message(exc)) from None
         draft = _draft(
             type=type,
             role=role,
@@ -126,6 +139,7 @@ class EventRecorder(ABC):
         )
         return self._write([draft], expected_last_seq=expected_last_seq)[0]
 
+    @boundary(InvalidEvent)
     def add_message(
         self,
         role: str,
@@ -141,7 +155,7 @@ class EventRecorder(ABC):
         expected_last_seq: int | None = None,
     ) -> Event:
         """Record a chat message. ``role`` is "user", "assistant" or "system"."""
-        event_type = _MESSAGE_TYPES.get(role)
+        event_type = _MESSAGE_TYPES.get(role) if isinstance(role, str) else None
         if event_type is None:
             raise InvalidEvent(
                 f"role must be one of {sorted(_MESSAGE_TYPES)}, got {role!r} "
@@ -160,6 +174,7 @@ class EventRecorder(ABC):
             expected_last_seq=expected_last_seq,
         )
 
+    @boundary(InvalidEvent)
     def add_tool_call(
         self,
         name: str,
@@ -175,7 +190,11 @@ class EventRecorder(ABC):
         """Record a tool call; the returned event's ``call_id`` links its result."""
         if not name:
             raise InvalidEvent("a tool call needs a tool name")
-        meta = EventMeta(tool_name=name, model=model, extra=metadata or {})
+        if arguments is not None and not isinstance(arguments, dict):
+            raise InvalidEvent(
+                f"tool arguments must be a JSON object, not {type(arguments).__name__}"
+            )
+        meta = EventMeta(tool_name=name, model=model, extra=_metadata(metadata))
         draft = _draft(
             type=EventType.TOOL_CALL,
             author=author,
@@ -188,6 +207,7 @@ class EventRecorder(ABC):
         )
         return self._write([draft], expected_last_seq=None)[0]
 
+    @boundary(InvalidEvent)
     def add_tool_result(
         self,
         call_id: str | None,
@@ -218,7 +238,7 @@ class EventRecorder(ABC):
         meta = EventMeta(
             duration_ms=duration_ms,
             status="error" if is_error else "ok",
-            extra=metadata or {},
+            extra=_metadata(metadata),
         )
         draft = _draft(
             type=EventType.TOOL_RESULT,

@@ -28,7 +28,15 @@ from agentctx.errors import (
     TurnError,
 )
 from agentctx.events import Event, EventDraft, EventType, JsonPart, utcnow
-from agentctx.ids import is_valid_id, new_id
+from agentctx.ids import check_id, check_optional_id, new_id
+from agentctx.inputs import (
+    MAX_LABEL,
+    check_count,
+    check_label,
+    check_optional_count,
+    check_optional_text,
+    check_ttl,
+)
 from agentctx.jobs import JobQueue
 from agentctx.perception import ImageHashes, SessionImages, StoredImage
 from agentctx.privacy.redactor import Redactor
@@ -95,15 +103,16 @@ class SessionService:
         ``redactor`` (the session's own, with its allow-lists) cleans state, config and meta.
         """
         redactor = redactor or self.redactor
-        _check_id("user_id", user_id)
-        _check_id("agent_id", agent_id)
+        check_id("user_id", user_id)
+        check_id("agent_id", agent_id)
         session_id = session_id or new_id()
-        _check_id("session_id", session_id)
+        check_id("session_id", session_id)
         values = {}
         for name, value in (("state", state), ("config", config), ("meta", meta)):
-            jsonvalue.check_json(value or {}, where=name)
-            values[name] = redactor.redact_json(value or {}).value
+            jsonvalue.check_object({} if value is None else value, where=name)
+            values[name] = jsonvalue.storable(redactor.redact_json(value or {}).value)
         now = utcnow()
+        ttl = check_ttl(ttl)
         lifetime = ttl if ttl is not None else self.session_ttl
         row = {
             "user_id": user_id,
@@ -139,6 +148,7 @@ class SessionService:
 
     def load(self, user_id: str, session_id: str) -> SessionInfo:
         """Load a session (and note the access)."""
+        _check_session_ids(user_id, session_id)
         started = time.perf_counter()
         record = AuditRecord(action="session_load", user_id=user_id, session_id=session_id)
         now = utcnow()
@@ -160,6 +170,7 @@ class SessionService:
 
     def info(self, user_id: str, session_id: str) -> SessionInfo:
         """A session's current row, without recording an access."""
+        _check_session_ids(user_id, session_id)
         with self.db.read() as conn:
             row = repo.get_session_row(conn, user_id, session_id, utcnow())
         if row is None:
@@ -184,8 +195,11 @@ class SessionService:
         engine exposes separately from the user-scoped listing. ``search`` keeps the
         sessions whose id or agent id contains it.
         """
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be between 1 and 1000")
+        check_optional_id("user_id", user_id)
+        check_optional_id("agent_id", agent_id)
+        check_count(limit, "limit", minimum=1, maximum=1000)
+        check_optional_text(cursor, "cursor", max_chars=1000)
+        check_optional_text(search, "search", max_chars=MAX_LABEL)
         now = utcnow()
         query = select(sessions).where(
             or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
@@ -229,9 +243,12 @@ class SessionService:
         redactor: Redactor | None = None,
     ) -> tuple[dict[str, Any], int, Event]:
         """Compare-and-set the session state; records a ``state_delta`` event in the log."""
-        jsonvalue.check_json(changes, where="state")
+        _check_session_ids(user_id, session_id)
+        jsonvalue.check_object(changes, where="state")
+        check_optional_count(expected_version, "expected_version", maximum=2**62)
+        author = check_label(author, "author")
         redactor = redactor or self.redactor
-        clean = redactor.redact_json(changes).value
+        clean = jsonvalue.storable(redactor.redact_json(changes).value)
         draft = EventDraft(
             type=EventType.STATE_DELTA,
             author=author,
@@ -272,6 +289,7 @@ class SessionService:
 
         ``redactor`` replaces the engine's (the session's, with its allow-lists).
         """
+        _check_session_ids(user_id, session_id)
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
         images = SessionImages(lambda: self._latest_image(user_id, session_id))
@@ -303,6 +321,12 @@ class SessionService:
         seqs: Sequence[int] | None = None,
     ) -> list[Event]:
         """Events in seq order, filtered; ``last=N`` gives the newest N (still in seq order)."""
+        _check_session_ids(user_id, session_id)
+        check_optional_count(start_seq, "start_seq", maximum=2**62)
+        check_optional_count(end_seq, "end_seq", maximum=2**62)
+        check_optional_count(limit, "limit")
+        check_optional_count(last, "last")
+        check_optional_id("turn_id", turn_id)
         if last is not None and limit is not None:
             raise InvalidInput("give limit or last, not both")
         type_names = [str(t) for t in types] if types else None
@@ -351,6 +375,8 @@ class SessionService:
 
     def turns(self, user_id: str, session_id: str, turn_id: str | None = None) -> list[TurnInfo]:
         """The session's turns (or the one named ``turn_id``), oldest first."""
+        _check_session_ids(user_id, session_id)
+        check_optional_id("turn_id", turn_id)
         with self.db.read() as conn:
             if not repo.session_exists(conn, user_id, session_id, utcnow()):
                 self.audit.deny(
@@ -366,6 +392,9 @@ class SessionService:
         self, user_id: str, session_id: str, *, request_id: str, author: str | None
     ) -> str:
         """Record the start of a turn and return its id."""
+        _check_session_ids(user_id, session_id)
+        check_id("request_id", request_id)
+        author = check_label(author, "author")
         turn_id = new_id()
         now = utcnow()
         record = AuditRecord(
@@ -401,6 +430,8 @@ class SessionService:
 
     def end_turn(self, user_id: str, session_id: str, turn_id: str, status: str) -> TurnInfo:
         """End a turn and queue its turn-end hooks in the same transaction."""
+        _check_session_ids(user_id, session_id)
+        check_id("turn_id", turn_id)
         if status not in ("ok", "error", "abandoned"):
             raise TurnError(f"unknown turn status {status!r}")
         record = AuditRecord(
@@ -424,6 +455,7 @@ class SessionService:
 
     def verify(self, user_id: str, session_id: str) -> VerifyReport:
         """Recompute the hash chain; name the first event that does not match."""
+        _check_session_ids(user_id, session_id)
         record = AuditRecord(action="session_verify", user_id=user_id, session_id=session_id)
         with self.db.read() as conn:
             head = repo.get_session_row(conn, user_id, session_id, utcnow())
@@ -438,6 +470,7 @@ class SessionService:
 
     def export(self, user_id: str, session_id: str) -> Iterator[dict[str, Any]]:
         """Every event of the session as JSON-ready dicts, in seq order."""
+        _check_session_ids(user_id, session_id)
         self.info(user_id, session_id)
         with self.db.read() as conn:
             for row in repo.iter_event_rows(conn, user_id, session_id):
@@ -447,6 +480,8 @@ class SessionService:
 
     def get_blob(self, user_id: str, blob_id: str) -> bytes:
         """Blob bytes, if an event of this user references the blob."""
+        check_id("user_id", user_id)
+        check_id("blob_id", blob_id)
         query = select(blob_refs.c.blob_id).where(
             blob_refs.c.user_id == user_id, blob_refs.c.blob_id == blob_id
         )
@@ -455,6 +490,9 @@ class SessionService:
     def restore_image(self, user_id: str, image_id: str, session_id: str | None = None) -> bytes:
         """The original bytes of an image (e.g. behind a ``[Visual_Placeholder: img_…]``),
         if an event of this user (of ``session_id``, when given) references it."""
+        check_id("user_id", user_id)
+        check_id("image_id", image_id)
+        check_optional_id("session_id", session_id)
         query = select(blob_refs.c.blob_id).where(
             blob_refs.c.user_id == user_id, blob_refs.c.image_id == image_id
         )
@@ -535,12 +573,11 @@ def _check_chain(session_id: str, head: Any, rows: Iterator[Any]) -> VerifyRepor
     return report()
 
 
-def _check_id(name: str, value: str) -> None:
-    if not isinstance(value, str) or not is_valid_id(value):
-        raise InvalidInput(
-            f"invalid {name} {value!r}: 1-128 characters, letters, digits and ._:@/+=- "
-            "(starting with a letter or digit)"
-        )
+def _check_session_ids(user_id: str, session_id: str) -> None:
+    # Before any query or audit row: a value that cannot be an id cannot name a session,
+    # and must not reach the database (PostgreSQL refuses NUL and over-long values).
+    check_id("user_id", user_id)
+    check_id("session_id", session_id)
 
 
 def _encode_cursor(created_at: datetime, user_id: str, session_id: str) -> str:

@@ -31,6 +31,7 @@ from agentctx.compaction.tool_output.strategies import Counter
 from agentctx.context.render import canonical_json, event_text
 from agentctx.errors import BlobNotFound, InvalidInput, SessionNotFound
 from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcnow
+from agentctx.inputs import MAX_BUDGET, check_count, check_optional_count
 from agentctx.sessions.audit import AuditRecord
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import blob_id_of
@@ -381,12 +382,8 @@ def read_offloaded_page(
     """
     if not isinstance(output_id, str):
         raise InvalidInput(f"an offloaded output id is a string, not {type(output_id).__name__}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput(f"offset must be an integer >= 0, got {offset!r}")
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
-        raise InvalidInput(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    check_count(offset, "offset", maximum=2**62)
+    check_optional_count(max_tokens, "max_tokens", minimum=1, maximum=MAX_BUDGET)
     engine = _engine(session)
     blob_id = _find(session, output_id)
     text = engine.blobs.get(blob_id).decode("utf-8", errors="replace")
