@@ -89,8 +89,10 @@ def write_documents(
             {"ids": ids},
         ).all()
     )
+    # A memory without an indexable word ("!!!", emoji) has no lexical row; an empty
+    # executemany would run the statement once without parameters.
     with_terms = [d for d in documents if d.terms]
-    if conn.dialect.name == "sqlite":
+    if conn.dialect.name == "sqlite" and with_terms:
         conn.exec_driver_sql(
             f"INSERT INTO {LEXICAL_TABLE} (rowid, terms) VALUES (?, ?)",
             [

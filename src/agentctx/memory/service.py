@@ -22,12 +22,26 @@ from agentctx.cache.memories import MemoryReads
 from agentctx.context.sources import MemoryItem
 from agentctx.errors import InvalidInput, StaleMemory
 from agentctx.events import Event, utcnow
+from agentctx.ids import check_optional_id
+from agentctx.inputs import MAX_LABEL, check_text
 from agentctx.jobs import Job
 from agentctx.jsonvalue import check_json
 from agentctx.memory import store
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import extraction_signals
+from agentctx.memory.inputs import (
+    check_content,
+    check_fields,
+    check_flag,
+    check_kind,
+    check_kinds,
+    check_memory_ref,
+    check_page,
+    check_query,
+    check_user,
+    check_version,
+)
 from agentctx.memory.models import (
     Memory,
     MemoryCandidate,
@@ -118,6 +132,17 @@ class MemoryService:
         sources: Sequence[Provenance] = (),
     ) -> Memory:
         """Add a memory (consolidated like an extracted one: a duplicate merges)."""
+        check_user(user_id)
+        check_content(content)
+        check_kind(str(kind))
+        check_fields(
+            subject=subject,
+            data=data,
+            keywords=keywords,
+            confidence=confidence,
+            agent_id=agent_id,
+            session_id=session_id,
+        )
         candidate = _candidate(
             kind=kind,
             content=content,
@@ -141,6 +166,7 @@ class MemoryService:
 
     def get(self, user_id: str, memory_id: str) -> Memory:
         """One memory of the user, with its provenance (MemoryNotFound otherwise)."""
+        check_memory_ref(user_id, memory_id)
         with self.db.read() as conn:
             return store.get_one(conn, user_id, memory_id)
 
@@ -155,6 +181,10 @@ class MemoryService:
         offset: int = 0,
     ) -> Memories:
         """The user's memories, newest update first."""
+        check_user(user_id)
+        check_optional_id("agent_id", agent_id)
+        check_page(limit, offset)
+        kinds = check_kinds(kinds)
         query = select(memories.c.memory_id).where(memories.c.user_id == user_id)
         if kinds:
             query = query.where(memories.c.kind.in_([MemoryKind(k).value for k in kinds]))
@@ -187,6 +217,12 @@ class MemoryService:
     ) -> Memory:
         """Change a memory. With ``expected_version`` a compare-and-set (StaleMemory when
         it moved on); without, the current version is read and the write retried."""
+        check_memory_ref(user_id, memory_id)
+        check_fields(content=content, data=data, keywords=keywords, confidence=confidence)
+        check_version(expected_version)
+        check_text(reason, "reason", max_chars=MAX_LABEL)
+        if tainted is not None:
+            check_flag(tainted, "tainted")
         values: dict[str, Any] = {}
         if content is not None:
             if not content.strip():
@@ -220,6 +256,8 @@ class MemoryService:
         self, user_id: str, memory_id: str, *, expected_version: int | None = None
     ) -> Memory:
         """Mark a memory deleted (kept in history; never searched or injected again)."""
+        check_memory_ref(user_id, memory_id)
+        check_version(expected_version)
         self._write(
             user_id,
             memory_id,
@@ -235,6 +273,7 @@ class MemoryService:
 
     def history(self, user_id: str, memory_id: str) -> Changes:
         """Every change of a memory, oldest first."""
+        check_memory_ref(user_id, memory_id)
         with self.db.read() as conn:
             store.get_one(conn, user_id, memory_id)
             return store.history(conn, user_id, memory_id)
@@ -283,6 +322,8 @@ class MemoryService:
         """Opt the user out of (or back into) declarative memory; procedural statistics
         are kept either way (seed 003 A.1.10). Opting out does not delete what exists:
         ``engine.delete_user_data`` or ``delete`` does."""
+        check_user(user_id)
+        check_flag(declarative, "declarative")
         with self.db.write() as conn:
             store.set_declarative_opt_out(conn, user_id, declarative, utcnow())
 
@@ -354,6 +395,11 @@ class MemoryService:
     ) -> Hits:
         """The user's active memories best matching ``query`` (hybrid lexical + dense,
         weighted by confidence and freshness)."""
+        check_user(user_id)
+        check_optional_id("agent_id", agent_id)
+        check_query(query, filters)
+        check_page(limit)
+        kinds = check_kinds(kinds)
         if self.index is None:
             raise InvalidInput("memory search needs the memory index")
         kind_values = [MemoryKind(k) for k in kinds] if kinds else None
