@@ -58,6 +58,13 @@ class Settings(BaseSettings):
         default=64 * 1024, ge=256, description="Size guard: larger parts go to the blob store."
     )
     max_blob_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    max_image_pixels: int = Field(
+        default=40_000_000,
+        ge=1,
+        description="Largest image accepted, in pixels (width x height), read from the "
+        "image's header before anything is decoded: an 8K screenshot is 33 million. "
+        "Larger images are refused with ImageTooLarge.",
+    )
     blob_preview_chars: int = Field(default=500, ge=0)
     session_ttl: timedelta | None = Field(
         default=timedelta(days=30),

@@ -8,7 +8,8 @@ log) so callers can branch on the kind of failure without parsing messages.
     ``NotFound`` (``SessionNotFound``, ``BlobNotFound`` (``ImageExpired``), ``TurnNotFound``,
     ``MemoryNotFound``)
     ``Conflict`` (``StaleSession``, ``StaleMemory``, ``IdempotencyConflict``, ``SessionExists``)
-    ``InvalidInput`` (``InvalidEvent``, ``BlobTooLarge``), also a ``ValueError``
+    ``InvalidInput`` (``InvalidEvent``, ``BlobTooLarge`` (``ImageTooLarge``)), also a
+    ``ValueError``
     ``RedactionRequired``
     ``TurnError``
     ``ConfigError``
@@ -147,6 +148,12 @@ class BlobTooLarge(InvalidInput):
     """A blob exceeds the configured maximum blob size."""
 
     code = "blob_too_large"
+
+
+class ImageTooLarge(BlobTooLarge):
+    """An image has more pixels than the configured ``max_image_pixels``."""
+
+    code = "image_too_large"
 
 
 class RedactionRequired(AgentCtxError):
