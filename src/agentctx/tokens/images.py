@@ -114,6 +114,12 @@ def image_size_from_data_url(url: str) -> tuple[int, int] | None:
         data = base64.b64decode(payload, validate=False)
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
-    except (binascii.Error, ValueError, OSError, UnidentifiedImageError):
-        return None
+    except (
+        binascii.Error,
+        ValueError,
+        OSError,
+        UnidentifiedImageError,
+        Image.DecompressionBombError,
+    ):
+        return None  # counted as an image of unknown size
     return int(width), int(height)
