@@ -8,13 +8,23 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from agentctx.errors import InvalidInput
-from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
-from agentctx.server.errors import PreconditionRequired
+from agentctx.server.deps import (
+    QUERY_TEXT_PATTERN,
+    AgentIdQuery,
+    Caller,
+    Engine,
+    IdPath,
+    ReadUser,
+    WriteUser,
+    load_session,
+    respond,
+)
+from agentctx.server.errors import PreconditionRequired, error_responses
 from agentctx.server.schemas import ID_PATTERN, Me, SessionCreate, StateBody, StateUpdate
 from agentctx.sessions import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
-me_router = APIRouter(prefix="/v1", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=error_responses(400))
+me_router = APIRouter(prefix="/v1", tags=["sessions"], responses=error_responses())
 
 
 @me_router.get("/me", response_model=Me)
@@ -47,7 +57,7 @@ def parse_if_match(value: str | None) -> int:
     return int(tag)
 
 
-@router.post("", status_code=201, response_model=SessionInfo)
+@router.post("", status_code=201, response_model=SessionInfo, responses=error_responses(409))
 def create_session(
     body: SessionCreate, user_id: WriteUser, engine: Engine, caller: Caller
 ) -> Response:
@@ -70,10 +80,13 @@ def list_sessions(
     user_id: ReadUser,
     engine: Engine,
     caller: Caller,
-    agent_id: Annotated[str | None, Query(max_length=128)] = None,
-    search: Annotated[str | None, Query(max_length=128, description="Part of an id.")] = None,
+    agent_id: AgentIdQuery = None,
+    search: Annotated[
+        str | None,
+        Query(max_length=128, pattern=QUERY_TEXT_PATTERN, description="Part of an id."),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    cursor: Annotated[str | None, Query(max_length=512, pattern=QUERY_TEXT_PATTERN)] = None,
 ) -> Response:
     """A page of the user's live sessions, oldest first."""
     page = engine.list_sessions(
@@ -83,21 +96,23 @@ def list_sessions(
 
 
 @router.get("/{session_id}", response_model=SessionInfo)
-def get_session(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def get_session(session_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
     """One session (404 for another user's, exactly as for a missing one)."""
     info = load_session(engine, user_id, session_id).info
     return respond(caller, info, ETag=etag(info.state_version))
 
 
-@router.delete("/{session_id}", response_model=DeleteReport)
-def delete_session(session_id: str, user_id: WriteUser, engine: Engine, caller: Caller) -> Response:
+@router.delete("/{session_id}", response_model=DeleteReport, responses=error_responses(409))
+def delete_session(
+    session_id: IdPath, user_id: WriteUser, engine: Engine, caller: Caller
+) -> Response:
     """Delete the session and everything derived from it."""
     load_session(engine, user_id, session_id)
     return respond(caller, engine.delete_session(session_id, user_id))
 
 
 @router.get("/{session_id}/state", response_model=StateBody)
-def get_state(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def get_state(session_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
     """The session state; its ETag is the version a change must name in If-Match."""
     info = load_session(engine, user_id, session_id).info
     body = StateBody(state=info.state, state_version=info.state_version)
@@ -107,10 +122,10 @@ def get_state(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller
 @router.patch(
     "/{session_id}/state",
     response_model=StateBody,
-    responses={412: {"description": "the state moved on"}, 428: {"description": "no If-Match"}},
+    responses=error_responses(409, 412, 428),
 )
 def update_state(
-    session_id: str,
+    session_id: IdPath,
     body: StateUpdate,
     user_id: WriteUser,
     engine: Engine,
@@ -128,13 +143,15 @@ def update_state(
 
 
 @router.get("/{session_id}/verify", response_model=VerifyReport)
-def verify_session(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def verify_session(
+    session_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller
+) -> Response:
     """Check the session's hash chain."""
     return respond(caller, engine.verify(session_id, user_id))
 
 
 @router.get("/{session_id}/turns", response_model=list[TurnInfo])
-def list_turns(session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def list_turns(session_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
     """The session's turns, oldest first."""
     return respond(caller, load_session(engine, user_id, session_id).turns())
 
