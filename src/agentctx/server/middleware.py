@@ -42,6 +42,7 @@ def silence_raw_access_log() -> None:
     if not any(isinstance(f, _DropRawAccessLog) for f in logger.filters):
         logger.addFilter(_DropRawAccessLog())
 
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
