@@ -13,40 +13,32 @@ from agentctx.errors import InvalidInput
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$")
 
 
-# A user id is free text too, within these limits: at most 128 characters, no control
-# characters, no lone surrogates, not starting with a space or "*" ("*" names "any user"
-# in keys), and never "/": a tenant's users are stored as "<tenant>/<user>", so a "/"
-# inside a user id would reach into another tenant's namespace.
+# A user id, as a caller names it: what the engine accepts as an id, without "/". A
+# tenant's users are stored as "<tenant>/<user>", so a "/" inside a user id would reach
+# into another tenant's namespace; "*" (any user, in API keys), spaces, control
+# characters and lone surrogates are refused by the same rule.
 USER_ID_MAX_LENGTH = 128
 USER_ID_SEPARATOR = "/"
-# The same rule as a JSON-schema pattern (what an API schema can state; the function
-# below also refuses lone surrogates, which no pattern can name).
-USER_ID_PATTERN = r"^[^/*\s\x00-\x1f\x7f][^/\x00-\x1f\x7f]{0,127}$"
-_USER_ID_BAD = re.compile(r"[/\x00-\x1f\x7f\ud800-\udfff]")
+USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,127}$"
+_USER_ID = re.compile(USER_ID_PATTERN)
 
 
 def validate_user_id(user_id: object) -> str:
-    """``user_id`` when it is acceptable as a user id, else ``InvalidInput`` saying why."""
+    """``user_id`` when it is acceptable as a user id named by a caller, else
+    ``InvalidInput`` saying why."""
     if not isinstance(user_id, str):
         raise InvalidInput(f"a user id must be a string, got {type(user_id).__name__}")
-    if not user_id.strip():
-        raise InvalidInput("a user id must not be empty")
-    if len(user_id) > USER_ID_MAX_LENGTH:
-        raise InvalidInput(f"a user id is at most {USER_ID_MAX_LENGTH} characters")
-    if user_id[0] == "*" or user_id[0].isspace():
-        raise InvalidInput('a user id must not start with "*" or a space')
-    if _USER_ID_BAD.search(user_id):
-        raise InvalidInput("a user id must not contain '/', control characters or lone surrogates")
+    if not _USER_ID.fullmatch(user_id):
+        raise InvalidInput(
+            f"invalid user id {user_id[:40]!r}: 1-{USER_ID_MAX_LENGTH} characters, letters, "
+            "digits and ._:@+=- (starting with a letter or digit; no '/')"
+        )
     return user_id
 
 
 def is_valid_user_id(value: object) -> bool:
-    """Whether ``value`` is acceptable as a user id."""
-    try:
-        validate_user_id(value)
-    except InvalidInput:
-        return False
-    return True
+    """Whether ``value`` is acceptable as a user id named by a caller."""
+    return isinstance(value, str) and _USER_ID.fullmatch(value) is not None
 
 
 def new_id() -> str:

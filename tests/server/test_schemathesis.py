@@ -24,6 +24,8 @@ from schemathesis.core.parameters import ParameterLocation
 
 from agentctx import ContextEngine
 from conftest import BACKENDS, make_png, new_pg_database
+from search.agent_web import GOOD, local_web, tavily_config
+from search.servers import tavily_server
 from server.live import serve
 
 USER = "u1"
@@ -48,12 +50,20 @@ def api(
         if request.param == "sqlite"
         else new_pg_database(request.getfixturevalue("pg_server"))
     )
-    with ContextEngine(url=url, home=home) as engine, serve(engine) as live:
+    # Research reaches a local search provider and local pages, never the internet.
+    with (
+        local_web([GOOD, GOOD]) as web,
+        tavily_server(pages=web.corpus) as provider,
+        ContextEngine(
+            url=url, home=home, search=tavily_config(provider.url, provider.api_key or "")
+        ) as engine,
+        serve(engine) as live,
+    ):
         session = engine.create_session(USER, "agent")
         with session.turn() as turn:
             turn.add_message("user", "hello")
             call = turn.add_tool_call("screenshot", {})
-            result = turn.add_tool_result(call.call_id, content="x" * 50_000, images=[make_png()])
+            result = turn.add_tool_result(call.call_id, content="x" * 200_000, images=[make_png()])
         image = result.images[0]
         offloaded = next(p for p in result.parts if p.kind == "blob")
         memory = engine.memory.add(USER, "u1 likes green tea")
@@ -70,6 +80,10 @@ def api(
         }
         token = live.key(USER, scopes=("read", "write", "admin"))
         schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json")
+        # A compare-and-set write without its If-Match header is 428 Precondition
+        # Required (RFC 6585), which this check does not expect by default.
+        missing_header = schema.config.checks.missing_required_header
+        missing_header.expected_statuses = [*missing_header.expected_statuses, "428"]
         yield {"schema": schema, "url": live.url, "token": token, "ids": ids, "live": live}
 
 

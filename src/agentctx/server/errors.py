@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from agentctx.errors import (
     AgentCtxError,
@@ -142,6 +143,22 @@ def _field(loc: Any) -> str:
     return ".".join(parts) or "body"
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette's 405 names only the first
+    matching route's, when several routes share a path with different methods)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
+def _missing_if_match(error: Any) -> bool:
+    loc = tuple(str(p).lower() for p in error.get("loc", ()))
+    return error.get("type") == "missing" and loc == ("header", "if-match")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map agentctx errors, validation errors and anything unexpected to JSON."""
 
@@ -156,6 +173,16 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
+        if errors and all(_missing_if_match(e) for e in errors):
+            # A compare-and-set write without If-Match: 428, not a malformed request.
+            request.state.error_code = PreconditionRequired.code
+            return JSONResponse(
+                error_body(
+                    PreconditionRequired.code,
+                    'this write is a compare-and-set: send If-Match: "<version>"',
+                ),
+                status_code=428,
+            )
         first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
         field = _field(first.get("loc", ()))
         request.state.error_code = "validation_error"
@@ -173,10 +200,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
         return JSONResponse(
-            error_body(code, str(exc.detail)),
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
+            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=headers or None
         )
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import Field
 
+from agentctx.errors import Conflict
 from agentctx.hitl import HitlFlag, ReproPackage
 from agentctx.server.deps import (
     Caller,
@@ -27,6 +28,12 @@ from agentctx.server.errors import error_responses
 from agentctx.server.schemas import Body
 
 router = APIRouter(prefix="/v1", tags=["hitl"], responses=error_responses(400, 409))
+
+
+class HitlNotNeeded(Conflict):
+    """Resolving a session no trigger flagged."""
+
+    code = "hitl_not_needed"
 
 
 class Resolution(Body):
@@ -57,8 +64,12 @@ def hitl_status(session_id: IdPath, user_id: ReadUser, engine: Engine, caller: C
 def resolve(
     session_id: IdPath, body: Resolution, user_id: WriteUser, engine: Engine, caller: Caller
 ) -> Response:
-    """A human dealt with the session: record it and clear the flag."""
+    """A human dealt with the session: record it and clear the flag (409
+    ``hitl_not_needed`` when it was never flagged)."""
     load_session(engine, user_id, session_id)
+    flag = engine.hitl.flag(user_id, session_id)
+    if flag is None or flag.status not in ("needed", "resolved"):
+        raise HitlNotNeeded(f"session {session_id!r} does not need a human")
     return respond(caller, engine.hitl.resolve(user_id, session_id, body.note))
 
 

@@ -18,7 +18,7 @@ from agentctx.server.deps import (
     respond,
 )
 from agentctx.server.errors import error_responses
-from agentctx.server.routes.sessions import etag, parse_if_match
+from agentctx.server.routes.sessions import IF_MATCH_PATTERN, etag, parse_if_match
 from agentctx.server.schemas import MemoryCreate, MemoryList, MemoryPatch, OptOut
 
 router = APIRouter(prefix="/v1", tags=["memory"], responses=error_responses(400))
@@ -100,7 +100,10 @@ def update_memory(
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[str | None, Header(description='"<version>"')] = None,
+    if_match: Annotated[
+        str | None,
+        Header(description='"<version>"', max_length=32, pattern=IF_MATCH_PATTERN),
+    ] = None,
 ) -> Response:
     """Change a memory; with ``If-Match`` a compare-and-set (412 ``stale_memory``)."""
     expected = parse_if_match(if_match) if if_match is not None else None
@@ -124,7 +127,10 @@ def delete_memory(
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[str | None, Header(description='"<version>"')] = None,
+    if_match: Annotated[
+        str | None,
+        Header(description='"<version>"', max_length=32, pattern=IF_MATCH_PATTERN),
+    ] = None,
 ) -> Response:
     """Mark a memory deleted (its history stays)."""
     expected = parse_if_match(if_match) if if_match is not None else None

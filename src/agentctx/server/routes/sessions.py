@@ -42,6 +42,10 @@ def me(caller: Caller) -> Me:
 SessionId = Annotated[str, "session id"]
 
 
+# An ETag as this API issues it ("3"), weak or bare forms included.
+IF_MATCH_PATTERN = r'^(W/)?"?[0-9]{1,18}"?$'
+
+
 def etag(version: int) -> str:
     """The ETag of a state version."""
     return f'"{version}"'
@@ -130,7 +134,14 @@ def update_state(
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[str | None, Header(description='"<state_version>"')] = None,
+    if_match: Annotated[
+        str,
+        Header(
+            description='"<state_version>" (428 precondition_required without it)',
+            max_length=32,
+            pattern=IF_MATCH_PATTERN,
+        ),
+    ],
 ) -> Response:
     """Compare-and-set the state: 412 ``stale_session`` when another write got there first."""
     expected = parse_if_match(if_match)
@@ -156,4 +167,4 @@ def list_turns(session_id: IdPath, user_id: ReadUser, engine: Engine, caller: Ca
     return respond(caller, load_session(engine, user_id, session_id).turns())
 
 
-__all__ = ["ID_PATTERN", "etag", "parse_if_match", "router"]
+__all__ = ["ID_PATTERN", "IF_MATCH_PATTERN", "etag", "parse_if_match", "router"]
