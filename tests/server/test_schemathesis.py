@@ -32,7 +32,7 @@ USER = "u1"
 GONE = "u-gone"  # the user the erasure route may erase
 
 SETTINGS = settings(
-    max_examples=6,
+    max_examples=12,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,
@@ -84,6 +84,10 @@ def api(
         # Required (RFC 6585), which this check does not expect by default.
         missing_header = schema.config.checks.missing_required_header
         missing_header.expected_statuses = [*missing_header.expected_statuses, "428"]
+        # A well-formed If-Match naming a version that is not the current one is 412
+        # Precondition Failed (RFC 9110), however valid the rest of the request.
+        accepted = schema.config.checks.positive_data_acceptance
+        accepted.expected_statuses = [*accepted.expected_statuses, "412"]
         yield {"schema": schema, "url": live.url, "token": token, "ids": ids, "live": live}
 
 
@@ -133,7 +137,7 @@ def test_stateful_sequences_pass_every_check(api: dict[str, Any]) -> None:
 
     Workflow.run(
         settings=settings(
-            max_examples=15,
+            max_examples=25,
             stateful_step_count=6,
             deadline=None,
             suppress_health_check=list(HealthCheck),

@@ -84,13 +84,31 @@ class TurnEnd(Body):
     status: Literal["ok", "error", "abandoned"] = "ok"
 
 
+class BudgetSplit(Body):
+    """Shares of a window's budget by section (seed 002)."""
+
+    system: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    summary: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    retrieved: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    recent: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    input: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    def shares(self) -> dict[str, float]:
+        """The shares given."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class ContextRequest(Body):
     """``POST /v1/sessions/{id}/context``: what ``session.build_context`` takes."""
 
     query: str | None = Field(default=None, max_length=100_000)
     budget: int = Field(default=4000, ge=1, le=2_000_000)
     strategy: Literal["full", "compressed", "adaptive", "semantic"] | None = None
-    budget_split: dict[str, float] | None = None
+    budget_split: BudgetSplit | None = Field(
+        default=None,
+        description="Shares of the budget by section; with the configured ones for the "
+        "sections left out, they must add up to 1.0.",
+    )
     system_prompt: str | None = Field(default=None, max_length=1_000_000)
     config: dict[str, Any] | None = None
     restore_images: list[str] = Field(default_factory=list, max_length=100)

@@ -63,7 +63,7 @@ def build_context(
         body.query,
         body.budget,
         strategy=body.strategy,
-        budget_split=body.budget_split,
+        budget_split=body.budget_split.shares() if body.budget_split is not None else None,
         system_prompt=body.system_prompt,
         config=body.config,
         restore_images=body.restore_images,

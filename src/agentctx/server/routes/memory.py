@@ -25,6 +25,15 @@ router = APIRouter(prefix="/v1", tags=["memory"], responses=error_responses(400)
 _CAS = error_responses(409, 412)
 
 Kinds = Annotated[list[MemoryKind] | None, Query(alias="kind")]
+# Optional, yet stated as a string only: "null" is not a version to send.
+IfMatch = Annotated[
+    str,
+    Header(
+        description='"<version>": a compare-and-set (412 stale_memory when it moved on)',
+        max_length=32,
+        pattern=IF_MATCH_PATTERN,
+    ),
+]
 
 
 @router.get("/memories/search", response_model=list[MemoryHit], responses=error_responses(501))
@@ -100,10 +109,7 @@ def update_memory(
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[
-        str | None,
-        Header(description='"<version>"', max_length=32, pattern=IF_MATCH_PATTERN),
-    ] = None,
+    if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
     """Change a memory; with ``If-Match`` a compare-and-set (412 ``stale_memory``)."""
     expected = parse_if_match(if_match) if if_match is not None else None
@@ -127,10 +133,7 @@ def delete_memory(
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[
-        str | None,
-        Header(description='"<version>"', max_length=32, pattern=IF_MATCH_PATTERN),
-    ] = None,
+    if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
     """Mark a memory deleted (its history stays)."""
     expected = parse_if_match(if_match) if if_match is not None else None

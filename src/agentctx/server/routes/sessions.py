@@ -43,7 +43,8 @@ SessionId = Annotated[str, "session id"]
 
 
 # An ETag as this API issues it ("3"), weak or bare forms included.
-IF_MATCH_PATTERN = r'^(W/)?"?[0-9]{1,18}"?$'
+# Versions are stored as 32-bit integers: at most 9 digits.
+IF_MATCH_PATTERN = r'^(W/)?"?[0-9]{1,9}"?$'
 
 
 def etag(version: int) -> str:
@@ -56,7 +57,7 @@ def parse_if_match(value: str | None) -> int:
     if value is None:
         raise PreconditionRequired('this write is a compare-and-set: send If-Match: "<version>"')
     tag = value.strip().removeprefix("W/").strip('"')
-    if not tag.isdigit():
+    if not (tag.isascii() and tag.isdigit() and len(tag) <= 9):
         raise InvalidInput(f'If-Match must name a state version like "3", got {value!r}')
     return int(tag)
 
@@ -90,7 +91,12 @@ def list_sessions(
         Query(max_length=128, pattern=QUERY_TEXT_PATTERN, description="Part of an id."),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[str | None, Query(max_length=512, pattern=QUERY_TEXT_PATTERN)] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            min_length=1, max_length=512, pattern=r"^[A-Za-z0-9_-]+$", description="next_cursor."
+        ),
+    ] = None,
 ) -> Response:
     """A page of the user's live sessions, oldest first."""
     page = engine.list_sessions(
