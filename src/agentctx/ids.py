@@ -13,6 +13,34 @@ from agentctx.errors import InvalidInput
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$")
 
 
+# A user id, as a caller names it: what the engine accepts as an id, without "/". A
+# tenant's users are stored as "<tenant>/<user>", so a "/" inside a user id would reach
+# into another tenant's namespace; "*" (any user, in API keys), spaces, control
+# characters and lone surrogates are refused by the same rule.
+USER_ID_MAX_LENGTH = 128
+USER_ID_SEPARATOR = "/"
+USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,127}$"
+_USER_ID = re.compile(USER_ID_PATTERN)
+
+
+def validate_user_id(user_id: object) -> str:
+    """``user_id`` when it is acceptable as a user id named by a caller, else
+    ``InvalidInput`` saying why."""
+    if not isinstance(user_id, str):
+        raise InvalidInput(f"a user id must be a string, got {type(user_id).__name__}")
+    if not _USER_ID.fullmatch(user_id):
+        raise InvalidInput(
+            f"invalid user id {user_id[:40]!r}: 1-{USER_ID_MAX_LENGTH} characters, letters, "
+            "digits and ._:@+=- (starting with a letter or digit; no '/')"
+        )
+    return user_id
+
+
+def is_valid_user_id(value: object) -> bool:
+    """Whether ``value`` is acceptable as a user id named by a caller."""
+    return isinstance(value, str) and _USER_ID.fullmatch(value) is not None
+
+
 def new_id() -> str:
     """A new UUIDv7 as a string: unique, and sortable by creation time."""
     return str(uuid_utils.uuid7())

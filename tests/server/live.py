@@ -10,11 +10,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import uvicorn
+from fastapi import FastAPI
 
 from agentctx import ContextEngine
 from agentctx.server.app import create_app
 from agentctx.server.auth import ApiKeyStore
 from agentctx.server.config import ServerConfig
+from agentctx.server.runner import uvicorn_config
 
 
 def free_port() -> int:
@@ -30,6 +32,7 @@ class Live:
     url: str
     engine: ContextEngine
     keys: ApiKeyStore
+    app: FastAPI
 
     def key(
         self, *users: str, scopes: tuple[str, ...] = ("read", "write"), tenant: str = "default"
@@ -39,14 +42,15 @@ class Live:
 
 
 @contextmanager
-def serve(engine: ContextEngine, config: ServerConfig | None = None) -> Iterator[Live]:
-    """Serve ``engine`` over real HTTP until the block ends."""
+def serve(
+    engine: ContextEngine, config: ServerConfig | None = None, *, log_level: str = "warning"
+) -> Iterator[Live]:
+    """Serve ``engine`` over real HTTP until the block ends, configured as
+    ``agentctx serve`` configures it."""
     port = free_port()
     config = (config or ServerConfig()).model_copy(update={"host": "127.0.0.1", "port": port})
     app = create_app(engine, config)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, log_level=log_level))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -55,7 +59,7 @@ def serve(engine: ContextEngine, config: ServerConfig | None = None) -> Iterator
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield Live(f"http://127.0.0.1:{port}", engine, ApiKeyStore(engine.db))
+        yield Live(f"http://127.0.0.1:{port}", engine, ApiKeyStore(engine.db), app)
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -138,3 +138,120 @@ def test_me_says_whom_a_key_acts_for(live: Live) -> None:
     ambiguous = _get(live, token, "/v1/sessions")
     assert ambiguous.status_code == 422 and ambiguous.json()["error"]["code"] == "user_required"
     assert _get(live, token, "/v1/sessions?user_id=u2").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        _claims(sub="*"),  # "any user" is an API key's, never a token's
+        _claims(users=["u1", "*"]),
+        _claims(sub="other/u1"),  # the tenant separator: another tenant's namespace
+        _claims(users=["x/u1"]),
+        _claims(sub=""),
+        _claims(sub=7),
+        _claims(exp=str(int(time.time()) + 300)),  # a numeric string is not a number
+        _claims(nbf=str(int(time.time()) - 10)),
+        _claims(iat="yesterday"),
+        _claims(exp=True),
+        _claims(scope="read root"),  # an unknown scope
+        _claims(scope=["read"]),  # a list where a space-separated string belongs
+        _claims(tenant=["acme"]),
+        _claims(tenant="a/b"),
+        _claims(tenant=""),
+        _claims(users="u1"),
+        _claims(users=[]),
+    ],
+)
+def test_tokens_with_claims_of_the_wrong_type_or_value_are_refused(
+    live: Live, claims: dict[str, object]
+) -> None:
+    token = jwt.encode(claims, SECRET, algorithm="HS256")
+    refused = _get(live, token)
+    assert refused.status_code == 401, claims
+    assert refused.json()["error"]["code"] == "unauthenticated"
+
+
+def test_a_token_for_star_reaches_no_other_user(live: Live) -> None:
+    other = live.engine.create_session("u2", "agent")
+    token = jwt.encode(_claims(sub="*"), SECRET, algorithm="HS256")
+    reach = _get(live, token, f"/v1/sessions/{other.id}?user_id=u2")
+    assert reach.status_code == 401
+
+
+def test_user_ids_with_the_tenant_separator_are_refused_everywhere(live: Live) -> None:
+    # "acme/u1" is how user u1 of tenant acme is stored: a default-tenant caller naming
+    # "acme" + "/u1" must not land there, whichever way the id comes in.
+    victim = live.key("u1", tenant="acme")
+    sid = httpx.post(
+        f"{live.url}/v1/sessions", json={}, headers={"Authorization": f"Bearer {victim}"}
+    ).json()["session_id"]
+    admin = live.key(scopes=("read", "write", "admin"))
+    star = live.key("*")
+    for token in (admin, star):
+        query = _get(live, token, f"/v1/sessions/{sid}?user_id=acme/u1")
+        assert query.status_code == 422, query.text
+        assert query.json()["error"]["field"] == "user_id"
+    verify = _get(live, admin, f"/v1/admin/sessions/{sid}/verify?user_id=acme%2Fu1")
+    assert verify.status_code == 422
+    erase = httpx.delete(
+        f"{live.url}/v1/admin/users/acme%2Fu1",
+        headers={"Authorization": f"Bearer {admin}"},
+        timeout=30,
+    )
+    assert erase.status_code in (404, 422)  # never reaches the route with "acme/u1"
+    key = httpx.post(
+        f"{live.url}/v1/admin/keys",
+        json={"users": ["acme/u1"]},
+        headers={"Authorization": f"Bearer {admin}"},
+        timeout=30,
+    )
+    assert key.status_code == 422
+    with pytest.raises(InvalidInput, match="'/'"):
+        live.keys.create(["acme/u1"])
+    with pytest.raises(InvalidInput):
+        live.keys.create(["u1\x00"])
+    # The victim's session is untouched.
+    assert live.engine.get_session(sid, "acme/u1").info.last_seq == 0
+
+
+def test_context_tokenizers_are_the_servers_never_a_path(live: Live, tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret.json"
+    secret_file.write_text('{"password": "hunter2-do-not-echo"}')
+    token = live.key("u1")
+    headers = {"Authorization": f"Bearer {token}"}
+    sid = httpx.post(f"{live.url}/v1/sessions", json={}, headers=headers).json()["session_id"]
+    for spec in (f"hf:{secret_file}", "hf:/etc/passwd", f"hf:{tmp_path}/missing.json", "hf:"):
+        refused = httpx.post(
+            f"{live.url}/v1/sessions/{sid}/context",
+            json={"budget": 500, "config": {"tokenizer": spec}},
+            headers=headers,
+            timeout=30,
+        )
+        assert refused.status_code == 422
+        assert refused.json()["error"]["code"] == "tokenizer_not_allowed"
+        assert "hunter2" not in refused.text and str(tmp_path) not in refused.text
+    allowed = httpx.post(
+        f"{live.url}/v1/sessions/{sid}/context",
+        json={"budget": 500, "config": {"tokenizer": "estimate:cl100k_base"}},
+        headers=headers,
+        timeout=30,
+    )
+    assert allowed.status_code == 200, allowed.text
+    assert allowed.json()["report"]["tokenizer"] == "estimate:cl100k_base"
+
+
+def test_an_operator_listed_tokenizer_file_fails_without_echoing_it(tmp_path: Path) -> None:
+    listed = tmp_path / "tokenizer.json"
+    listed.write_text('{"not": "a tokenizer", "secret": "hunter2-do-not-echo"}')
+    config = ServerConfig(tokenizers=["estimate", f"hf:{listed}"])
+    with ContextEngine(home=tmp_path / "home") as engine, serve(engine, config) as running:
+        headers = {"Authorization": f"Bearer {running.key('u1')}"}
+        sid = httpx.post(f"{running.url}/v1/sessions", json={}, headers=headers)
+        failed = httpx.post(
+            f"{running.url}/v1/sessions/{sid.json()['session_id']}/context",
+            json={"budget": 500, "config": {"tokenizer": f"hf:{listed}"}},
+            headers=headers,
+            timeout=30,
+        )
+    assert failed.status_code in (422, 501), failed.text  # not a tokenizer, or no package
+    assert "hunter2" not in failed.text

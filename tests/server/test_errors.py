@@ -3,15 +3,18 @@ stored; never a stack trace; nothing already stored is lost."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import Depends, Request
 
 from agentctx import ContextEngine
 from agentctx.server.config import ServerConfig
 from server.live import Live, serve
+from server.logcapture import captured_logs
 
 LIMIT = 64 * 1024
 
@@ -104,3 +107,69 @@ def test_unexpected_failures_are_500_without_a_trace(live: Live, client: httpx.C
     assert set(body) == {"error"} and body["error"]["code"] in ("internal_error", "storage_error")
     assert "Traceback" not in failed.text and "sqlite" not in failed.text.lower()
     assert httpx.get(f"{live.url}/readyz").status_code == 503
+
+
+def test_an_unexpected_error_is_one_safe_log_line_and_the_connection_survives(
+    live: Live,
+) -> None:
+    secret = "alice@example.com-in-a-failing-request"
+
+    def broken() -> str:  # a dependency that fails the way a bug would
+        raise RuntimeError(f"cannot handle {secret}")
+
+    @live.app.get("/test/broken/{thing}")
+    def broken_route(thing: str, value: str = Depends(broken)) -> dict[str, str]:
+        return {"thing": thing, "value": value}
+
+    @live.app.get("/test/port")
+    def port(request: Request) -> dict[str, int]:
+        assert request.client is not None
+        return {"port": request.client.port}
+
+    with captured_logs() as logs, httpx.Client(base_url=live.url, timeout=30) as client:
+        before = client.get("/test/port").json()["port"]
+        failed = client.get(f"/test/broken/{secret}", params={"q": secret})
+        after = client.get("/test/port")
+    assert failed.status_code == 500
+    assert failed.json()["error"] == {"code": "internal_error", "message": "internal server error"}
+    assert failed.headers.get("connection") != "close"
+    # The same keep-alive connection answered the next request.
+    assert after.status_code == 200 and after.json()["port"] == before
+    errors = [r for r in logs.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, logs.text()
+    line = logs.text()
+    assert "RuntimeError" in line and "/test/broken/{thing}" in line
+    assert secret not in line and "cannot handle" not in line
+    assert errors[0].exc_info is None  # no traceback with the exception's message
+
+
+def test_overlong_and_control_character_ids_are_422_and_still_audited(
+    engine: ContextEngine,
+) -> None:
+    # On PostgreSQL a 200-character session id used to overflow the audit's id column
+    # (a 500 for every such request) and a NUL byte in a parameter broke the query.
+    with serve(engine) as running, httpx.Client(base_url=running.url, timeout=30) as client:
+        client.headers["Authorization"] = f"Bearer {running.key('u1')}"
+        long_id = "s" * 200
+        for url, params in (
+            (f"/v1/sessions/{long_id}", None),
+            (f"/v1/sessions/{long_id}/events", None),
+            ("/v1/sessions/ok/events", {"turn_id": "t\x00"}),
+            ("/v1/sessions", {"agent_id": "a\x00b"}),
+            ("/v1/sessions", {"user_id": "u" * 200}),
+            ("/v1/memories/search", {"query": "tea\x00"}),
+            ("/v1/memories", {"agent_id": "x" * 129}),
+        ):
+            answer = client.get(url, params=params)
+            assert answer.status_code == 422, (url, params, answer.text)
+            assert answer.json()["error"]["code"] == "validation_error"
+        unknown = client.get(f"/v1/sessions/{'s' * 128}")
+        assert unknown.status_code == 404
+    from sqlalchemy import select
+
+    from agentctx.storage.schema import audit
+
+    with engine.db.read() as conn:
+        rows = conn.execute(select(audit).where(audit.c.action == "http_access")).mappings()
+        statuses = [r["meta"]["http_status"] for r in rows]
+    assert statuses.count(422) == 7 and statuses.count(404) == 1

@@ -36,6 +36,7 @@ def serve(  # noqa: PLR0917 - Typer options are parameters
         import uvicorn  # noqa: PLC0415
 
         from agentctx.server.app import create_app  # noqa: PLC0415
+        from agentctx.server.runner import uvicorn_config  # noqa: PLC0415
     except ImportError as exc:
         fail(str(MissingExtra("server", exc.name or "fastapi")))
     from agentctx.demo import DEMO_USER, run_demo  # noqa: PLC0415
@@ -70,4 +71,5 @@ def serve(  # noqa: PLR0917 - Typer options are parameters
     # as the process: out of the collector's sight, a full collection no longer walks
     # it, a pause that would land on whichever request allocated at the wrong moment.
     freeze_long_lived()
-    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level)
+    # agentctx's access log (route templates, no query strings) replaces uvicorn's.
+    uvicorn.Server(uvicorn_config(app, config.host, config.port, log_level=log_level)).run()

@@ -19,7 +19,13 @@ from agentctx.server.auth import ApiKeyStore, Authenticator
 from agentctx.server.auth.jwt import JwtVerifier
 from agentctx.server.config import ServerConfig
 from agentctx.server.errors import install_error_handlers
-from agentctx.server.middleware import BodyLimit, Metrics, Observe
+from agentctx.server.middleware import (
+    BodyLimit,
+    CatchErrors,
+    Metrics,
+    Observe,
+    silence_raw_access_log,
+)
 from agentctx.server.routes import (
     admin,
     blobs,
@@ -82,7 +88,10 @@ def create_app(
 
         mount_inspector(app)
     # The last added is outermost: Observe times and audits everything, a refused
-    # oversized body included.
+    # oversized body included; CatchErrors, innermost, turns anything unexpected into
+    # a JSON 500 that Observe then records like any answer.
+    app.add_middleware(CatchErrors)
+    silence_raw_access_log()  # Observe logs each request in a safe form instead
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(Observe, metrics=app.state.metrics, audit=engine.audit)
     return app

@@ -6,6 +6,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentctx.tokens.spec import BUILTIN_SPECS
+
+
+def _builtin_tokenizers() -> list[str]:
+    return list(BUILTIN_SPECS)
+
 
 class ServerConfig(BaseModel):
     """``server:`` in the engine's settings (``AGENTCTX_SERVER='{"port": 9000}'``)."""
@@ -27,3 +33,9 @@ class ServerConfig(BaseModel):
     jwt_issuer: str | None = None
     ui: bool = Field(default=True, description="Serve the web inspector at /ui.")
     page_limit: int = Field(default=100, ge=1, le=1000, description="Largest page size.")
+    tokenizers: list[str] = Field(
+        default_factory=_builtin_tokenizers,
+        description="The tokenizers a request may name (context config.tokenizer), besides "
+        "the engine's own: by default the built-in ones, which read no file. An hf: "
+        "tokenizer file is usable only when listed here; a client never names a path.",
+    )

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import orjson
-from fastapi import Depends, Header, Query, Request, Response
+from fastapi import Depends, Path, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from agentctx.engine import ContextEngine
+from agentctx.ids import USER_ID_MAX_LENGTH, USER_ID_PATTERN
 from agentctx.server.auth import DEFAULT_TENANT, Authenticator, Principal
 from agentctx.server.config import ServerConfig
 from agentctx.sessions import Session
@@ -26,26 +28,63 @@ def config_of(request: Request) -> ServerConfig:
     return config
 
 
+# Ids in paths and queries: what the engine's ids look like (UUIDv7, img_…, out_…, hex
+# hashes) and what clients may choose for a session id. Checked here, so a path id too
+# long or with a control character is a 422 before it reaches storage, and stated in
+# the OpenAPI schema.
+PATH_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,127}$"
+# Free text in a query parameter (an agent id, a cursor): printable, no control characters.
+QUERY_TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+# Search text may hold newlines and tabs, never a NUL byte.
+SEARCH_TEXT_PATTERN = r"^[^\x00]*$"
+
+IdPath = Annotated[
+    str, Path(min_length=1, max_length=128, pattern=PATH_ID_PATTERN, description="An id.")
+]
+UserIdPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=USER_ID_MAX_LENGTH,
+        pattern=USER_ID_PATTERN,
+        description="A user id of the caller's tenant (no '/').",
+    ),
+]
+IdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=PATH_ID_PATTERN)]
+AgentIdQuery = Annotated[
+    str | None, Query(min_length=1, max_length=128, pattern=QUERY_TEXT_PATTERN)
+]
+
+# For the OpenAPI schema (and the clients generated from it): how callers sign in.
+_bearer = HTTPBearer(auto_error=False, description="An API key (actx_…) or a JWT.")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key.")
+
+
 def principal(
     request: Request,
-    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
-    x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
+    _bearer_token: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    _api_key_header: Annotated[str | None, Depends(_api_key)],
 ) -> Principal:
     """The authenticated caller (401 otherwise); remembered for the access audit."""
     authenticator: Authenticator = request.app.state.authenticator
+    authorization = request.headers.get("authorization")
+    x_api_key = request.headers.get("x-api-key")
     caller = authenticator.authenticate(authorization, x_api_key)
     request.state.principal = caller
     return caller
 
 
 Caller = Annotated[Principal, Depends(principal)]
+Config = Annotated[ServerConfig, Depends(config_of)]
 Engine = Annotated[ContextEngine, Depends(engine_of)]
 UserParam = Annotated[
     str | None,
     Query(
         description="The user the request acts for; may be left out when the caller "
         "acts for exactly one user.",
-        max_length=128,
+        min_length=1,
+        max_length=USER_ID_MAX_LENGTH,
+        pattern=USER_ID_PATTERN,
     ),
 ]
 

@@ -1,11 +1,17 @@
-"""ASGI middleware: body size limit, Prometheus metrics and the access audit.
+"""ASGI middleware: body size limit, Prometheus metrics, the access audit and log, and
+the last resort for unexpected errors.
 
 Pure ASGI (not ``BaseHTTPMiddleware``) so streamed bodies are counted as they arrive
 and responses are not buffered.
+
+What the access log and audit record say about a request is its method, its route's
+template (``/v1/sessions/{session_id}/events``), its status and duration: never the
+raw path (ids), nor the query string (searches carry the user's text).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -14,8 +20,28 @@ import anyio
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from agentctx.server.errors import error_body
+from agentctx.errors import StorageError
+from agentctx.server.errors import INTERNAL_ERROR, error_body, log_unexpected
 from agentctx.sessions.audit import AuditLog, AuditRecord
+
+access_logger = logging.getLogger("agentctx.server.access")
+
+
+class _DropRawAccessLog(logging.Filter):
+    """Drops every record of uvicorn's access log: it holds the raw path and query."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+def silence_raw_access_log() -> None:
+    """Keep uvicorn's access log (``uvicorn.access``) silent, whatever handlers a
+    logging configuration gives it: agentctx's access log replaces it. (uvicorn's
+    ``access_log=False`` only removes its handlers, and logs again once any is added.)"""
+    logger = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _DropRawAccessLog) for f in logger.filters):
+        logger.addFilter(_DropRawAccessLog())
+
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -32,6 +58,43 @@ def route_template(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else "unmatched"
+
+
+class CatchErrors:
+    """The last resort: an exception no handler mapped becomes a JSON 500, logged once
+    (type, route template, frames; see ``log_unexpected``), and the connection stays
+    usable.
+
+    It sits inside every other middleware and swallows the exception once it answered:
+    Starlette's own last resort (an ``exception_handler(Exception)`` included) answers
+    and then re-raises, which makes the server log the traceback again, with the
+    exception's message, and drop the client's keep-alive connection.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:  # the last resort: anything no handler mapped
+            log_unexpected(exc, scope["method"], route_template(scope))
+            scope.setdefault("state", {})["error_code"] = "internal_error"
+            if not started:
+                await _send_json(send, 500, INTERNAL_ERROR)
+            # else: the response is cut short; returning without finishing it makes the
+            # server close this connection, which is all that is left to do.
 
 
 class BodyLimit:
@@ -98,7 +161,8 @@ class Metrics:
 
 
 class Observe:
-    """Times each request, counts it, and writes the access audit record."""
+    """Times each request, counts it, writes the access audit record and logs it to
+    ``agentctx.server.access`` (method, route template, status, milliseconds)."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics, audit: AuditLog) -> None:
         self.app = app
@@ -122,13 +186,25 @@ class Observe:
             record = _access_record(scope, route_template(scope), status, elapsed)
             await anyio.to_thread.run_sync(self.audit.record, record)
 
+        refused = False  # the audit record could not be written: the answer is a 503
+
         async def observed(message: Message) -> None:
-            nonlocal status
+            nonlocal status, refused
+            if refused:
+                return  # the original answer is not sent without its audit record
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 # Committed before the client sees the answer: no response without its
                 # audit record, even if the process dies right after.
-                await audit(status)
+                try:
+                    await audit(status)
+                except Exception as exc:  # the database failed: the answer cannot go out
+                    log_unexpected(exc, scope["method"], route_template(scope))
+                    refused = True
+                    status = 503
+                    body = error_body(StorageError.code, "the access audit could not be written")
+                    await _send_json(send, 503, body)
+                    return
             await send(message)
 
         try:
@@ -139,7 +215,28 @@ class Observe:
             method = scope["method"]
             self.metrics.requests.labels(route, method, str(status)).inc()
             self.metrics.latency.labels(route, method).observe(elapsed)
-            await audit(status)  # no response was started (the app failed before)
+            if scope["path"] not in _UNAUDITED:
+                access_logger.info("%s %s %d %.1fms", method, route, status, elapsed * 1000)
+            try:
+                await audit(status)  # no response was started (the app failed before)
+            except Exception as exc:  # logged; the request already ended
+                log_unexpected(exc, method, route)
+
+
+# Audit columns that hold ids are 128 characters wide.
+_ID_WIDTH = 128
+
+
+def _fit_id(value: object) -> str | None:
+    """An id as the audit stores it: a well-formed one, else ``None`` (a request with an
+    id too long or malformed is recorded, without the id, rather than refused)."""
+    if not isinstance(value, str) or not value or len(value) > _ID_WIDTH:
+        return None
+    return value if value.isprintable() else None
+
+
+def _fit_code(value: object) -> str | None:
+    return value[:64] if isinstance(value, str) else None
 
 
 def _access_record(scope: Scope, route: str, status: int, elapsed: float) -> AuditRecord:
@@ -150,10 +247,10 @@ def _access_record(scope: Scope, route: str, status: int, elapsed: float) -> Aud
     return AuditRecord(
         action="http_access",
         status="ok" if status < 400 else "denied" if status in (401, 403, 404) else "error",
-        user_id=state.get("user_id"),
-        session_id=params.get("session_id"),
+        user_id=_fit_id(state.get("user_id")),
+        session_id=_fit_id(params.get("session_id")),
         duration_ms=round(elapsed * 1000, 3),
-        error_code=state.get("error_code") if status >= 400 else None,
+        error_code=_fit_code(state.get("error_code")) if status >= 400 else None,
         meta={
             "method": scope["method"],
             "route": route,

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentctx.context import ContextReport
 from agentctx.events import EventDraft, EventType
+from agentctx.ids import USER_ID_PATTERN
 from agentctx.memory import Memory, MemoryKind
 
 Scope = Literal["read", "write", "admin"]
+# A key's user: a user id, or "*" for any user of the tenant.
+KEY_USER_PATTERN = rf"^(?:\*|{USER_ID_PATTERN[1:-1]})$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+# What the engine accepts as an agent id or a session id it did not make.
+ENGINE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$"
 
 
 class Body(BaseModel):
@@ -23,7 +28,9 @@ class Body(BaseModel):
 class SessionCreate(Body):
     """``POST /v1/sessions``."""
 
-    agent_id: str = Field(default="default", min_length=1, max_length=128)
+    agent_id: str = Field(
+        default="default", min_length=1, max_length=128, pattern=ENGINE_ID_PATTERN
+    )
     session_id: str | None = Field(default=None, pattern=ID_PATTERN)
     state: dict[str, Any] | None = None
     ttl_seconds: float | None = Field(default=None, gt=0)
@@ -77,13 +84,31 @@ class TurnEnd(Body):
     status: Literal["ok", "error", "abandoned"] = "ok"
 
 
+class BudgetSplit(Body):
+    """Shares of a window's budget by section (seed 002)."""
+
+    system: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    summary: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    retrieved: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    recent: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    input: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    def shares(self) -> dict[str, float]:
+        """The shares given."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class ContextRequest(Body):
     """``POST /v1/sessions/{id}/context``: what ``session.build_context`` takes."""
 
     query: str | None = Field(default=None, max_length=100_000)
     budget: int = Field(default=4000, ge=1, le=2_000_000)
     strategy: Literal["full", "compressed", "adaptive", "semantic"] | None = None
-    budget_split: dict[str, float] | None = None
+    budget_split: BudgetSplit | None = Field(
+        default=None,
+        description="Shares of the budget by section; with the configured ones for the "
+        "sections left out, they must add up to 1.0.",
+    )
     system_prompt: str | None = Field(default=None, max_length=1_000_000)
     config: dict[str, Any] | None = None
     restore_images: list[str] = Field(default_factory=list, max_length=100)
@@ -122,12 +147,23 @@ class MemoryCreate(Body):
     data: dict[str, Any] | None = None
     keywords: list[str] = Field(default_factory=list, max_length=50)
     confidence: float = Field(default=0.9, ge=0.0, le=1.0)
-    agent_id: str | None = Field(default=None, max_length=128)
-    session_id: str | None = Field(default=None, max_length=128)
+    agent_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
+    session_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
 
 
 class MemoryPatch(Body):
-    """``PATCH /v1/memories/{id}`` (``If-Match`` names the version, for compare-and-set)."""
+    """``PATCH /v1/memories/{id}`` (``If-Match`` names the version, for compare-and-set):
+    at least one of content, data, keywords, confidence, tainted."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+                for name in ("content", "data", "keywords", "confidence", "tainted")
+            ]
+        },
+    )
 
     content: str | None = Field(default=None, min_length=1, max_length=4000)
     data: dict[str, Any] | None = None
@@ -155,9 +191,25 @@ def _default_scopes() -> list[Scope]:
 
 
 class KeyCreate(Body):
-    """``POST /v1/admin/keys``."""
+    """``POST /v1/admin/keys``: a key acts for ``users`` (``"*"``: any user of the
+    tenant); an admin key may name none."""
 
-    users: list[str] = Field(default_factory=list, max_length=1000)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"users": {"minItems": 1}}, "required": ["users"]},
+                {
+                    "properties": {"scopes": {"contains": {"const": "admin"}}},
+                    "required": ["scopes"],
+                },
+            ]
+        },
+    )
+
+    users: list[Annotated[str, Field(pattern=KEY_USER_PATTERN, max_length=128)]] = Field(
+        default_factory=list, max_length=1000
+    )
     scopes: list[Scope] = Field(default_factory=_default_scopes, min_length=1)
     label: str | None = Field(default=None, max_length=256)
 

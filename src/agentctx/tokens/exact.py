@@ -202,8 +202,9 @@ class HFTokenizerCounter:
             raise ConfigError(f"tokenizer file not found: {str(self.path)!r}")
         try:
             tokenizer = tokenizers.Tokenizer.from_file(str(self.path))
-        except Exception as exc:  # the Rust side raises a bare Exception
-            raise ConfigError(f"not a tokenizer.json file: {str(self.path)!r} ({exc})") from exc
+        except Exception:  # the Rust side raises a bare Exception
+            # Not the Rust side's message: it quotes the file's content.
+            raise ConfigError(f"not a tokenizer.json file: {str(self.path)!r}") from None
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self._tokenizer: Any = tokenizer

@@ -7,12 +7,14 @@ from agentctx.tokens.base import TokenCounter
 from agentctx.tokens.estimate import ESTIMATE_ENCODINGS, EstimateCounter
 from agentctx.tokens.exact import TIKTOKEN_ENCODINGS, HFTokenizerCounter, TiktokenCounter
 
-ACCEPTED_SPECS = (
+# The specs that name no file: safe for anyone to choose (a server lets its clients pick
+# among these; an ``hf:`` path only when its operator lists it).
+BUILTIN_SPECS = (
     "estimate",
     *(f"estimate:{name}" for name in ESTIMATE_ENCODINGS),
     *(f"tiktoken:{name}" for name in TIKTOKEN_ENCODINGS),
-    "hf:/path/to/tokenizer.json",
 )
+ACCEPTED_SPECS = (*BUILTIN_SPECS, "hf:/path/to/tokenizer.json")
 
 
 def counter_from_spec(spec: str) -> TokenCounter:
@@ -33,4 +35,6 @@ def counter_from_spec(spec: str) -> TokenCounter:
         return TiktokenCounter(arg)
     if kind == "hf" and arg:
         return HFTokenizerCounter(arg)
-    raise ConfigError(f"unknown tokenizer spec {spec!r}; accepted: {', '.join(ACCEPTED_SPECS)}")
+    raise ConfigError(
+        f"unknown tokenizer spec {spec[:80]!r}; accepted: {', '.join(ACCEPTED_SPECS)}"
+    )

@@ -4,18 +4,26 @@ A token names its user in ``sub`` (or a list in ``users``), its tenant in ``tena
 (default tenant when absent) and its scopes in ``scope`` (space-separated, OAuth
 style; ``read write`` when absent). ``exp`` is required; ``aud`` and ``iss`` are
 checked when configured.
+
+Claims are type-checked, and a token with any claim of the wrong type or value is
+refused whole: ``exp``/``nbf``/``iat`` are numbers (not numeric strings), ``sub`` and
+``users`` are user ids (never ``*``, which only an API key may hold, and never with the
+tenant separator ``/``), ``scope`` names known scopes only, ``tenant`` is a name
+without ``/``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import jwt
 from jwt import PyJWKSet
 
 from agentctx.errors import ConfigError
+from agentctx.ids import is_valid_user_id
 from agentctx.server.auth.keys import DEFAULT_TENANT, SCOPES
 from agentctx.server.auth.principal import Principal
 
@@ -76,22 +84,55 @@ class JwtVerifier:
         raise ValueError(f"algorithm {algorithm!r} is not accepted")
 
 
+_TIME_CLAIMS = ("exp", "nbf", "iat")
+_MAX_TENANT = 64
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _principal(claims: dict[str, Any]) -> Principal | None:
-    users_claim = claims.get("users")
-    users: list[str] = []
-    if isinstance(users_claim, list):
-        users = [u for u in users_claim if isinstance(u, str) and u]
+    """The principal the claims name, or ``None`` when any claim has the wrong type or
+    value: a token is taken whole or not at all, never by its usable parts."""
+    if not all(_is_number(claims[name]) for name in _TIME_CLAIMS if name in claims):
+        return None
     sub = claims.get("sub")
-    if not users and isinstance(sub, str) and sub:
-        users = [sub]
+    if sub is not None and not is_valid_user_id(sub):
+        return None  # "*", "a/b", "", not a string: never "any user" nor another tenant
+    users_claim = claims.get("users")
+    if users_claim is not None:
+        if not isinstance(users_claim, list) or not users_claim:
+            return None
+        if not all(is_valid_user_id(u) for u in users_claim):
+            return None
+        users = [str(u) for u in users_claim]
+    else:
+        users = [sub] if isinstance(sub, str) else []
     scope = claims.get("scope", "read write")
-    scopes = tuple(s for s in str(scope).split() if s in SCOPES)
-    tenant = claims.get("tenant") or DEFAULT_TENANT
-    if not isinstance(tenant, str) or "/" in tenant or (not users and "admin" not in scopes):
+    if not isinstance(scope, str):
+        return None
+    scopes = scope.split()
+    if not scopes or any(s not in SCOPES for s in scopes):
+        return None
+    tenant = claims.get("tenant", DEFAULT_TENANT)
+    if not _valid_tenant(tenant):
+        return None
+    if not users and "admin" not in scopes:
         return None
     return Principal(
-        subject=f"jwt:{sub or users[0]}",
+        subject=f"jwt:{sub if isinstance(sub, str) else users[0] if users else 'admin'}",
         tenant=tenant,
         users=frozenset(users),
         scopes=frozenset(scopes),
+    )
+
+
+def _valid_tenant(tenant: object) -> TypeGuard[str]:
+    return (
+        isinstance(tenant, str)
+        and 0 < len(tenant) <= _MAX_TENANT
+        and tenant.isprintable()
+        and not tenant.isspace()
+        and "/" not in tenant
     )

@@ -19,6 +19,7 @@ from sqlalchemy import insert, select, update
 
 from agentctx.errors import InvalidInput, NotFound
 from agentctx.events import utcnow
+from agentctx.ids import validate_user_id
 from agentctx.storage.database import Database
 from agentctx.storage.schema import api_keys
 
@@ -82,7 +83,9 @@ class ApiKeyStore:
     ) -> tuple[ApiKey, str]:
         """Issue a key for ``users`` (``"*"``: any user of the tenant); returns the key
         and its token, which is not stored and cannot be shown again."""
-        users = tuple(dict.fromkeys(u.strip() for u in users if u.strip()))
+        if isinstance(users, str):
+            raise InvalidInput("users is a list of user ids, not one string")
+        users = tuple(dict.fromkeys(u if u == ANY_USER else validate_user_id(u) for u in users))
         scopes = tuple(dict.fromkeys(scopes))
         unknown = [s for s in scopes if s not in SCOPES]
         if unknown:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentctx.errors import AgentCtxError, InvalidInput, NotFound
+from agentctx.ids import validate_user_id
 from agentctx.server.auth.keys import ANY_USER, DEFAULT_TENANT
 
 
@@ -64,14 +65,16 @@ class Principal:
         """The stored id of the user a request acts for.
 
         ``None`` picks the caller's only user; a user the caller may not act for raises
-        ``UserNotFound``, exactly as an unknown id would.
+        ``UserNotFound``, exactly as an unknown id would; an id that is not a user id
+        (``/``, ``*``, control characters, too long) raises ``InvalidInput``.
         """
         if user_id is None:
             named = [u for u in self.users if u != ANY_USER]
             if len(named) != 1 or ANY_USER in self.users:
                 raise UserRequired("user_id is required: this caller acts for several users")
             user_id = named[0]
-        if not user_id or "/" in user_id or not self.may_act_for(user_id):
+        validate_user_id(user_id)
+        if not self.may_act_for(user_id):
             raise UserNotFound(f"no user {user_id!r}")
         return self.stored(user_id)
 

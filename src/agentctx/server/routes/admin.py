@@ -9,12 +9,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
+from agentctx.ids import USER_ID_MAX_LENGTH, USER_ID_PATTERN
 from agentctx.server.auth import ApiKey, ApiKeyStore
-from agentctx.server.deps import Admin, Engine, respond
+from agentctx.server.deps import Admin, Engine, IdPath, UserIdPath, respond
+from agentctx.server.errors import error_responses
 from agentctx.server.schemas import KeyCreate
 from agentctx.sessions import DeleteReport, SweepReport, VerifyReport
 
-router = APIRouter(prefix="/v1/admin", tags=["admin"])
+router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses(400))
 
 
 def _keys(request: Request) -> ApiKeyStore:
@@ -25,10 +27,12 @@ def _keys(request: Request) -> ApiKeyStore:
 @router.get("/sessions/{session_id}/verify", response_model=VerifyReport)
 def verify(
     request: Request,
-    session_id: str,
+    session_id: IdPath,
     caller: Admin,
     engine: Engine,
-    user_id: Annotated[str, Query(min_length=1, max_length=128)],
+    user_id: Annotated[
+        str, Query(min_length=1, max_length=USER_ID_MAX_LENGTH, pattern=USER_ID_PATTERN)
+    ],
 ) -> Response:
     """Check a session's hash chain (any user of the tenant)."""
     stored = caller.user(user_id)
@@ -43,7 +47,9 @@ def sweep(caller: Admin, engine: Engine) -> Response:
 
 
 @router.delete("/users/{user_id}", response_model=DeleteReport)
-def delete_user_data(request: Request, user_id: str, caller: Admin, engine: Engine) -> Response:
+def delete_user_data(
+    request: Request, user_id: UserIdPath, caller: Admin, engine: Engine
+) -> Response:
     """Delete everything stored about a user: sessions, events, blobs, memories."""
     stored = caller.user(user_id)
     request.state.user_id = stored
@@ -67,7 +73,7 @@ def create_key(request: Request, body: KeyCreate, caller: Admin) -> Response:
 
 
 @router.delete("/keys/{key_id}", response_model=ApiKey)
-def revoke_key(request: Request, key_id: str, caller: Admin) -> Response:
+def revoke_key(request: Request, key_id: IdPath, caller: Admin) -> Response:
     """Revoke a key of the tenant; it stops working on every replica at once."""
     store = _keys(request)
     owned = {k.key_id for k in store.list(include_revoked=True) if k.tenant == caller.tenant}

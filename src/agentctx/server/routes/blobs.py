@@ -6,9 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from agentctx.server.deps import Engine, ReadUser, load_session
+from agentctx.server.deps import Engine, IdPath, ReadUser, load_session
+from agentctx.server.errors import error_responses
 
-router = APIRouter(prefix="/v1", tags=["blobs"])
+router = APIRouter(prefix="/v1", tags=["blobs"], responses=error_responses(400))
 
 # Magic numbers of the image formats the engine stores; anything else is served as bytes.
 _MAGIC = (
@@ -40,20 +41,20 @@ def _bytes(data: bytes) -> Response:
 
 
 @router.get("/blobs/{blob_id}", response_class=Response, responses=_BINARY)
-def get_blob(blob_id: str, user_id: ReadUser, engine: Engine) -> Response:
+def get_blob(blob_id: IdPath, user_id: ReadUser, engine: Engine) -> Response:
     """A blob referenced by one of the user's events (404 otherwise)."""
     return _bytes(engine.get_blob(blob_id, user_id))
 
 
 @router.get("/images/{image_id}", response_class=Response, responses=_BINARY)
-def restore_image(image_id: str, user_id: ReadUser, engine: Engine) -> Response:
+def restore_image(image_id: IdPath, user_id: ReadUser, engine: Engine) -> Response:
     """The original bytes of an image (404 ``image_expired`` once retention removed them)."""
     return _bytes(engine.restore_image(image_id, user_id))
 
 
 @router.get("/sessions/{session_id}/images/{image_id}", response_class=Response, responses=_BINARY)
 def restore_session_image(
-    session_id: str, image_id: str, user_id: ReadUser, engine: Engine
+    session_id: IdPath, image_id: IdPath, user_id: ReadUser, engine: Engine
 ) -> Response:
     """An image of this session (another session's image is 404, like an unknown one)."""
     return _bytes(load_session(engine, user_id, session_id).restore_image(image_id))

@@ -9,11 +9,24 @@ from fastapi import APIRouter, Header, Query, Response
 
 from agentctx.errors import InvalidInput, TurnError
 from agentctx.events import Event, EventDraft, EventType
-from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
+from agentctx.server.deps import (
+    Caller,
+    Engine,
+    IdPath,
+    IdQuery,
+    ReadUser,
+    WriteUser,
+    load_session,
+    respond,
+)
+from agentctx.server.errors import error_responses
 from agentctx.server.schemas import EventAppend, EventBatch, TurnBegin, TurnEnd
 from agentctx.sessions import Page, Session, TurnInfo
 
-router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["events"])
+router = APIRouter(
+    prefix="/v1/sessions/{session_id}", tags=["events"], responses=error_responses(400)
+)
+_WRITE = error_responses(409, 412)
 
 IdempotencyKey = Annotated[
     str | None,
@@ -44,9 +57,9 @@ def _append(
     return session.open_turn(turn_id).append(*drafts, expected_last_seq=expected)
 
 
-@router.post("/events", status_code=201, response_model=Event)
+@router.post("/events", status_code=201, response_model=Event, responses=_WRITE)
 def append_event(
-    session_id: str,
+    session_id: IdPath,
     body: EventAppend,
     user_id: WriteUser,
     engine: Engine,
@@ -60,9 +73,9 @@ def append_event(
     return respond(caller, events[0], 201)
 
 
-@router.post("/events/batch", status_code=201, response_model=list[Event])
+@router.post("/events/batch", status_code=201, response_model=list[Event], responses=_WRITE)
 def append_events(
-    session_id: str,
+    session_id: IdPath,
     body: EventBatch,
     user_id: WriteUser,
     engine: Engine,
@@ -78,16 +91,18 @@ def append_events(
 
 @router.get("/events", response_model=Page[Event])
 def list_events(
-    session_id: str,
+    session_id: IdPath,
     user_id: ReadUser,
     engine: Engine,
     caller: Caller,
     after_seq: Annotated[int | None, Query(ge=0, description="Events after this seq.")] = None,
     until_seq: Annotated[int | None, Query(ge=0, description="Up to this seq.")] = None,
-    turn_id: Annotated[str | None, Query(max_length=64)] = None,
+    turn_id: IdQuery = None,
     type: Annotated[list[EventType] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(max_length=32, description="next_cursor.")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=32, pattern=r"^[0-9]+$", description="next_cursor.")
+    ] = None,
 ) -> Response:
     """A page of events in seq order; ``next_cursor`` continues after the last one."""
     if cursor is not None:
@@ -108,9 +123,9 @@ def list_events(
     return respond(caller, page)
 
 
-@router.post("/turns", status_code=201, response_model=TurnInfo)
+@router.post("/turns", status_code=201, response_model=TurnInfo, responses=_WRITE)
 def begin_turn(
-    session_id: str, body: TurnBegin, user_id: WriteUser, engine: Engine, caller: Caller
+    session_id: IdPath, body: TurnBegin, user_id: WriteUser, engine: Engine, caller: Caller
 ) -> Response:
     """Begin a turn; append events with its ``turn_id``, then end it."""
     session = load_session(engine, user_id, session_id)
@@ -119,10 +134,10 @@ def begin_turn(
     return respond(caller, info, 201)
 
 
-@router.post("/turns/{turn_id}/end", response_model=TurnInfo)
+@router.post("/turns/{turn_id}/end", response_model=TurnInfo, responses=_WRITE)
 def end_turn(
-    session_id: str,
-    turn_id: str,
+    session_id: IdPath,
+    turn_id: IdPath,
     body: TurnEnd,
     user_id: WriteUser,
     engine: Engine,

@@ -7,23 +7,43 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from agentctx.memory import Memory, MemoryChange, MemoryHit, MemoryKind
-from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, respond
-from agentctx.server.routes.sessions import etag, parse_if_match
+from agentctx.server.deps import (
+    SEARCH_TEXT_PATTERN,
+    AgentIdQuery,
+    Caller,
+    Engine,
+    IdPath,
+    ReadUser,
+    WriteUser,
+    respond,
+)
+from agentctx.server.errors import error_responses
+from agentctx.server.routes.sessions import IF_MATCH_PATTERN, etag, parse_if_match
 from agentctx.server.schemas import MemoryCreate, MemoryList, MemoryPatch, OptOut
 
-router = APIRouter(prefix="/v1", tags=["memory"])
+router = APIRouter(prefix="/v1", tags=["memory"], responses=error_responses(400))
+_CAS = error_responses(409, 412)
 
 Kinds = Annotated[list[MemoryKind] | None, Query(alias="kind")]
+# Optional, yet stated as a string only: "null" is not a version to send.
+IfMatch = Annotated[
+    str,
+    Header(
+        description='"<version>": a compare-and-set (412 stale_memory when it moved on)',
+        max_length=32,
+        pattern=IF_MATCH_PATTERN,
+    ),
+]
 
 
-@router.get("/memories/search", response_model=list[MemoryHit])
+@router.get("/memories/search", response_model=list[MemoryHit], responses=error_responses(501))
 def search_memories(
     user_id: ReadUser,
     engine: Engine,
     caller: Caller,
-    query: Annotated[str | None, Query(max_length=10_000)] = None,
+    query: Annotated[str | None, Query(max_length=10_000, pattern=SEARCH_TEXT_PATTERN)] = None,
     kinds: Kinds = None,
-    agent_id: Annotated[str | None, Query(max_length=128)] = None,
+    agent_id: AgentIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> Response:
     """The user's active memories best matching ``query``."""
@@ -31,7 +51,7 @@ def search_memories(
     return respond(caller, list(hits))
 
 
-@router.post("/memories", status_code=201, response_model=Memory)
+@router.post("/memories", status_code=201, response_model=Memory, responses=_CAS)
 def add_memory(body: MemoryCreate, user_id: WriteUser, engine: Engine, caller: Caller) -> Response:
     """Add a memory; a duplicate of an existing one merges into it."""
     memory = engine.memory.add(
@@ -55,7 +75,7 @@ def list_memories(
     caller: Caller,
     kinds: Kinds = None,
     status: Annotated[str, Query(pattern="^(active|stale|deleted|all)$")] = "active",
-    agent_id: Annotated[str | None, Query(max_length=128)] = None,
+    agent_id: AgentIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> Response:
@@ -76,20 +96,20 @@ def list_memories(
 
 
 @router.get("/memories/{memory_id}", response_model=Memory)
-def get_memory(memory_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def get_memory(memory_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
     """One memory with its provenance; its ETag is its version."""
     memory = engine.memory.get(user_id, memory_id)
     return respond(caller, memory, ETag=etag(memory.version))
 
 
-@router.patch("/memories/{memory_id}", response_model=Memory)
+@router.patch("/memories/{memory_id}", response_model=Memory, responses=_CAS)
 def update_memory(
-    memory_id: str,
+    memory_id: IdPath,
     body: MemoryPatch,
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[str | None, Header(description='"<version>"')] = None,
+    if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
     """Change a memory; with ``If-Match`` a compare-and-set (412 ``stale_memory``)."""
     expected = parse_if_match(if_match) if if_match is not None else None
@@ -107,13 +127,13 @@ def update_memory(
     return respond(caller, memory, ETag=etag(memory.version))
 
 
-@router.delete("/memories/{memory_id}", response_model=Memory)
+@router.delete("/memories/{memory_id}", response_model=Memory, responses=_CAS)
 def delete_memory(
-    memory_id: str,
+    memory_id: IdPath,
     user_id: WriteUser,
     engine: Engine,
     caller: Caller,
-    if_match: Annotated[str | None, Header(description='"<version>"')] = None,
+    if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
     """Mark a memory deleted (its history stays)."""
     expected = parse_if_match(if_match) if if_match is not None else None
@@ -122,7 +142,9 @@ def delete_memory(
 
 
 @router.get("/memories/{memory_id}/history", response_model=list[MemoryChange])
-def memory_history(memory_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def memory_history(
+    memory_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller
+) -> Response:
     """Every change of a memory, oldest first."""
     return respond(caller, list(engine.memory.history(user_id, memory_id)))
 

@@ -16,12 +16,20 @@ from agentctx.engine import ContextEngine
 from agentctx.search.agent import AGENT_ID
 from agentctx.search.report import SearchReport
 from agentctx.search.service import SearchService
-from agentctx.server.deps import Caller, Engine, ReadUser, WriteUser, load_session, respond
-from agentctx.server.errors import SearchNotConfigured
+from agentctx.server.deps import (
+    Caller,
+    Engine,
+    IdPath,
+    ReadUser,
+    WriteUser,
+    load_session,
+    respond,
+)
+from agentctx.server.errors import SearchNotConfigured, error_responses
 from agentctx.server.schemas import Body
 from agentctx.sessions import SessionInfo
 
-router = APIRouter(prefix="/v1", tags=["research"])
+router = APIRouter(prefix="/v1", tags=["research"], responses=error_responses(400))
 
 
 class ResearchRequest(Body):
@@ -41,16 +49,16 @@ def _service(engine: ContextEngine) -> SearchService:
     return engine.search
 
 
-_UNCONFIGURED: dict[int | str, dict[str, Any]] = {
-    503: {"description": "no search provider is configured (search_not_configured)"}
-}
+# 503 also when no search provider is configured (search_not_configured); 502 when it
+# failed upstream.
+_UNCONFIGURED: dict[int | str, dict[str, Any]] = error_responses(409, 501, 502)
 
 
 @router.post(
     "/sessions/{session_id}/research", response_model=SearchReport, responses=_UNCONFIGURED
 )
 def research(
-    session_id: str, body: ResearchRequest, user_id: WriteUser, engine: Engine, caller: Caller
+    session_id: IdPath, body: ResearchRequest, user_id: WriteUser, engine: Engine, caller: Caller
 ) -> Response:
     """Research ``question`` for the session; returns the full report (the session gets
     the short one as the tool call's result)."""
@@ -61,7 +69,7 @@ def research(
 
 @router.get("/sessions/{session_id}/research", response_model=list[SessionInfo])
 def researches(
-    session_id: str,
+    session_id: IdPath,
     user_id: ReadUser,
     engine: Engine,
     caller: Caller,
@@ -81,7 +89,7 @@ def researches(
 
 
 @router.get("/research/{sub_session_id}", response_model=SearchReport, responses=_UNCONFIGURED)
-def report(sub_session_id: str, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
+def report(sub_session_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
     """The full report of a finished research: answer, confidence, sources, iterations."""
     load_session(engine, user_id, sub_session_id)
     return respond(caller, _service(engine).report(user_id, sub_session_id))
