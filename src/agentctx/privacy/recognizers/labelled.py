@@ -14,7 +14,6 @@ import re
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import (
     KeywordGate,
-    casefolded,
     glued,
     keyword_pattern,
     score_with_context,
@@ -77,21 +76,19 @@ class LabelledIDRecognizer:
     def analyze(self, text: str) -> list[Finding]:
         """Every labelled ID number in ``text``."""
         findings: list[Finding] = []
-        folded = casefolded(text)
-        if _CN_GATE.present(folded):
-            for m in _CN_PATTERN.finditer(text):
-                start, end = m.span(1)
-                findings.append(Finding(EntityType.CN_RESIDENT_ID, start, end, 0.85, self.name))
-        if _ID_GATE.present(folded):
-            for m in _ID_PATTERN.finditer(text):
-                start, end = m.span(1)
-                value = m.group(1)
-                entity = (
-                    EntityType.CN_RESIDENT_ID
-                    if len(value) in (15, 18) and value[:17].isdigit()
-                    else EntityType.NATIONAL_ID
-                )
-                findings.append(Finding(entity, start, end, 0.8, self.name))
+        # The gates try each pattern only where one of its labels occurs.
+        for m in _CN_GATE.finditer(_CN_PATTERN, text):
+            start, end = m.span(1)
+            findings.append(Finding(EntityType.CN_RESIDENT_ID, start, end, 0.85, self.name))
+        for m in _ID_GATE.finditer(_ID_PATTERN, text):
+            start, end = m.span(1)
+            value = m.group(1)
+            entity = (
+                EntityType.CN_RESIDENT_ID
+                if len(value) in (15, 18) and value[:17].isdigit()
+                else EntityType.NATIONAL_ID
+            )
+            findings.append(Finding(entity, start, end, 0.8, self.name))
         return findings
 
 
@@ -106,11 +103,10 @@ class SSNRecognizer:
         """Every social security number in ``text``."""
         findings: list[Finding] = []
         labelled: set[int] = set()
-        if _SSN_GATE.present(casefolded(text)):
-            for m in _SSN_LABELLED.finditer(text):
-                start, end = m.span(1)
-                labelled.add(start)
-                findings.append(Finding(EntityType.US_SSN, start, end, 0.9, self.name))
+        for m in _SSN_GATE.finditer(_SSN_LABELLED, text):
+            start, end = m.span(1)
+            labelled.add(start)
+            findings.append(Finding(EntityType.US_SSN, start, end, 0.9, self.name))
         if "-" not in text:
             return findings
         for m in _SSN_DASHED.finditer(text):

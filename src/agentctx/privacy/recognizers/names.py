@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from agentctx.privacy.findings import EntityType, Finding
-from agentctx.privacy.recognizers.context import KeywordGate, casefolded
+from agentctx.privacy.recognizers.context import casefolded
 
 _SINGLE_SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任"
@@ -84,7 +84,20 @@ _ENGLISH = re.compile(
 
 
 # Most texts hold none of the markers: substring tests skip the regex scans for them.
-_ENGLISH_GATE = KeywordGate(("name", "signed", "dear", "mr", "mrs", "ms", "dr", "prof"))
+# "mr"/"ms"/"dr" only with the dot or space that follows them ("address" holds "dr").
+_ENGLISH_MARKERS = (
+    "name",
+    "signed",
+    "dear",
+    "mr.",
+    "mr ",
+    "mrs",
+    "ms.",
+    "ms ",
+    "dr.",
+    "dr ",
+    "prof",
+)
 
 
 class PersonRecognizer:
@@ -103,7 +116,8 @@ class PersonRecognizer:
                 if m.group(1) in _NOT_NAMES:
                     continue
                 findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.75, self.name))
-        if not _ENGLISH_GATE.present(casefolded(text)):
+        folded = casefolded(text)
+        if not any(map(folded.__contains__, _ENGLISH_MARKERS)):
             return findings
         for m in _ENGLISH.finditer(text):
             group = 1 if m.group(1) is not None else 2
