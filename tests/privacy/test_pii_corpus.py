@@ -62,7 +62,7 @@ def _write_everything(engine: ContextEngine) -> None:
     session = engine.create_session(
         user_id="u1", agent_id="helper", state=doc, config={"notes": doc}, metadata=doc
     )
-    with session.turn() as turn:
+    with session.turn(request_id=identifier("request", 0), author=person) as turn:
         turn.add_message(
             "user",
             words,
@@ -108,7 +108,9 @@ def _write_everything(engine: ContextEngine) -> None:
             author=person,
             metadata=doc,
             model=words,
+            request_id=identifier("request", 1),
         )
+    session.add_message("user", words, author=person)  # a turn of its own
     session.update_state(doc)
     session.update_state({"files": list(FILE_NAMES), words: words})
     logging.getLogger("agentctx.some.child").info("contact %s about %s", words, doc)
