@@ -63,16 +63,19 @@ def test_redact_json_redacts_keys_and_keeps_structure() -> None:
     }
     snapshot = repr(value)
     result = redactor.redact_json(value)
+    # A key gets a stable token: the same address is the same key in every write.
+    key = redactor.redact_identifier("ann@example.com").value
+    assert key.startswith("EMAIL-")
     assert result.value == {
         "user": {"email": "[EMAIL]", "age": 31, "tags": ["vip", "call [PHONE]"]},
-        "[EMAIL]": "key redacted",
+        key: "key redacted",
         "ids": ("[CN_RESIDENT_ID]", None, 2.5),
         "quiet": untouched_branch,
         "flag": False,
     }
     assert result.entity_types == frozenset({"EMAIL", "PHONE", "CN_RESIDENT_ID"})
     # Key order kept, the renamed key in its place.
-    assert list(result.value) == ["user", "[EMAIL]", "ids", "quiet", "flag"]
+    assert list(result.value) == ["user", key, "ids", "quiet", "flag"]
     assert result.value["quiet"] is untouched_branch  # unchanged branches are not copied
     assert repr(value) == snapshot  # the input is not modified
     assert redactor.redact_json("a@b.co").value == "[EMAIL]"
@@ -81,15 +84,34 @@ def test_redact_json_redacts_keys_and_keeps_structure() -> None:
 
 def test_keys_that_collide_after_redaction_keep_every_entry() -> None:
     redactor = PIIRedactor(RECOGNIZERS)
-    value = {"b@example.com": 2, "a@example.com": 1, "[EMAIL]": 0, "plain": 3}
+    token_a = redactor.redact_identifier("a@example.com").value
+    token_b = redactor.redact_identifier("b@example.com").value
+    assert token_a != token_b  # different addresses, different keys
+    # Addresses are case-insensitive, so two spellings give one token; and a key may
+    # already be another key's token.
+    value = {"b@example.com": 1, "B@example.com": 2, token_a: 0, "a@example.com": 3, "x": 4}
     clean = redactor.redact_json(value).value
-    assert len(clean) == 4
-    # Unchanged keys keep their names; renamed ones are numbered in the sorted order of
-    # their original text, whatever the insertion order.
-    assert clean == {"[EMAIL]#3": 2, "[EMAIL]#2": 1, "[EMAIL]": 0, "plain": 3}
-    shuffled = {"a@example.com": 1, "plain": 3, "[EMAIL]": 0, "b@example.com": 2}
+    assert len(clean) == 5
+    # Keys left as they were keep their names; renamed ones are numbered in the sorted
+    # order of their original text, whatever the insertion order.
+    assert clean == {
+        f"{token_b}#2": 1,
+        token_b: 2,
+        token_a: 0,
+        f"{token_a}#2": 3,
+        "x": 4,
+    }
+    shuffled = {"x": 4, "a@example.com": 3, "B@example.com": 2, token_a: 0, "b@example.com": 1}
     assert redactor.redact_json(shuffled).value == clean
     assert "example.com" not in repr(clean)
+
+
+def test_keys_use_the_configured_hash_operator() -> None:
+    config = RedactionConfig(operator="hash", hash_key=SecretStr("k" * 32))
+    redactor = PIIRedactor.from_config(config)
+    (key,) = redactor.redact_json({"ann@example.com": 1}).value
+    assert key == redactor.redact_text("ann@example.com").value
+    assert key.startswith("[EMAIL:")
 
 
 def test_identifiers_get_stable_distinct_tokens() -> None:

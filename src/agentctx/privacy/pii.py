@@ -8,8 +8,8 @@ Text in which nothing is found comes back as the very same object, and JSON
 values in which nothing is found come back unchanged and uncopied, so the common
 case costs one scan per recognizer and no allocation.
 
-JSON object keys are redacted like values (a key can be an address: ``{"bob@x.io":
-"owner"}``). Identifiers (call ids, idempotency keys, authors, tool names) are
+JSON object keys are redacted too (a key can be an address: ``{"bob@x.io":
+"owner"}``), with stable tokens. Identifiers (call ids, idempotency keys, authors, tool names) are
 redacted with stable tokens (:meth:`PIIRedactor.redact_identifier`), so equal inputs
 stay equal and different ones stay different.
 """
@@ -22,7 +22,13 @@ from typing import Any
 from agentctx.privacy.analyzer import AllowList, Analyzer, RegexRecognizer, resolve_recognizer
 from agentctx.privacy.config import RedactionConfig
 from agentctx.privacy.findings import Finding, Recognizer
-from agentctx.privacy.operators import HashOperator, OperatorSet, ReplaceOperator
+from agentctx.privacy.operators import (
+    EncryptOperator,
+    HashOperator,
+    Operator,
+    OperatorSet,
+    ReplaceOperator,
+)
 from agentctx.privacy.redactor import PassThroughRedactor, Redacted, Redactor
 
 _NOTHING: frozenset[str] = frozenset()
@@ -52,9 +58,9 @@ class PIIRedactor:
     ) -> None:
         self.analyzer = Analyzer(recognizers, min_score=min_score, allow_list=allow)
         self.operators = operators or OperatorSet(ReplaceOperator())
-        self.identifiers = OperatorSet(
-            IdentifierOperator(identifier_key or _UNKEYED_IDENTIFIERS, identifier_chars)
-        )
+        identifier = IdentifierOperator(identifier_key or _UNKEYED_IDENTIFIERS, identifier_chars)
+        self.identifiers = OperatorSet(identifier)
+        self.keys = _key_operators(self.operators, identifier)
 
     @classmethod
     def from_config(
@@ -100,6 +106,7 @@ class PIIRedactor:
         clone.analyzer = self.analyzer.with_allow_list(values)
         clone.operators = self.operators
         clone.identifiers = self.identifiers
+        clone.keys = self.keys
         return clone
 
     def analyze(self, text: str) -> list[Finding]:
@@ -134,9 +141,11 @@ class PIIRedactor:
     def redact_json(self, value: Any) -> Redacted:
         """Every string inside ``value`` redacted, object keys included; structure kept.
 
-        Keys that become equal (two addresses both turning into ``[EMAIL]``) are told
-        apart with ``#2``, ``#3``… in the order of the original keys, so no entry is lost
-        and the same input always gives the same output.
+        Keys get stable tokens (``EMAIL-3f2a9c1b7d``, or the hash or encrypt operator's
+        when configured), so different keys stay different and a later write's key
+        matches an earlier one's. Keys that still become equal (a key that already was
+        the token of another) are told apart with ``#2``, ``#3``… in the sorted order of
+        the original keys, so no entry is lost and the same input gives the same output.
         """
         found: set[str] = set()
         clean = self._walk(value, found)
@@ -169,9 +178,10 @@ class PIIRedactor:
         renamed: dict[Any, str] = {}
         for key in value:
             if isinstance(key, str):
-                clean_key = self._walk(key, found)
-                if clean_key is not key:
-                    renamed[key] = clean_key
+                findings = self.analyzer.analyze(key)
+                if findings:
+                    found.update(f.entity_type for f in findings)
+                    renamed[key] = self.keys.apply(key, findings)
         changed: dict[Any, Any] | None = None
         for key, item in value.items():
             clean = self._walk(item, found)
@@ -184,6 +194,20 @@ class PIIRedactor:
         source = changed if changed is not None else value
         names = _distinct_names(source, renamed)
         return {names.get(key, key): item for key, item in source.items()}
+
+
+def _key_operators(operators: OperatorSet, identifier: Operator) -> OperatorSet:
+    """How keys are rewritten: like values where that gives each value its own token
+    (hash, encrypt), else with identifier tokens. A placeholder would make every address
+    the same key ("[EMAIL]"), and a later write's key would overwrite an earlier one's."""
+
+    def distinct(operator: Operator) -> Operator:
+        return operator if isinstance(operator, HashOperator | EncryptOperator) else identifier
+
+    return OperatorSet(
+        distinct(operators.default),
+        {etype: distinct(op) for etype, op in operators.per_type.items()},
+    )
 
 
 def _distinct_names(source: dict[Any, Any], renamed: dict[Any, str]) -> dict[Any, str]:
