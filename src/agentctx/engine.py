@@ -163,6 +163,7 @@ class ContextEngine:
             llm=fast_llm,
             on_llm_failure=self._llm_failed,
             query_vectors=self.search_index.query_vectors,
+            redactor=self.redactor,
         )
         self.memory.use_cache(self.cache)
         if s.memory.enabled:

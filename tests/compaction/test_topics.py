@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,14 @@ from compaction.topics_data import LOGIN_ZH, POOL, REACT_ZH, TRIP
 from llm.openai_chat_server import ChatServer, Reply, start_chat_server
 
 Failure = tuple[str, str, str, Exception]
+
+
+@pytest.fixture
+def engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
+    """An engine that keeps names: the user profile these tests read holds the name
+    ("my name is …") that the default redaction replaces before anything is stored."""
+    with ContextEngine(url=db_url, home=home, redaction={"names": False}) as eng:
+        yield eng
 
 
 def make_archiver(

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
 
 from agentctx import ContextEngine
 from agentctx.events import Event
@@ -12,6 +16,14 @@ from agentctx.memory.models import MemoryCandidate, MemoryKind
 
 DAY = datetime(2024, 5, 10, 9, 30, tzinfo=UTC)
 API_KEY = "sk-proj-AbCdEf1234567890abcdefGHIJKL"
+
+
+@pytest.fixture
+def engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
+    """An engine that keeps names: these tests read what the rules make of "my name is …",
+    which the default redaction replaces before anything is stored."""
+    with ContextEngine(url=db_url, home=home, redaction={"names": False}) as eng:
+        yield eng
 
 
 def by_content(candidates: list[MemoryCandidate]) -> dict[str, MemoryCandidate]:

@@ -13,6 +13,7 @@ from pydantic import SecretStr
 
 from agentctx import ContextEngine
 from agentctx.errors import MissingExtra
+from agentctx.ids import is_valid_id
 from agentctx.privacy.analyzer import RegexRecognizer
 from agentctx.privacy.config import CustomPattern, RedactionConfig
 from agentctx.privacy.logging import PIIRedactingFilter, install_log_redaction
@@ -50,31 +51,82 @@ def test_nothing_found_returns_the_same_object() -> None:
     assert clean.value is value and clean.entity_types == frozenset()
 
 
-def test_redact_json_keeps_keys_and_structure() -> None:
+def test_redact_json_redacts_keys_and_keeps_structure() -> None:
     redactor = PIIRedactor(RECOGNIZERS)
     untouched_branch = {"note": "fine", "ok": True}
     value: dict[str, Any] = {
         "user": {"email": "ann@example.com", "age": 31, "tags": ["vip", "call 13812345678"]},
-        "ann@example.com": "key stays",
+        "ann@example.com": "key redacted",
         "ids": ("11010519491231002X", None, 2.5),
         "quiet": untouched_branch,
         "flag": False,
     }
     snapshot = repr(value)
     result = redactor.redact_json(value)
+    # A key gets a stable token: the same address is the same key in every write.
+    key = redactor.redact_identifier("ann@example.com").value
+    assert key.startswith("EMAIL-")
     assert result.value == {
         "user": {"email": "[EMAIL]", "age": 31, "tags": ["vip", "call [PHONE]"]},
-        "ann@example.com": "key stays",
+        key: "key redacted",
         "ids": ("[CN_RESIDENT_ID]", None, 2.5),
         "quiet": untouched_branch,
         "flag": False,
     }
     assert result.entity_types == frozenset({"EMAIL", "PHONE", "CN_RESIDENT_ID"})
-    assert list(result.value) == list(value)  # key order kept
+    # Key order kept, the renamed key in its place.
+    assert list(result.value) == ["user", key, "ids", "quiet", "flag"]
     assert result.value["quiet"] is untouched_branch  # unchanged branches are not copied
     assert repr(value) == snapshot  # the input is not modified
     assert redactor.redact_json("a@b.co").value == "[EMAIL]"
     assert redactor.redact_json(7).value == 7
+
+
+def test_keys_that_collide_after_redaction_keep_every_entry() -> None:
+    redactor = PIIRedactor(RECOGNIZERS)
+    token_a = redactor.redact_identifier("a@example.com").value
+    token_b = redactor.redact_identifier("b@example.com").value
+    assert token_a != token_b  # different addresses, different keys
+    # Addresses are case-insensitive, so two spellings give one token; and a key may
+    # already be another key's token.
+    value = {"b@example.com": 1, "B@example.com": 2, token_a: 0, "a@example.com": 3, "x": 4}
+    clean = redactor.redact_json(value).value
+    assert len(clean) == 5
+    # Keys left as they were keep their names; renamed ones are numbered in the sorted
+    # order of their original text, whatever the insertion order.
+    assert clean == {
+        f"{token_b}#2": 1,
+        token_b: 2,
+        token_a: 0,
+        f"{token_a}#2": 3,
+        "x": 4,
+    }
+    shuffled = {"x": 4, "a@example.com": 3, "B@example.com": 2, token_a: 0, "b@example.com": 1}
+    assert redactor.redact_json(shuffled).value == clean
+    assert "example.com" not in repr(clean)
+
+
+def test_keys_use_the_configured_hash_operator() -> None:
+    config = RedactionConfig(operator="hash", hash_key=SecretStr("k" * 32))
+    redactor = PIIRedactor.from_config(config)
+    (key,) = redactor.redact_json({"ann@example.com": 1}).value
+    assert key == redactor.redact_text("ann@example.com").value
+    assert key.startswith("[EMAIL:")
+
+
+def test_identifiers_get_stable_distinct_tokens() -> None:
+    redactor = PIIRedactor(RECOGNIZERS)
+    first = redactor.redact_identifier("call:ann@example.com").value
+    again = redactor.redact_identifier("call:ann@example.com").value
+    other = redactor.redact_identifier("call:bob@example.com").value
+    assert first == again != other
+    assert "ann" not in first and first.startswith("call:EMAIL-")
+    # A token is a valid identifier, and redacting it again changes nothing.
+    assert is_valid_id(first)
+    assert redactor.redact_identifier(first).value == first
+    # A configured key changes every token.
+    keyed = PIIRedactor(RECOGNIZERS, identifier_key="k" * 32)
+    assert keyed.redact_identifier("call:ann@example.com").value != first
 
 
 def test_allow_list_per_engine_and_per_agent() -> None:

@@ -65,8 +65,10 @@ def all_flagged(text: str) -> list[tuple[str, str]]:
 def test_default_recognizers_satisfy_the_protocol() -> None:
     plain = default_recognizers()
     assert all(isinstance(r, Recognizer) for r in plain)
-    assert EntityType.PERSON not in {t for r in plain for t in r.entity_types}
-    assert any(isinstance(r, PersonRecognizer) for r in default_recognizers(names=True))
+    # Names are on by default (only where the text marks them as names).
+    assert any(isinstance(r, PersonRecognizer) for r in plain)
+    without = default_recognizers(names=False)
+    assert EntityType.PERSON not in {t for r in without for t in r.entity_types}
     assert len({r.name for r in plain}) == len(plain)
 
 
@@ -431,7 +433,8 @@ def test_mixed_document_offsets() -> None:
         "手机 138-1234-5678。Card 4111 1111 1111 1111 on server 10.1.2.3; "
         "password=hunter2. 订单号 2021001234567，2024-01-15，¥1,299.00，v2.10.1。"
     )
-    found = all_flagged(text)
+    # Two recognizers may find the same ID (checksum and label): the analyzer keeps one.
+    found = set(all_flagged(text))
     assert sorted(found) == sorted(
         [
             (EntityType.STUDENT_ID, "2021001234"),

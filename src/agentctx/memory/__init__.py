@@ -49,6 +49,7 @@ from agentctx.memory.service import (
     memory_item,
 )
 from agentctx.memory.tool import handle_memory_tool, memory_tools
+from agentctx.privacy.redactor import Redactor
 from agentctx.storage.database import Database
 
 
@@ -61,11 +62,13 @@ def build_memory_service(
     llm: LLM | None,
     on_llm_failure: LLMFailureHook | None = None,
     query_vectors: QueryVectors | None = None,
+    redactor: Redactor | None = None,
 ) -> MemoryService:
     """The engine's memory: the index over ``embedder``, rules (or ``llm``) for
-    declarative memory and event replay for procedural memory. A model failure is
-    reported to ``on_llm_failure`` (the rules stand in). ``query_vectors``, when given,
-    are the event index's, so a query both indexes search is embedded once."""
+        declarative memory and event replay for procedural memory. A model failure is
+        reported to ``on_llm_failure`` (the rules stand in). ``query_vectors``, when given,
+        are the event index's, so a query both indexes search is embedded once. ``redactor``
+    cleans every memory before it is written."""
     declarative_kinds = frozenset(DECLARATIVE_KINDS)
     if llm is not None:
         extractor = LLMExtractor(llm)
@@ -89,6 +92,7 @@ def build_memory_service(
             (PROCEDURAL_VERSION, frozenset({MemoryKind.PROCEDURAL}), extract_procedural),
         ],
         model=llm.name if llm is not None else None,
+        redactor=redactor,
     )
 
 

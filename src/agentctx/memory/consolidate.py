@@ -13,6 +13,10 @@ For each candidate of a user:
    ``stale``; both stay, with the reason in their history.
 3. Otherwise a new memory.
 
+Every candidate is redacted first (content, subject, keywords, data keys and values),
+whichever path it came by (the API, the memory tools, extraction), so memories, their
+history and their index hold no personal data.
+
 Guarantees: one run (the candidates of one session's new events, for one extractor
 and kind) is applied in one transaction together with its idempotency row, so a rerun
 writes nothing new and a crash writes nothing half. Runs of one user are serialized
@@ -46,6 +50,7 @@ from agentctx.memory.models import (
     procedural_data,
     procedural_record,
 )
+from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage.database import Database
 from agentctx.storage.schema import memories, memory_runs
 
@@ -126,10 +131,12 @@ class Consolidator:
         *,
         config: MemoryConfig,
         similar: SimilarFinder | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.db = db
         self.config = config
         self._similar = similar
+        self.redactor: Redactor = redactor or PassThroughRedactor()
 
     def apply(
         self,
@@ -149,7 +156,7 @@ class Consolidator:
         with the same key up to ``through_seq`` writes nothing.
         """
         report = ConsolidationReport()
-        unique = _unique(candidates)
+        unique = _unique([redact_candidate(self.redactor, c) for c in candidates])
         # Similar memories are looked up before the write transaction (the index reads
         # and sets itself up on connections of its own); inside it, each is reloaded at
         # its current version before it is merged.
@@ -474,6 +481,28 @@ class Consolidator:
             )
 
 
+def redact_candidate(redactor: Redactor, candidate: MemoryCandidate) -> MemoryCandidate:
+    """``candidate`` with its text, subject, keywords and data (keys too) redacted."""
+    content = str(redactor.redact_text(candidate.content).value)
+    subject = (
+        str(redactor.redact_text(candidate.subject).value)
+        if candidate.subject is not None
+        else None
+    )
+    keywords = tuple(str(redactor.redact_text(k).value) for k in candidate.keywords)
+    data = redactor.redact_json(candidate.data).value
+    if (
+        content is candidate.content
+        and subject is candidate.subject
+        and keywords == candidate.keywords
+        and data is candidate.data
+    ):
+        return candidate
+    return candidate.model_copy(
+        update={"content": content, "subject": subject, "keywords": keywords, "data": data}
+    )
+
+
 def _capped(confidence: float, sessions: int) -> float:
     return min(confidence, ONE_OFF_CONFIDENCE_CAP) if sessions <= 1 else confidence
 
@@ -524,5 +553,6 @@ __all__ = [
     "merge_data",
     "merged_confidence",
     "normalized",
+    "redact_candidate",
     "word_similarity",
 ]

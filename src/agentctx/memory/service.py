@@ -4,6 +4,9 @@ Extraction (after each turn, on request, or in a batch over a time range) propos
 candidates from stored, redacted events; consolidation merges them into the user's
 memories; search ranks them; windows inject the verified ones. Users can opt out of
 declarative memory, list, update, delete and read the history of every memory.
+
+Every write passes the engine's redactor first (added, updated, extracted and merged
+memories alike): no personal data reaches a memory, its history or its index.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from agentctx.memory.models import (
     MemoryStatus,
     Provenance,
 )
+from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage.database import Database
 from agentctx.storage.schema import events, memories, memory_runs, turns
 
@@ -91,8 +95,10 @@ class MemoryService:
         extractors: Sequence[tuple[str, frozenset[MemoryKind], Extractor]] = (),
         model: str | None = None,
         cache: HotCache | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.db = db
+        self.redactor: Redactor = redactor or PassThroughRedactor()
         self._load = load_events
         self.config = config
         self.index = index
@@ -101,7 +107,10 @@ class MemoryService:
         self.extractors = builtins.list(extractors)
         self.model = model
         self.consolidator = Consolidator(
-            db, config=config, similar=self._similar if index is not None else None
+            db,
+            config=config,
+            similar=self._similar if index is not None else None,
+            redactor=self.redactor,
         )
 
     def use_cache(self, cache: HotCache) -> None:
@@ -241,6 +250,7 @@ class MemoryService:
         if not values:
             raise InvalidInput("nothing to update")
         check_json({**values, "reason": reason}, where="memory")
+        values, reason = self._redacted(values), str(self.redactor.redact_text(reason).value)
         self._write(
             user_id,
             memory_id,
@@ -251,6 +261,17 @@ class MemoryService:
         )
         self._reindex(user_id, [memory_id])
         return self.get(user_id, memory_id)
+
+    def _redacted(self, values: dict[str, Any]) -> dict[str, Any]:
+        """An update's values with their text redacted (content, keywords, data)."""
+        clean = dict(values)
+        if "content" in clean:
+            clean["content"] = str(self.redactor.redact_text(clean["content"]).value)
+        if "keywords" in clean:
+            clean["keywords"] = [str(self.redactor.redact_text(k).value) for k in clean["keywords"]]
+        if "data" in clean:
+            clean["data"] = self.redactor.redact_json(clean["data"]).value
+        return clean
 
     def delete(
         self, user_id: str, memory_id: str, *, expected_version: int | None = None

@@ -15,7 +15,11 @@ from agentctx.privacy.redactor import PassThroughRedactor, Redacted, Redactor
 if TYPE_CHECKING:
     from agentctx.privacy.analyzer import Analyzer, RegexRecognizer, register_recognizer
     from agentctx.privacy.config import CustomPattern, RedactionConfig
-    from agentctx.privacy.logging import PIIRedactingFilter, install_log_redaction
+    from agentctx.privacy.logging import (
+        PIIRedactingFilter,
+        install_log_redaction,
+        install_record_redaction,
+    )
     from agentctx.privacy.operators import DecryptionError, decrypt_tokens
     from agentctx.privacy.pii import PIIRedactor, redactor_from_config
     from agentctx.privacy.recognizers import default_recognizers
@@ -30,6 +34,7 @@ _LAZY = {
     "RedactionConfig": "config",
     "PIIRedactingFilter": "logging",
     "install_log_redaction": "logging",
+    "install_record_redaction": "logging",
     "DecryptionError": "operators",
     "decrypt_tokens": "operators",
     "PIIRedactor": "pii",
@@ -62,6 +67,7 @@ __all__ = [
     "decrypt_tokens",
     "default_recognizers",
     "install_log_redaction",
+    "install_record_redaction",
     "redactor_from_config",
     "register_recognizer",
 ]

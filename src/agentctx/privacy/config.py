@@ -81,7 +81,10 @@ class RedactionConfig(BaseModel):
         default=(),
         description="Extra recognizers: names given to register_recognizer() or 'module:attr'.",
     )
-    names: bool = Field(default=False, description="Also recognize personal names.")
+    names: bool = Field(
+        default=True,
+        description="Recognize personal names where the text marks them (姓名, Name:, 先生).",
+    )
     presidio: bool = Field(
         default=False, description="Also run Presidio (pip install 'agentctx[presidio]')."
     )

@@ -20,9 +20,12 @@ class EntityType(StrEnum):
     EMAIL = "EMAIL"
     PHONE = "PHONE"
     CN_RESIDENT_ID = "CN_RESIDENT_ID"
+    NATIONAL_ID = "NATIONAL_ID"
+    US_SSN = "US_SSN"
     STUDENT_ID = "STUDENT_ID"
     EMPLOYEE_ID = "EMPLOYEE_ID"
     CREDIT_CARD = "CREDIT_CARD"
+    IBAN = "IBAN"
     IP_ADDRESS = "IP_ADDRESS"
     URL_CREDENTIALS = "URL_CREDENTIALS"
     SECRET = "SECRET"
@@ -65,10 +68,13 @@ ZH_LABELS: Mapping[str, str] = {
     EntityType.PHONE: "手机号",
     EntityType.EMAIL: "邮箱",
     EntityType.CN_RESIDENT_ID: "身份证号",
+    EntityType.NATIONAL_ID: "证件号",
+    EntityType.US_SSN: "社会安全号",
     EntityType.STUDENT_ID: "学号",
     EntityType.EMPLOYEE_ID: "工号",
     EntityType.PERSON: "姓名",
     EntityType.CREDIT_CARD: "银行卡号",
+    EntityType.IBAN: "银行账号",
     EntityType.IP_ADDRESS: "IP地址",
     EntityType.URL_CREDENTIALS: "链接凭据",
     EntityType.SECRET: "密钥",

@@ -7,6 +7,11 @@ not logged, not kept, not put in errors; only their entity types are reported.
 Text in which nothing is found comes back as the very same object, and JSON
 values in which nothing is found come back unchanged and uncopied, so the common
 case costs one scan per recognizer and no allocation.
+
+JSON object keys are redacted too (a key can be an address: ``{"bob@x.io":
+"owner"}``), with stable tokens. Identifiers (call ids, idempotency keys, authors, tool names) are
+redacted with stable tokens (:meth:`PIIRedactor.redact_identifier`), so equal inputs
+stay equal and different ones stay different.
 """
 
 from __future__ import annotations
@@ -17,10 +22,20 @@ from typing import Any
 from agentctx.privacy.analyzer import AllowList, Analyzer, RegexRecognizer, resolve_recognizer
 from agentctx.privacy.config import RedactionConfig
 from agentctx.privacy.findings import Finding, Recognizer
-from agentctx.privacy.operators import OperatorSet, ReplaceOperator
+from agentctx.privacy.operators import (
+    EncryptOperator,
+    HashOperator,
+    Operator,
+    OperatorSet,
+    ReplaceOperator,
+)
 from agentctx.privacy.redactor import PassThroughRedactor, Redacted, Redactor
 
 _NOTHING: frozenset[str] = frozenset()
+# The identifier key when none is configured: tokens stay stable and distinct, but
+# without a secret a guessed value can be confirmed; configure ``hash_key`` (or
+# $AGENTCTX_REDACTION_KEY) so it cannot.
+_UNKEYED_IDENTIFIERS = "agentctx identifier tokens (unkeyed)"
 
 
 class PIIRedactor:
@@ -38,9 +53,14 @@ class PIIRedactor:
         operators: OperatorSet | None = None,
         min_score: float = 0.5,
         allow: AllowList | Iterable[str] = (),
+        identifier_key: str | None = None,
+        identifier_chars: int = 10,
     ) -> None:
         self.analyzer = Analyzer(recognizers, min_score=min_score, allow_list=allow)
         self.operators = operators or OperatorSet(ReplaceOperator())
+        identifier = IdentifierOperator(identifier_key or _UNKEYED_IDENTIFIERS, identifier_chars)
+        self.identifiers = OperatorSet(identifier)
+        self.keys = _key_operators(self.operators, identifier)
 
     @classmethod
     def from_config(
@@ -73,6 +93,8 @@ class PIIRedactor:
             operators=OperatorSet.from_config(config),
             min_score=config.min_score,
             allow=config.allow_list,
+            identifier_key=config.resolved_hash_key(),
+            identifier_chars=config.hash_chars,
         )
 
     def with_allow_list(self, values: Iterable[str]) -> PIIRedactor:
@@ -83,6 +105,8 @@ class PIIRedactor:
         clone = object.__new__(PIIRedactor)
         clone.analyzer = self.analyzer.with_allow_list(values)
         clone.operators = self.operators
+        clone.identifiers = self.identifiers
+        clone.keys = self.keys
         return clone
 
     def analyze(self, text: str) -> list[Finding]:
@@ -99,8 +123,30 @@ class PIIRedactor:
             frozenset(f.entity_type for f in findings),
         )
 
+    def redact_identifier(self, value: str) -> Redacted:
+        """``value``, an identifier, with each finding replaced by a stable token.
+
+        A token (``EMAIL-3f2a9c1b7d``) is a keyed hash of the value found, made only of
+        characters identifiers allow, so a redacted ``call_id`` still pairs a tool call
+        with its result, and redacting a redacted identifier changes nothing.
+        """
+        findings = self.analyzer.analyze(value)
+        if not findings:
+            return Redacted(value, _NOTHING)
+        return Redacted(
+            self.identifiers.apply(value, findings),
+            frozenset(f.entity_type for f in findings),
+        )
+
     def redact_json(self, value: Any) -> Redacted:
-        """Every string value inside ``value`` redacted; keys and structure kept."""
+        """Every string inside ``value`` redacted, object keys included; structure kept.
+
+        Keys get stable tokens (``EMAIL-3f2a9c1b7d``, or the hash or encrypt operator's
+        when configured), so different keys stay different and a later write's key
+        matches an earlier one's. Keys that still become equal (a key that already was
+        the token of another) are told apart with ``#2``, ``#3``… in the sorted order of
+        the original keys, so no entry is lost and the same input gives the same output.
+        """
         found: set[str] = set()
         clean = self._walk(value, found)
         return Redacted(clean, frozenset(found) if found else _NOTHING)
@@ -114,14 +160,7 @@ class PIIRedactor:
             found.update(f.entity_type for f in findings)
             return self.operators.apply(value, findings)
         if isinstance(value, dict):
-            changed: dict[Any, Any] | None = None
-            for key, item in value.items():
-                clean = self._walk(item, found)
-                if clean is not item:
-                    if changed is None:
-                        changed = dict(value)
-                    changed[key] = clean
-            return value if changed is None else changed
+            return self._walk_object(value, found)
         if isinstance(value, list | tuple):
             items: list[Any] | None = None
             for index, item in enumerate(value):
@@ -134,6 +173,71 @@ class PIIRedactor:
                 return value
             return items if isinstance(value, list) else tuple(items)
         return value
+
+    def _walk_object(self, value: dict[Any, Any], found: set[str]) -> dict[Any, Any]:
+        renamed: dict[Any, str] = {}
+        for key in value:
+            if isinstance(key, str):
+                findings = self.analyzer.analyze(key)
+                if findings:
+                    found.update(f.entity_type for f in findings)
+                    renamed[key] = self.keys.apply(key, findings)
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            clean = self._walk(item, found)
+            if clean is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = clean
+        if not renamed:
+            return value if changed is None else changed
+        source = changed if changed is not None else value
+        names = _distinct_names(source, renamed)
+        return {names.get(key, key): item for key, item in source.items()}
+
+
+def _key_operators(operators: OperatorSet, identifier: Operator) -> OperatorSet:
+    """How keys are rewritten: like values where that gives each value its own token
+    (hash, encrypt), else with identifier tokens. A placeholder would make every address
+    the same key ("[EMAIL]"), and a later write's key would overwrite an earlier one's."""
+
+    def distinct(operator: Operator) -> Operator:
+        return operator if isinstance(operator, HashOperator | EncryptOperator) else identifier
+
+    return OperatorSet(
+        distinct(operators.default),
+        {etype: distinct(op) for etype, op in operators.per_type.items()},
+    )
+
+
+def _distinct_names(source: dict[Any, Any], renamed: dict[Any, str]) -> dict[Any, str]:
+    """New names for the ``renamed`` keys of ``source`` that collide with no other key.
+
+    Keys left as they were keep their names; renamed ones are suffixed ``#2``, ``#3``…
+    where needed, in the sorted order of their original text (not insertion order, so
+    a retried write with the same keys in another order stores the same object).
+    """
+    taken = {key for key in source if key not in renamed}
+    names: dict[Any, str] = {}
+    for key in sorted(renamed):
+        base = renamed[key]
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}#{n}"
+        taken.add(name)
+        names[key] = name
+    return names
+
+
+class IdentifierOperator(HashOperator):
+    """The hash operator's keyed token, in characters identifiers allow: ``EMAIL-3f2a9c1b7d``."""
+
+    name = "identifier"
+
+    def apply(self, value: str, entity_type: str) -> str:
+        token = super().apply(value, entity_type)  # "[TYPE:hex]"
+        return token[1:-1].replace(":", "-", 1)
 
 
 def redactor_from_config(config: RedactionConfig | None = None) -> Redactor:

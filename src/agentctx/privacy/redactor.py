@@ -31,7 +31,7 @@ class Redactor(Protocol):
         ...
 
     def redact_json(self, value: Any) -> Redacted:
-        """Redact every string inside a JSON value, keeping keys and structure."""
+        """Redact every string inside a JSON value, object keys included, keeping structure."""
         ...
 
 
@@ -44,11 +44,27 @@ class AllowListRedactor(Redactor, Protocol):
         ...
 
 
+def redact_identifier(redactor: Redactor, value: str) -> Redacted:
+    """``value``, an identifier (call id, idempotency key, author, tool name), redacted.
+
+    With a redactor that has ``redact_identifier`` (``PIIRedactor``), findings become
+    stable tokens, so equal identifiers stay equal; any other redactor redacts it as text.
+    """
+    method = getattr(redactor, "redact_identifier", None)
+    if method is not None:
+        result: Redacted = method(value)
+        return result
+    return redactor.redact_text(value)
+
+
 class PassThroughRedactor:
     """A redactor that finds nothing: what runs when redaction is switched off."""
 
     def redact_text(self, text: str) -> Redacted:
         return Redacted(text)
+
+    def redact_identifier(self, value: str) -> Redacted:
+        return Redacted(value)
 
     def redact_json(self, value: Any) -> Redacted:
         return Redacted(value)

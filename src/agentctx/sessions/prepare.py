@@ -6,7 +6,9 @@ tokens. The result is an event row that only lacks ``seq``, ``hash`` and (for
 events outside a turn) ``turn_id``, which the transaction assigns.
 
 Redaction runs before the size guard, so text offloaded to the blob store is
-redacted text: nothing personal reaches any storage.
+redacted text: nothing personal reaches any storage. Identifiers (event, call and
+request ids, idempotency keys, author, model and tool names) are redacted too, with
+stable tokens, so a redacted call id still links a call with its result.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from agentctx.perception import (
     perceptual_hashes,
 )
 from agentctx.perception.header import read_header
-from agentctx.privacy.redactor import Redactor
+from agentctx.privacy.redactor import Redactor, redact_identifier
 from agentctx.storage.blobs import BlobStore, blob_id_of
 from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
@@ -198,9 +200,17 @@ class Preparer:
         # By hand, not model_dump(mode="json"): the same dict at a tenth of the cost.
         extra = redactor.redact_json(draft.meta.extra)
         found |= extra.entity_types
+
+        def identifier(value: str | None) -> str | None:
+            if value is None:
+                return None
+            clean = redact_identifier(redactor, value)
+            found.update(clean.entity_types)
+            return str(clean.value)
+
         meta = {
-            "model": draft.meta.model,
-            "tool_name": draft.meta.tool_name,
+            "model": identifier(draft.meta.model),
+            "tool_name": identifier(draft.meta.tool_name),
             "duration_ms": jsonvalue.storable(draft.meta.duration_ms),
             "status": draft.meta.status,
             "extra": jsonvalue.storable(extra.value),
@@ -208,17 +218,17 @@ class Preparer:
 
         role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
         prepared.row = {
-            "event_id": draft.event_id or new_id(),
+            "event_id": identifier(draft.event_id) or new_id(),
             "ts": utc(draft.ts) if draft.ts is not None else utcnow(),
             "type": draft.type.value,
             "role": role.value if role is not None else None,
-            "author": draft.author,
+            "author": identifier(draft.author),
             "user_id": user_id,
             "session_id": session_id,
             "turn_id": None,
-            "request_id": draft.request_id or request_id,
-            "call_id": draft.call_id,
-            "idempotency_key": draft.idempotency_key,
+            "request_id": identifier(draft.request_id or request_id),
+            "call_id": identifier(draft.call_id),
+            "idempotency_key": identifier(draft.idempotency_key),
             "parts": parts,
             "payload": payload_value,
             "meta": meta,

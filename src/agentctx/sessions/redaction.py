@@ -31,12 +31,11 @@ def configured_redactor(config: RedactionConfig) -> Redactor:
     same redaction."""
     if not config.enabled:
         return PassThroughRedactor()
-    from agentctx.privacy.logging import install_log_redaction  # noqa: PLC0415
+    from agentctx.privacy.logging import install_record_redaction  # noqa: PLC0415
     from agentctx.privacy.pii import PIIRedactor  # noqa: PLC0415
 
     redactor = PIIRedactor.from_config(config)
-    install_log_redaction(redactor, "agentctx")
-    install_log_redaction(redactor, AUDIT_LOGGER)
+    install_record_redaction(redactor, ("agentctx", AUDIT_LOGGER))
     return redactor
 
 

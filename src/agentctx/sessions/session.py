@@ -9,7 +9,7 @@ from agentctx.context.window import ContextWindow
 from agentctx.errors import TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.ids import new_id
-from agentctx.privacy.redactor import Redactor
+from agentctx.privacy.redactor import Redactor, redact_identifier
 from agentctx.sessions.handle import SessionHandle
 from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
 from agentctx.sessions.turns import Turn, current_turn
@@ -89,7 +89,10 @@ class Session(SessionHandle):
         """Record a new turn (storage only; the caller activates it in its context)."""
         if current_turn(self.user_id, self.id) is not None:
             raise TurnError(f"session {self.id} already has an open turn in this context")
-        request_id = request_id or new_id()
+        # The turn row keeps them, and its events carry them: the same stable tokens.
+        request_id = str(redact_identifier(self.redactor, request_id or new_id()).value)
+        if author is not None:
+            author = str(redact_identifier(self.redactor, author).value)
         turn_id = self._service.begin_turn(
             self.user_id, self.id, request_id=request_id, author=author
         )

@@ -4,26 +4,31 @@ from __future__ import annotations
 
 from agentctx.privacy.findings import Recognizer
 from agentctx.privacy.recognizers.contact import EmailRecognizer, PhoneRecognizer
-from agentctx.privacy.recognizers.finance import CreditCardRecognizer
+from agentctx.privacy.recognizers.finance import CreditCardRecognizer, IBANRecognizer
 from agentctx.privacy.recognizers.identity import (
     EmployeeIDRecognizer,
     ResidentIDRecognizer,
     StudentIDRecognizer,
 )
+from agentctx.privacy.recognizers.labelled import LabelledIDRecognizer, SSNRecognizer
 from agentctx.privacy.recognizers.names import PersonRecognizer
 from agentctx.privacy.recognizers.network import IPAddressRecognizer, URLCredentialsRecognizer
 from agentctx.privacy.recognizers.secrets import SecretRecognizer
 
 
-def default_recognizers(names: bool = False) -> list[Recognizer]:
-    """One instance of every built-in recognizer; person names only when ``names`` is true."""
+def default_recognizers(names: bool = True) -> list[Recognizer]:
+    """One instance of every built-in recognizer; person names (only where the text marks
+    them as names) unless ``names`` is false."""
     recognizers: list[Recognizer] = [
         EmailRecognizer(),
         PhoneRecognizer(),
         ResidentIDRecognizer(),
+        LabelledIDRecognizer(),
+        SSNRecognizer(),
         StudentIDRecognizer(),
         EmployeeIDRecognizer(),
         CreditCardRecognizer(),
+        IBANRecognizer(),
         IPAddressRecognizer(),
         URLCredentialsRecognizer(),
         SecretRecognizer(),
@@ -37,10 +42,13 @@ __all__ = [
     "CreditCardRecognizer",
     "EmailRecognizer",
     "EmployeeIDRecognizer",
+    "IBANRecognizer",
     "IPAddressRecognizer",
+    "LabelledIDRecognizer",
     "PersonRecognizer",
     "PhoneRecognizer",
     "ResidentIDRecognizer",
+    "SSNRecognizer",
     "SecretRecognizer",
     "StudentIDRecognizer",
     "URLCredentialsRecognizer",

@@ -19,81 +19,53 @@ from agentctx.privacy.recognizers.context import (
     score_with_context,
 )
 
-# Generic TLDs seen in real addresses; every two-letter TLD is taken as a country code.
-_GENERIC_TLDS = frozenset(
-    [
-        "com",
-        "net",
-        "org",
-        "edu",
-        "gov",
-        "mil",
-        "int",
-        "info",
-        "biz",
-        "name",
-        "pro",
-        "mobi",
-        "asia",
-        "app",
-        "dev",
-        "cloud",
-        "online",
-        "site",
-        "tech",
-        "xyz",
-        "top",
-        "shop",
-        "store",
-        "email",
-        "company",
-        "blog",
-        "news",
-        "live",
-        "life",
-        "world",
-        "today",
-        "space",
-        "website",
-        "studio",
-        "design",
-        "digital",
-        "network",
-        "systems",
-        "solutions",
-        "agency",
-        "group",
-        "team",
-        "work",
-        "club",
-        "media",
-        "global",
-        "center",
-        "academy",
-        "school",
-        "university",
-        "help",
-        "support",
-        "services",
-        "mail",
-        "inc",
-        "ltd",
-        "llc",
-    ]
+# Endings that are file extensions: "alice@example.com.png" is an address in a file
+# name, and "icon@2x.png" is no address at all. Any other alphabetic ending of 2-63
+# letters is taken as a top-level domain (the IANA list is long and keeps growing:
+# ".photography", ".dev").
+_FILE_EXTENSIONS = frozenset(
+    (
+        *("png", "jpg", "jpeg", "gif", "webp", "bmp", "svg", "tif", "tiff", "ico", "heic"),
+        *("pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "txt", "csv", "tsv"),
+        *("json", "yaml", "yml", "xml", "html", "htm", "md", "rst", "log", "eml", "msg"),
+        *("zip", "tar", "gz", "tgz", "bz", "xz", "rar", "bak", "tmp", "db", "sqlite"),
+        *("js", "ts", "jsx", "tsx", "mjs", "css", "py", "rb", "sh", "go", "rs", "java", "kt"),
+        *("mp", "mov", "avi", "mkv", "wav", "ogg", "ics", "vcf"),
+    )
 )
-# Two-letter endings that are file extensions, not country codes.
-_NOT_TLDS = frozenset({"js", "ts", "db", "md", "rb", "sh", "py", "gz", "xz"})
-
 _LOCAL_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}$")
-_DOMAIN = re.compile(
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24})(?![A-Za-z0-9\-])"
-)
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+_DOMAIN = re.compile(rf"@((?:{_LABEL}\.)+[A-Za-z]{{2,63}})(?![A-Za-z0-9\-])")
 # "scheme://user:" right before a local part: that "email" is a URL's password@host.
 _URL_USERINFO = re.compile(r"://[^\s/@]*:$")
 
 
+_EXTENSION_AFTER = re.compile(r"\.([A-Za-z0-9]{2,5})(?![A-Za-z0-9])")
+
+
+def in_file_name(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a part of a file name: joined to the words around
+    it by ``_``, or followed by a file extension."""
+    if (start > 0 and text[start - 1] == "_") or (end < len(text) and text[end] == "_"):
+        return True
+    m = _EXTENSION_AFTER.match(text, end)
+    return m is not None and m.group(1).lower() in _FILE_EXTENSIONS
+
+
+def _domain_end(domain: str, offset: int) -> int | None:
+    """Where an address whose domain starts at ``offset`` ends: file extensions after it
+    are left out ("a@example.com.png" ends before ".png"); None if no domain remains."""
+    labels = domain.split(".")
+    while len(labels) > 2 and labels[-1].lower() in _FILE_EXTENSIONS:
+        labels.pop()
+    tld = labels[-1]
+    if not tld.isalpha() or tld.lower() in _FILE_EXTENSIONS:
+        return None
+    return offset + len(".".join(labels))
+
+
 class EmailRecognizer:
-    """Email addresses with a plausible top-level domain."""
+    """Email addresses: any alphabetic top-level domain that is no file extension."""
 
     name = "email"
     entity_types: tuple[str, ...] = (EntityType.EMAIL,)
@@ -114,9 +86,10 @@ class EmailRecognizer:
             local = local_match.group()
             if ".." in local or local.endswith("."):
                 continue
-            tld = m.group(1).lower()
-            if not ((len(tld) == 2 and tld not in _NOT_TLDS) or tld in _GENERIC_TLDS):
+            domain_end = _domain_end(m.group(1), m.start(1))
+            if domain_end is None:
                 continue
+            end = domain_end
             if (
                 start > 0
                 and text[start - 1] == ":"
@@ -273,7 +246,17 @@ class PhoneRecognizer:
             start, end = m.span()
             if glued(text, start, end) or (start > 0 and text[start - 1] == "+"):
                 continue
-            score = score_with_context(0.75, text, start, end, positive=_PHONE_WORDS, boost=0.2)
+            # In a file name ("invoice_13812345678.pdf") the word before describes the
+            # file, not the number: no penalty for "invoice" or "order" there.
+            score = score_with_context(
+                0.75,
+                text,
+                start,
+                end,
+                positive=_PHONE_WORDS,
+                boost=0.2,
+                penalty=0.0 if in_file_name(text, start, end) else 0.35,
+            )
             findings.append(Finding(EntityType.PHONE, start, end, score, self.name))
             taken.append((start, end))
         # Both scans run left to right, so one pointer into ``taken`` finds overlaps.

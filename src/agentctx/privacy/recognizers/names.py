@@ -1,8 +1,9 @@
-"""Person names, only where the text itself marks them as names (off by default).
+"""Person names, only where the text itself marks them as names.
 
 Names cannot be told from ordinary words by shape, so this recognizer looks only
 behind explicit markers: "姓名:张三", "我叫李四", "name: John Smith",
-"my name is John Smith", "Dear Mr. Smith".
+"my name is John Smith", "Dear Mr. Smith", and before Chinese forms of address:
+"张三同学", "李四先生", "王女士".
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 
 from agentctx.privacy.findings import EntityType, Finding
+from agentctx.privacy.recognizers.context import casefolded
 
 _SINGLE_SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任"
@@ -42,11 +44,59 @@ _CHINESE = re.compile(
     r"(?:姓名|名字|我叫|本人|联系人|收件人|收货人|患者|学生姓名)[ \t]*[:\uff1a]?[ \t]*"
     rf"((?:{'|'.join(_COMPOUND_SURNAMES)}|[{_SINGLE_SURNAMES}]){_GIVEN}{{1,2}})"
 )
+_SURNAME = rf"(?:{'|'.join(_COMPOUND_SURNAMES)}|[{_SINGLE_SURNAMES}])"
+# A surname, up to two given-name characters, then a form of address. Chinese has no
+# spaces, so the name must start the text, follow a non-Han character, or follow a word
+# that usually precedes a name (联系, 给, 和 …): "最高同学" is no "高同学".
+_CUES = (
+    "同学",
+    "先生",
+    "女士",
+    "小姐",
+    "老师",
+    "师傅",
+    "阿姨",
+    "经理",
+    "医生",
+    "律师",
+    "教授",
+    "总监",
+)
+_BEFORE_NAME = "给请和与是问找叫向对跟把被让由及系位"
+_CUED = re.compile(
+    rf"(?:(?<![\u4e00-\u9fff])|(?<=[{_BEFORE_NAME}]))({_SURNAME}{_GIVEN}{{0,2}}?)"
+    rf"(?:{'|'.join(_CUES)})"
+)
+# Words that start with a surname character and come before a form of address.
+_NOT_NAMES = frozenset(
+    (
+        *("明天", "今天", "昨天", "后天", "每天", "全体", "各位", "所有", "新来", "老"),
+        *("高中", "初中", "小学", "大学", "中学", "男", "女", "两位", "三位", "几位"),
+        *("这位", "那位", "该", "本"),
+    )
+)
 _NAME = r"[A-Z][a-z]+(?:[\-'][A-Z][a-z]+)?"
 _ENGLISH = re.compile(
     r"(?:(?i:\bmy name is|\bname[ \t]*[:\uff1a]|\bnamed|\bsigned|\bdear)[ \t]+"
     rf"(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+)?({_NAME}(?:[ \t]+{_NAME}){{0,2}})"
     rf"|\b(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+({_NAME}(?:[ \t]+{_NAME})?))"
+)
+
+
+# Most texts hold none of the markers: substring tests skip the regex scans for them.
+# "mr"/"ms"/"dr" only with the dot or space that follows them ("address" holds "dr").
+_ENGLISH_MARKERS = (
+    "name",
+    "signed",
+    "dear",
+    "mr.",
+    "mr ",
+    "mrs",
+    "ms.",
+    "ms ",
+    "dr.",
+    "dr ",
+    "prof",
 )
 
 
@@ -61,6 +111,14 @@ class PersonRecognizer:
         findings: list[Finding] = []
         for m in _CHINESE.finditer(text):
             findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.85, self.name))
+        if any(map(text.__contains__, _CUES)):
+            for m in _CUED.finditer(text):
+                if m.group(1) in _NOT_NAMES:
+                    continue
+                findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.75, self.name))
+        folded = casefolded(text)
+        if not any(map(folded.__contains__, _ENGLISH_MARKERS)):
+            return findings
         for m in _ENGLISH.finditer(text):
             group = 1 if m.group(1) is not None else 2
             score = 0.85 if group == 1 else 0.7
