@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from agentctx.context.window import ContextWindow
 from agentctx.errors import TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType
-from agentctx.ids import new_id
+from agentctx.ids import check_optional_id, new_id
+from agentctx.inputs import check_label
 from agentctx.privacy.redactor import Redactor, redact_identifier
 from agentctx.sessions.handle import SessionHandle
 from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
@@ -89,6 +90,8 @@ class Session(SessionHandle):
         """Record a new turn (storage only; the caller activates it in its context)."""
         if current_turn(self.user_id, self.id) is not None:
             raise TurnError(f"session {self.id} already has an open turn in this context")
+        check_optional_id("request_id", request_id)
+        check_label(author, "author")
         # The turn row keeps them, and its events carry them: the same stable tokens.
         request_id = str(redact_identifier(self.redactor, request_id or new_id()).value)
         if author is not None:
