@@ -93,6 +93,8 @@ def _write_everything(engine: ContextEngine) -> None:
                 idempotency_key=identifier("idem", i + 10),
             )
             assert result.call_id == call.call_id
+            # One tool, one (redacted) name, in the payload and in the metadata.
+            assert call.payload["name"] == call.meta.tool_name
         # Large enough for the size guard: text and JSON offloaded to the blob store.
         big_call = turn.add_tool_call("export", {"q": words}, call_id=identifier("call", 4))
         turn.add_tool_result(

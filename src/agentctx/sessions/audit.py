@@ -115,8 +115,8 @@ def attach_audit_file(path: Path) -> Path:
             path.parent.mkdir(parents=True, exist_ok=True)
             handler = _AuditFileHandler(path)
             logger = logging.getLogger(AUDIT_LOGGER)
-            # Audit records are logged on this very logger, so a redaction filter
-            # installed on it has rewritten them before any handler sees them.
+            # With redaction on, records of this logger are redacted as they are
+            # created (agentctx.privacy.logging), before any handler sees them.
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
             logger.propagate = False

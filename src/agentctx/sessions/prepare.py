@@ -181,9 +181,20 @@ class Preparer:
                 parts.append(image.model_dump())
                 tokens += estimate_image_tokens(image.width, image.height)
 
+        def identifier(value: str | None) -> str | None:
+            if value is None:
+                return None
+            clean = redact_identifier(redactor, value)
+            found.update(clean.entity_types)
+            return str(clean.value)
+
         payload = redactor.redact_json(draft.payload)
         found |= payload.entity_types
         payload_value: dict[str, Any] = jsonvalue.storable(payload.value)
+        tool_name = draft.payload.get("name")
+        if draft.type is EventType.TOOL_CALL and isinstance(tool_name, str):
+            # The same token as meta.tool_name: one tool has one name everywhere.
+            payload_value = {**payload_value, "name": identifier(tool_name)}
         encoded_payload = jsonvalue.canonical_json(payload_value) if payload_value else b"{}"
         if len(encoded_payload) > self.max_inline_bytes:
             blob = self._offload(encoded_payload, "application/json", -1, prepared)
@@ -200,13 +211,6 @@ class Preparer:
         # By hand, not model_dump(mode="json"): the same dict at a tenth of the cost.
         extra = redactor.redact_json(draft.meta.extra)
         found |= extra.entity_types
-
-        def identifier(value: str | None) -> str | None:
-            if value is None:
-                return None
-            clean = redact_identifier(redactor, value)
-            found.update(clean.entity_types)
-            return str(clean.value)
 
         meta = {
             "model": identifier(draft.meta.model),
