@@ -120,6 +120,30 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
+def links(
+    status: int, parameter: str, field: str, targets: dict[str, tuple[str, str]]
+) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` entry for OpenAPI links: the ``field`` of a ``status`` response
+    names ``parameter`` of each target (name -> (method, path template)), so clients and
+    stateful tests know what an id created here opens."""
+
+    def ref(method: str, path: str) -> str:
+        pointer = path.replace("~", "~0").replace("/", "~1")
+        return f"#/paths/{pointer}/{method}"
+
+    return {
+        status: {
+            "links": {
+                name: {
+                    "operationRef": ref(method, path),
+                    "parameters": {parameter: f"$response.body#/{field}"},
+                }
+                for name, (method, path) in targets.items()
+            }
+        }
+    }
+
+
 def status_of(error: AgentCtxError) -> int:
     """The HTTP status an agentctx error maps to."""
     if isinstance(error, PreconditionRequired):

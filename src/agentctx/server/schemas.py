@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+from typing_extensions import TypeAliasType
 
 from agentctx.context import ContextReport
 from agentctx.events import EventDraft, EventType
@@ -17,6 +20,49 @@ KEY_USER_PATTERN = rf"^(?:\*|{USER_ID_PATTERN[1:-1]})$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 # What the engine accepts as an agent id or a session id it did not make.
 ENGINE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$"
+
+
+class _KeysByPattern:
+    """States a dict's key constraint as ``propertyNames`` in the JSON schema (pydantic
+    states it as ``patternProperties``, which lets keys that do not match through)."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        out = handler(schema)
+        patterns = out.get("patternProperties") or {}
+        if len(patterns) == 1:
+            pattern, values = next(iter(patterns.items()))
+            del out["patternProperties"]
+            out["propertyNames"] = {"pattern": pattern}
+            out["additionalProperties"] = values
+        return out
+
+
+# Free-form JSON a request may carry (state, metadata, config overrides, memory data):
+# any JSON, within what storage holds: no NUL character in a key or a string, finite
+# numbers. Stated in the OpenAPI schema and checked on arrival.
+if TYPE_CHECKING:
+    JsonObject = dict[str, Any]
+else:
+    _NoNulText = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+    # Integers are kept exactly within 64 bits (what storage holds); a larger one is
+    # taken as a (float) number, as JSON readers in most languages take it.
+    _Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+    _Finite = Annotated[float, Field(allow_inf_nan=False)]
+    JsonValue = TypeAliasType(
+        "JsonValue",
+        Union[  # noqa: UP007 - a recursive alias needs the Union form
+            _NoNulText,
+            _Int64,
+            _Finite,
+            bool,
+            list["JsonValue"],
+            Annotated[dict[_NoNulText, "JsonValue"], _KeysByPattern()],
+            None,
+        ],
+    )
+    JsonObject = Annotated[dict[_NoNulText, JsonValue], _KeysByPattern()]
 
 
 class Body(BaseModel):
@@ -32,16 +78,16 @@ class SessionCreate(Body):
         default="default", min_length=1, max_length=128, pattern=ENGINE_ID_PATTERN
     )
     session_id: str | None = Field(default=None, pattern=ID_PATTERN)
-    state: dict[str, Any] | None = None
+    state: JsonObject | None = None
     ttl_seconds: float | None = Field(default=None, gt=0)
-    config: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    config: JsonObject | None = None
+    metadata: JsonObject | None = None
 
 
 class StateUpdate(Body):
     """``PATCH /v1/sessions/{id}/state``: merged into the state (or replacing it)."""
 
-    changes: dict[str, Any]
+    changes: JsonObject
     replace: bool = False
     turn_id: str | None = Field(
         default=None, max_length=64, description="Record the state_delta in this open turn."
@@ -110,7 +156,7 @@ class ContextRequest(Body):
         "sections left out, they must add up to 1.0.",
     )
     system_prompt: str | None = Field(default=None, max_length=1_000_000)
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
     restore_images: list[str] = Field(default_factory=list, max_length=100)
     format: Literal["openai", "anthropic"] = "openai"
     turn_id: str | None = Field(
@@ -144,7 +190,7 @@ class MemoryCreate(Body):
     content: str = Field(min_length=1, max_length=4000)
     kind: MemoryKind = MemoryKind.FACT
     subject: str | None = Field(default=None, max_length=256)
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
     keywords: list[str] = Field(default_factory=list, max_length=50)
     confidence: float = Field(default=0.9, ge=0.0, le=1.0)
     agent_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
@@ -166,7 +212,7 @@ class MemoryPatch(Body):
     )
 
     content: str | None = Field(default=None, min_length=1, max_length=4000)
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
     keywords: list[str] | None = Field(default=None, max_length=50)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     tainted: bool | None = None

@@ -17,7 +17,7 @@ from agentctx.server.deps import (
     WriteUser,
     respond,
 )
-from agentctx.server.errors import error_responses
+from agentctx.server.errors import error_responses, links
 from agentctx.server.routes.sessions import IF_MATCH_PATTERN, etag, parse_if_match
 from agentctx.server.schemas import MemoryCreate, MemoryList, MemoryPatch, OptOut
 
@@ -51,7 +51,21 @@ def search_memories(
     return respond(caller, list(hits))
 
 
-@router.post("/memories", status_code=201, response_model=Memory, responses=_CAS)
+_MEMORY = "/v1/memories/{memory_id}"
+_OPENS = links(
+    201,
+    "memory_id",
+    "memory_id",
+    {
+        "GetMemory": ("get", _MEMORY),
+        "UpdateMemory": ("patch", _MEMORY),
+        "MemoryHistory": ("get", f"{_MEMORY}/history"),
+        "DeleteMemory": ("delete", _MEMORY),
+    },
+)
+
+
+@router.post("/memories", status_code=201, response_model=Memory, responses={**_CAS, **_OPENS})
 def add_memory(body: MemoryCreate, user_id: WriteUser, engine: Engine, caller: Caller) -> Response:
     """Add a memory; a duplicate of an existing one merges into it."""
     memory = engine.memory.add(

@@ -19,7 +19,7 @@ from agentctx.server.deps import (
     load_session,
     respond,
 )
-from agentctx.server.errors import PreconditionRequired, error_responses
+from agentctx.server.errors import PreconditionRequired, error_responses, links
 from agentctx.server.schemas import ID_PATTERN, Me, SessionCreate, StateBody, StateUpdate
 from agentctx.sessions import DeleteReport, Page, SessionInfo, TurnInfo, VerifyReport
 
@@ -62,7 +62,32 @@ def parse_if_match(value: str | None) -> int:
     return int(tag)
 
 
-@router.post("", status_code=201, response_model=SessionInfo, responses=error_responses(409))
+_SESSION = "/v1/sessions/{session_id}"
+_OPENS = links(
+    201,
+    "session_id",
+    "session_id",
+    {
+        "GetSession": ("get", _SESSION),
+        "GetState": ("get", f"{_SESSION}/state"),
+        "UpdateState": ("patch", f"{_SESSION}/state"),
+        "AppendEvent": ("post", f"{_SESSION}/events"),
+        "AppendEvents": ("post", f"{_SESSION}/events/batch"),
+        "ListEvents": ("get", f"{_SESSION}/events"),
+        "BeginTurn": ("post", f"{_SESSION}/turns"),
+        "BuildContext": ("post", f"{_SESSION}/context"),
+        "VerifySession": ("get", f"{_SESSION}/verify"),
+        "DeleteSession": ("delete", _SESSION),
+    },
+)
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=SessionInfo,
+    responses={**error_responses(409), **_OPENS},
+)
 def create_session(
     body: SessionCreate, user_id: WriteUser, engine: Engine, caller: Caller
 ) -> Response:
