@@ -173,3 +173,32 @@ def test_overlong_and_control_character_ids_are_422_and_still_audited(
         rows = conn.execute(select(audit).where(audit.c.action == "http_access")).mappings()
         statuses = [r["meta"]["http_status"] for r in rows]
     assert statuses.count(422) == 7 and statuses.count(404) == 1
+
+
+def test_numbers_beyond_what_storage_holds_are_422(client: httpx.Client) -> None:
+    # Each of these used to reach the engine: an OverflowError building the TTL, an
+    # integer too wide for a 64-bit column on PostgreSQL.
+    assert client.post("/v1/sessions", json={"ttl_seconds": 1.6e16}).status_code == 422
+    sid = client.post("/v1/sessions", json={"ttl_seconds": 60}).json()["session_id"]
+    huge = 2**70
+    for params in ({"after_seq": huge}, {"until_seq": huge}, {"cursor": "9" * 30}):
+        answer = client.get(f"/v1/sessions/{sid}/events", params=params)
+        assert answer.status_code == 422, (params, answer.text)
+    appended = client.post(
+        f"/v1/sessions/{sid}/events",
+        json={
+            "event": {"type": "user_input", "parts": [{"kind": "text", "text": "x"}]},
+            "expected_last_seq": huge,
+        },
+    )
+    assert appended.status_code == 422
+    stale = client.patch(
+        f"/v1/sessions/{sid}/state", json={"changes": {}}, headers={"If-Match": '"9999999999999"'}
+    )
+    assert stale.status_code == 422
+    state = client.patch(
+        f"/v1/sessions/{sid}/state",
+        json={"changes": {"n": huge, "k\u0000": 1}},
+        headers={"If-Match": '"0"'},
+    )
+    assert state.status_code == 422 and state.json()["error"]["code"] == "validation_error"

@@ -65,6 +65,12 @@ else:
     JsonObject = Annotated[dict[_NoNulText, JsonValue], _KeysByPattern()]
 
 
+# A sequence number or offset is a 64-bit integer in storage.
+MAX_SEQ = 2**63 - 1
+# Longer than any session lives, and within what a timestamp holds.
+MAX_TTL_SECONDS = 100 * 365 * 86400
+
+
 class Body(BaseModel):
     """A request body: unknown fields are refused."""
 
@@ -79,7 +85,13 @@ class SessionCreate(Body):
     )
     session_id: str | None = Field(default=None, pattern=ID_PATTERN)
     state: JsonObject | None = None
-    ttl_seconds: float | None = Field(default=None, gt=0)
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        allow_inf_nan=False,
+        description="At most 100 years.",
+    )
     config: JsonObject | None = None
     metadata: JsonObject | None = None
 
@@ -106,7 +118,7 @@ class EventAppend(Body):
 
     event: EventDraft
     turn_id: str | None = Field(default=None, max_length=64)
-    expected_last_seq: int | None = Field(default=None, ge=0)
+    expected_last_seq: int | None = Field(default=None, ge=0, le=MAX_SEQ)
 
 
 class EventBatch(Body):
@@ -114,7 +126,7 @@ class EventBatch(Body):
 
     events: list[EventDraft] = Field(min_length=1, max_length=1000)
     turn_id: str | None = Field(default=None, max_length=64)
-    expected_last_seq: int | None = Field(default=None, ge=0)
+    expected_last_seq: int | None = Field(default=None, ge=0, le=MAX_SEQ)
 
 
 class TurnBegin(Body):

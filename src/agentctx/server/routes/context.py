@@ -17,7 +17,7 @@ from agentctx.server.deps import (
     respond,
 )
 from agentctx.server.errors import error_responses
-from agentctx.server.schemas import ContextBody, ContextRequest
+from agentctx.server.schemas import MAX_SEQ, ContextBody, ContextRequest
 
 
 class TokenizerNotAllowed(InvalidInput):
@@ -106,7 +106,7 @@ def read_offloaded(
     offloaded_id: IdPath,
     user_id: ReadUser,
     engine: Engine,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
     max_tokens: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
 ) -> Response:
     """The original of offloaded tool output (``[tool_output: out_…]``), from ``offset``."""

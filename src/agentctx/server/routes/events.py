@@ -20,7 +20,7 @@ from agentctx.server.deps import (
     respond,
 )
 from agentctx.server.errors import error_responses
-from agentctx.server.schemas import EventAppend, EventBatch, TurnBegin, TurnEnd
+from agentctx.server.schemas import MAX_SEQ, EventAppend, EventBatch, TurnBegin, TurnEnd
 from agentctx.sessions import Page, Session, TurnInfo
 
 router = APIRouter(
@@ -95,13 +95,15 @@ def list_events(
     user_id: ReadUser,
     engine: Engine,
     caller: Caller,
-    after_seq: Annotated[int | None, Query(ge=0, description="Events after this seq.")] = None,
-    until_seq: Annotated[int | None, Query(ge=0, description="Up to this seq.")] = None,
+    after_seq: Annotated[
+        int | None, Query(ge=0, le=MAX_SEQ - 1, description="Events after this seq.")
+    ] = None,
+    until_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description="Up to this seq.")] = None,
     turn_id: IdQuery = None,
     type: Annotated[list[EventType] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[
-        str | None, Query(max_length=32, pattern=r"^[0-9]+$", description="next_cursor.")
+        str | None, Query(max_length=18, pattern=r"^[0-9]{1,18}$", description="next_cursor.")
     ] = None,
 ) -> Response:
     """A page of events in seq order; ``next_cursor`` continues after the last one."""
