@@ -32,7 +32,7 @@ USER = "u1"
 GONE = "u-gone"  # the user the erasure route may erase
 
 SETTINGS = settings(
-    max_examples=12,
+    max_examples=20,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,
@@ -137,7 +137,7 @@ def test_stateful_sequences_pass_every_check(api: dict[str, Any]) -> None:
 
     Workflow.run(
         settings=settings(
-            max_examples=25,
+            max_examples=40,
             stateful_step_count=6,
             deadline=None,
             suppress_health_check=list(HealthCheck),

@@ -132,7 +132,7 @@ class EventBatch(Body):
 class TurnBegin(Body):
     """``POST /v1/sessions/{id}/turns``."""
 
-    request_id: str | None = Field(default=None, max_length=128)
+    request_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
     author: str | None = Field(default=None, max_length=128)
 
 

@@ -31,7 +31,9 @@ _WRITE = error_responses(409, 412)
 IdempotencyKey = Annotated[
     str | None,
     Header(
-        max_length=200,
+        max_length=120,
+        # An id, as the engine takes it; a batch's events get "<key>:<index>".
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,119}$",
         description="Retrying a request with the same key appends nothing twice: the "
         "stored events are returned.",
     ),

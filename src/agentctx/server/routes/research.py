@@ -26,7 +26,7 @@ from agentctx.server.deps import (
     respond,
 )
 from agentctx.server.errors import SearchNotConfigured, error_responses
-from agentctx.server.schemas import Body
+from agentctx.server.schemas import ENGINE_ID_PATTERN, Body
 from agentctx.sessions import SessionInfo
 
 router = APIRouter(prefix="/v1", tags=["research"], responses=error_responses(400))
@@ -39,6 +39,7 @@ class ResearchRequest(Body):
     call_id: str | None = Field(
         default=None,
         max_length=128,
+        pattern=ENGINE_ID_PATTERN,
         description="The parent's tool call this answers; recorded first when absent.",
     )
 
