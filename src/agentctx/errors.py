@@ -7,7 +7,8 @@ log) so callers can branch on the kind of failure without parsing messages.
 ``AgentCtxError``
     ``NotFound`` (``SessionNotFound``, ``BlobNotFound`` (``ImageExpired``), ``TurnNotFound``,
     ``MemoryNotFound``)
-    ``Conflict`` (``StaleSession``, ``StaleMemory``, ``IdempotencyConflict``, ``SessionExists``)
+    ``Conflict`` (``StaleSession``, ``StaleMemory``, ``IdempotencyConflict``, ``SessionExists``,
+    ``OptedOut``)
     ``InvalidInput`` (``InvalidEvent``, ``BlobTooLarge`` (``ImageTooLarge``)), also a
     ``ValueError``
     ``RedactionRequired``
@@ -124,6 +125,12 @@ class IdempotencyConflict(Conflict):
     """An idempotency key or event id was reused for a different event."""
 
     code = "idempotency_conflict"
+
+
+class OptedOut(Conflict):
+    """The user opted out of what the write would store (declarative memory)."""
+
+    code = "opted_out"
 
 
 class SessionExists(Conflict):

@@ -10,7 +10,9 @@ from agentctx.errors import InvalidInput
 
 # User-supplied ids (session ids, call ids, idempotency keys) are free text within
 # these limits; agentctx's own ids are UUIDv7 and always match.
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$")
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$"
+"""What a user-supplied id looks like (the OpenAPI schema states the same pattern)."""
+_ID_PATTERN = re.compile(ID_PATTERN)
 
 
 # A user id, as a caller names it: what the engine accepts as an id, without "/". A
@@ -29,8 +31,9 @@ def validate_user_id(user_id: object) -> str:
     if not isinstance(user_id, str):
         raise InvalidInput(f"a user id must be a string, got {type(user_id).__name__}")
     if not _USER_ID.fullmatch(user_id):
+        # Not the value: user ids are often e-mail addresses, and errors reach logs.
         raise InvalidInput(
-            f"invalid user id {user_id[:40]!r}: 1-{USER_ID_MAX_LENGTH} characters, letters, "
+            f"invalid user id: 1-{USER_ID_MAX_LENGTH} characters, letters, "
             "digits and ._:@+=- (starting with a letter or digit; no '/')"
         )
     return user_id
@@ -56,19 +59,20 @@ def is_valid_id(value: str) -> bool:
     return bool(_ID_PATTERN.match(value))
 
 
-def check_id(name: str, value: object) -> str:
+def check_id(name: str, value: object, *, max_length: int = 128) -> str:
     """``value`` as a user-supplied identifier; ``InvalidInput`` naming ``name`` otherwise.
 
-    The message states the rule, not the value: user ids are often e-mail addresses.
+    ``max_length``: shorter than 128 where the column is (event and turn ids: 64). The
+    message states the rule, not the value: user ids are often e-mail addresses.
     """
-    if not isinstance(value, str) or not is_valid_id(value):
+    if not isinstance(value, str) or not is_valid_id(value) or len(value) > max_length:
         raise InvalidInput(
-            f"invalid {name}: 1-128 characters, letters, digits and ._:@/+=- "
+            f"invalid {name}: 1-{max_length} characters, letters, digits and ._:@/+=- "
             "(starting with a letter or digit)"
         )
     return value
 
 
-def check_optional_id(name: str, value: object) -> str | None:
+def check_optional_id(name: str, value: object, *, max_length: int = 128) -> str | None:
     """Like :func:`check_id`, with None allowed."""
-    return None if value is None else check_id(name, value)
+    return None if value is None else check_id(name, value, max_length=max_length)

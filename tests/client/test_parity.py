@@ -23,6 +23,7 @@ from agentctx import (
     InvalidEvent,
     InvalidInput,
     MemoryNotFound,
+    OptedOut,
     SessionNotFound,
     StaleMemory,
     StaleSession,
@@ -264,7 +265,7 @@ def test_memory_add_search_update_and_delete(api: Api) -> None:
     assert api.memory.opted_out("u1") is False
     api.memory.set_opt_out("u1", declarative=True)
     assert api.memory.opted_out("u1") is True
-    with pytest.raises(InvalidInput):
+    with pytest.raises(OptedOut):
         api.memory.add("u1", "The user has a cat")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.agents import AgentConfig
-from agentctx.errors import InvalidInput
+from agentctx.errors import TurnNotFound
 from agentctx.hitl import HitlConfig, HitlService, install_hitl, scrub_secrets
 from agentctx.sessions.session import Session
 from hitl.hitl_support import call_tool, count_rows
@@ -132,7 +132,7 @@ def test_repro_holds_the_failing_turn_its_window_and_no_secrets(
 def test_repro_of_an_error_turn_a_named_turn_and_of_nothing(engine: ContextEngine) -> None:
     hitl = install_hitl(engine, HitlConfig(record_windows=False))
     session = engine.create_session(user_id="u1")
-    with pytest.raises(InvalidInput):
+    with pytest.raises(TurnNotFound, match="no failed turn"):
         hitl.repro("u1", session.id)  # nothing failed
     with session.turn() as quiet:
         session.add_message("user", "hi")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import RowMapping, and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from agentctx.errors import IdempotencyConflict, InvalidInput, SessionNotFound
+from agentctx.errors import IdempotencyConflict, InvalidInput, SessionNotFound, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType, utcnow
 from agentctx.hitl.config import HitlConfig
 from agentctx.hitl.repro import RecordedWindow, ReproPackage, load_window, store_window
@@ -496,7 +496,7 @@ class HitlService:
                     None,
                     (event.event_id,),
                 )
-        raise InvalidInput(f"session {session_id!r} has no failed turn; name one with turn_id")
+        raise TurnNotFound(f"session {session_id!r} has no failed turn; name one with turn_id")
 
     def effective_config(self, info: SessionInfo) -> dict[str, Any]:
         """The configuration in effect for the session, secrets removed: the engine's

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 from agentctx.errors import InvalidInput
 from agentctx.ids import check_id, check_optional_id
-from agentctx.inputs import MAX_LABEL, check_count, check_number, check_text
+from agentctx.inputs import MAX_LABEL, check_count, check_number, check_text, validation_message
 from agentctx.jsonvalue import check_object
-from agentctx.memory.models import MemoryKind
+from agentctx.memory.models import MemoryKind, procedural_data
 
 MAX_CONTENT_CHARS = 20_000
 """Longest memory text: a memory is a statement, not a document."""
@@ -54,6 +56,18 @@ def check_kind(kind: object) -> MemoryKind:
     if isinstance(kind, str) and kind in MemoryKind._value2member_map_:
         return MemoryKind(kind)
     raise InvalidInput(f"kind must be one of {', '.join(k.value for k in MemoryKind)}")
+
+
+def check_procedural(kind: MemoryKind, data: object) -> None:
+    """A procedural memory's data holds its statistics (scenario, tools, runs, …)."""
+    if kind is not MemoryKind.PROCEDURAL:
+        return
+    if not isinstance(data, dict):
+        raise InvalidInput("a procedural memory needs data: its scenario, tools and runs")
+    try:
+        procedural_data(data)
+    except ValidationError as exc:
+        raise InvalidInput(f"procedural memory data: {validation_message(exc)}") from None
 
 
 def check_fields(
@@ -121,6 +135,7 @@ __all__ = [
     "check_kinds",
     "check_memory_ref",
     "check_page",
+    "check_procedural",
     "check_query",
     "check_user",
     "check_version",

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, func, select
 from agentctx.cache.base import HotCache, NullCache
 from agentctx.cache.memories import MemoryReads
 from agentctx.context.sources import MemoryItem
-from agentctx.errors import InvalidInput, StaleMemory
+from agentctx.errors import InvalidInput, OptedOut, StaleMemory
 from agentctx.events import Event, utcnow
 from agentctx.ids import check_optional_id
 from agentctx.inputs import MAX_LABEL, check_text
@@ -41,6 +41,7 @@ from agentctx.memory.inputs import (
     check_kinds,
     check_memory_ref,
     check_page,
+    check_procedural,
     check_query,
     check_user,
     check_version,
@@ -143,7 +144,7 @@ class MemoryService:
         """Add a memory (consolidated like an extracted one: a duplicate merges)."""
         check_user(user_id)
         check_content(content)
-        check_kind(str(kind))
+        check_procedural(check_kind(str(kind)), data)
         check_fields(
             subject=subject,
             data=data,
@@ -165,11 +166,9 @@ class MemoryService:
         )
         report = self.consolidator.apply(user_id, [candidate], extractor_version="api")
         if not report.touched:
-            raise InvalidInput(
-                "memory not added: the user opted out of declarative memory"
-                if report.skipped
-                else "memory not added"
-            )
+            if report.skipped:
+                raise OptedOut("memory not added: the user opted out of declarative memory")
+            raise InvalidInput("memory not added")
         self._reindex(user_id, report.touched)
         return self.get(user_id, (report.created or report.merged)[0])
 
@@ -238,6 +237,7 @@ class MemoryService:
                 raise InvalidInput("memory content must not be empty")
             values["content"] = content
         if data is not None:
+            check_procedural(self.get(user_id, memory_id).kind, data)
             values["data"] = data
         if keywords is not None:
             values["keywords"] = builtins.list(keywords)

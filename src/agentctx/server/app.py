@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from prometheus_client import CollectorRegistry
 
 from agentctx import __version__
@@ -18,6 +18,7 @@ from agentctx.engine import ContextEngine
 from agentctx.server.auth import ApiKeyStore, Authenticator
 from agentctx.server.auth.jwt import JwtVerifier
 from agentctx.server.config import ServerConfig
+from agentctx.server.deps import single_valued_query
 from agentctx.server.errors import install_error_handlers
 from agentctx.server.middleware import (
     BodyLimit,
@@ -26,6 +27,7 @@ from agentctx.server.middleware import (
     Observe,
     silence_raw_access_log,
 )
+from agentctx.server.openapi import state_input_rules
 from agentctx.server.routes import (
     admin,
     blobs,
@@ -74,12 +76,14 @@ def create_app(
         version=__version__,
         summary="A context engine for LLM agents: event log, context windows, memory.",
         lifespan=lifespan,
+        dependencies=[Depends(single_valued_query)],
     )
     app.state.engine = engine
     app.state.server_config = config
     app.state.authenticator = build_authenticator(engine, config)
     app.state.metrics = Metrics(CollectorRegistry())
     install_error_handlers(app)
+    state_input_rules(app)
     for module in (health, sessions, events, context, blobs, memory, hitl, research, admin):
         app.include_router(module.router)
     app.include_router(sessions.me_router)

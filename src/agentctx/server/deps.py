@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import orjson
 from fastapi import Depends, Path, Query, Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.encoders import jsonable_encoder
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from agentctx.engine import ContextEngine
-from agentctx.ids import USER_ID_MAX_LENGTH, USER_ID_PATTERN
+from agentctx.errors import InvalidInput
+from agentctx.ids import ID_PATTERN, USER_ID_MAX_LENGTH, USER_ID_PATTERN
 from agentctx.server.auth import DEFAULT_TENANT, Authenticator, Principal
 from agentctx.server.config import ServerConfig
 from agentctx.sessions import Session
@@ -51,9 +55,7 @@ UserIdPath = Annotated[
     ),
 ]
 IdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=PATH_ID_PATTERN)]
-AgentIdQuery = Annotated[
-    str | None, Query(min_length=1, max_length=128, pattern=QUERY_TEXT_PATTERN)
-]
+AgentIdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=ID_PATTERN)]
 
 # For the OpenAPI schema (and the clients generated from it): how callers sign in.
 _bearer = HTTPBearer(auto_error=False, description="An API key (actx_…) or a JWT.")
@@ -149,3 +151,44 @@ def respond(caller: Principal, value: Any, status_code: int = 200, **headers: st
         media_type="application/json",
         headers=headers or None,
     )
+
+
+def single_valued_query(request: Request) -> None:
+    """Refuse a query parameter given twice unless the route takes a list of it.
+
+    Otherwise the framework silently keeps the last value (``?user_id=a&user_id=b``
+    acts for ``b``), which is how parameter pollution slips past a check of the first.
+    """
+    names = [name for name, _ in request.query_params.multi_items()]
+    if len(names) == len(set(names)):
+        return
+    route = request.scope.get("route")
+    lists = _list_parameters(route) if isinstance(route, APIRoute) else frozenset()
+    for name in names:
+        if names.count(name) > 1 and name not in lists:
+            raise InvalidInput(f"query parameter {name!r} may be given once")
+
+
+_LISTS: dict[int, frozenset[str]] = {}
+
+
+def _list_parameters(route: APIRoute) -> frozenset[str]:
+    found = _LISTS.get(id(route))
+    if found is None:
+        found = frozenset(_list_query_names(route.dependant))
+        _LISTS[id(route)] = found
+    return found
+
+
+def _list_query_names(dependant: Dependant) -> set[str]:
+    names = {p.alias for p in dependant.query_params if _is_list(p.field_info.annotation)}
+    for sub in dependant.dependencies:
+        names |= _list_query_names(sub)
+    return names
+
+
+def _is_list(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    return origin in (Union, UnionType) and any(_is_list(arg) for arg in get_args(annotation))

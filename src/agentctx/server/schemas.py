@@ -11,6 +11,7 @@ from typing_extensions import TypeAliasType
 
 from agentctx.context import ContextReport
 from agentctx.events import EventDraft, EventType
+from agentctx.ids import ID_PATTERN as ENGINE_ID
 from agentctx.ids import USER_ID_PATTERN
 from agentctx.memory import Memory, MemoryKind
 
@@ -18,8 +19,13 @@ Scope = Literal["read", "write", "admin"]
 # A key's user: a user id, or "*" for any user of the tenant.
 KEY_USER_PATTERN = rf"^(?:\*|{USER_ID_PATTERN[1:-1]})$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+# Text the engine stores: no NUL character (PostgreSQL cannot hold one); a label (an
+# author, a subject) is also a single line.
+TEXT_PATTERN = r"^[^\x00]*$"
+LINE_PATTERN = r"^[^\x00\r\n]*$"
+Keyword = Annotated[str, Field(max_length=128, pattern=TEXT_PATTERN)]
 # What the engine accepts as an agent id or a session id it did not make.
-ENGINE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$"
+ENGINE_ID_PATTERN = ENGINE_ID
 
 
 class _KeysByPattern:
@@ -87,10 +93,10 @@ class SessionCreate(Body):
     state: JsonObject | None = None
     ttl_seconds: float | None = Field(
         default=None,
-        gt=0,
+        ge=1,
         le=MAX_TTL_SECONDS,
         allow_inf_nan=False,
-        description="At most 100 years.",
+        description="At least a second, at most 100 years.",
     )
     config: JsonObject | None = None
     metadata: JsonObject | None = None
@@ -102,7 +108,10 @@ class StateUpdate(Body):
     changes: JsonObject
     replace: bool = False
     turn_id: str | None = Field(
-        default=None, max_length=64, description="Record the state_delta in this open turn."
+        default=None,
+        max_length=64,
+        pattern=ENGINE_ID_PATTERN,
+        description="Record the state_delta in this open turn.",
     )
 
 
@@ -117,7 +126,7 @@ class EventAppend(Body):
     """``POST /v1/sessions/{id}/events``: one event."""
 
     event: EventDraft
-    turn_id: str | None = Field(default=None, max_length=64)
+    turn_id: str | None = Field(default=None, max_length=64, pattern=ENGINE_ID_PATTERN)
     expected_last_seq: int | None = Field(default=None, ge=0, le=MAX_SEQ)
 
 
@@ -125,7 +134,7 @@ class EventBatch(Body):
     """``POST /v1/sessions/{id}/events/batch``: events appended all or nothing."""
 
     events: list[EventDraft] = Field(min_length=1, max_length=1000)
-    turn_id: str | None = Field(default=None, max_length=64)
+    turn_id: str | None = Field(default=None, max_length=64, pattern=ENGINE_ID_PATTERN)
     expected_last_seq: int | None = Field(default=None, ge=0, le=MAX_SEQ)
 
 
@@ -133,7 +142,7 @@ class TurnBegin(Body):
     """``POST /v1/sessions/{id}/turns``."""
 
     request_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
-    author: str | None = Field(default=None, max_length=128)
+    author: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)
 
 
 class TurnEnd(Body):
@@ -159,7 +168,7 @@ class BudgetSplit(Body):
 class ContextRequest(Body):
     """``POST /v1/sessions/{id}/context``: what ``session.build_context`` takes."""
 
-    query: str | None = Field(default=None, max_length=100_000)
+    query: str | None = Field(default=None, max_length=100_000, pattern=TEXT_PATTERN)
     budget: int = Field(default=4000, ge=1, le=2_000_000)
     strategy: Literal["full", "compressed", "adaptive", "semantic"] | None = None
     budget_split: BudgetSplit | None = Field(
@@ -167,13 +176,14 @@ class ContextRequest(Body):
         description="Shares of the budget by section; with the configured ones for the "
         "sections left out, they must add up to 1.0.",
     )
-    system_prompt: str | None = Field(default=None, max_length=1_000_000)
+    system_prompt: str | None = Field(default=None, max_length=1_000_000, pattern=TEXT_PATTERN)
     config: JsonObject | None = None
     restore_images: list[str] = Field(default_factory=list, max_length=100)
     format: Literal["openai", "anthropic"] = "openai"
     turn_id: str | None = Field(
         default=None,
         max_length=64,
+        pattern=ENGINE_ID_PATTERN,
         description="The turn the window is built for: kept as that turn's window for "
         "its repro package.",
     )
@@ -199,11 +209,11 @@ class EventTypes(BaseModel):
 class MemoryCreate(Body):
     """``POST /v1/memories``: a memory added by hand (consolidated like extracted ones)."""
 
-    content: str = Field(min_length=1, max_length=4000)
+    content: str = Field(min_length=1, max_length=4000, pattern=TEXT_PATTERN)
     kind: MemoryKind = MemoryKind.FACT
-    subject: str | None = Field(default=None, max_length=256)
+    subject: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)
     data: JsonObject | None = None
-    keywords: list[str] = Field(default_factory=list, max_length=50)
+    keywords: list[Keyword] = Field(default_factory=list, max_length=50)
     confidence: float = Field(default=0.9, ge=0.0, le=1.0)
     agent_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
     session_id: str | None = Field(default=None, max_length=128, pattern=ENGINE_ID_PATTERN)
@@ -223,12 +233,12 @@ class MemoryPatch(Body):
         },
     )
 
-    content: str | None = Field(default=None, min_length=1, max_length=4000)
+    content: str | None = Field(default=None, min_length=1, max_length=4000, pattern=TEXT_PATTERN)
     data: JsonObject | None = None
-    keywords: list[str] | None = Field(default=None, max_length=50)
+    keywords: list[Keyword] | None = Field(default=None, max_length=50)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     tainted: bool | None = None
-    reason: str = Field(default="updated", max_length=256)
+    reason: str = Field(default="updated", max_length=128, pattern=TEXT_PATTERN)
 
 
 class MemoryList(BaseModel):
@@ -269,7 +279,7 @@ class KeyCreate(Body):
         default_factory=list, max_length=1000
     )
     scopes: list[Scope] = Field(default_factory=_default_scopes, min_length=1)
-    label: str | None = Field(default=None, max_length=256)
+    label: str | None = Field(default=None, max_length=256, pattern=LINE_PATTERN)
 
 
 class Health(BaseModel):

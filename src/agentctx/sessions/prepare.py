@@ -45,6 +45,8 @@ from agentctx.privacy.redactor import Redactor, redact_identifier
 from agentctx.storage.blobs import BlobStore, blob_id_of
 from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
+EVENT_ID_MAX = 64
+"""Longest event id (its column's width)."""
 # A year in milliseconds: longer is a unit mistake.
 _MAX_DURATION_MS = 365 * 24 * 3600 * 1000.0
 # What a BlobPart costs in a window before it is restored: its preview plus a short pointer.
@@ -181,12 +183,16 @@ class Preparer:
                 parts.append(image.model_dump())
                 tokens += estimate_image_tokens(image.width, image.height)
 
-        def identifier(value: str | None) -> str | None:
+        def identifier(value: str | None, max_length: int = 128) -> str | None:
             if value is None:
                 return None
             clean = redact_identifier(redactor, value)
             found.update(clean.entity_types)
-            return str(clean.value)
+            token = str(clean.value)
+            if len(token) > max_length:
+                # A token can be longer than what it replaced (a phone number's is).
+                raise InvalidEvent(f"an identifier is longer than {max_length} once redacted")
+            return token
 
         payload = redactor.redact_json(draft.payload)
         found |= payload.entity_types
@@ -222,7 +228,7 @@ class Preparer:
 
         role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
         prepared.row = {
-            "event_id": identifier(draft.event_id) or new_id(),
+            "event_id": identifier(draft.event_id, EVENT_ID_MAX) or new_id(),
             "ts": utc(draft.ts) if draft.ts is not None else utcnow(),
             "type": draft.type.value,
             "role": role.value if role is not None else None,
@@ -232,7 +238,7 @@ class Preparer:
             "turn_id": None,
             "request_id": identifier(draft.request_id or request_id),
             "call_id": identifier(draft.call_id),
-            "idempotency_key": identifier(draft.idempotency_key),
+            "idempotency_key": identifier(draft.idempotency_key, 256),
             "parts": parts,
             "payload": payload_value,
             "meta": meta,
@@ -355,8 +361,9 @@ def _blob_part(blob: BlobRow, original_kind: str, preview: str) -> dict[str, Any
 
 def _validate(draft: EventDraft) -> None:
     try:
-        for name in ("call_id", "event_id", "request_id"):
-            check_optional_id(name, getattr(draft, name))
+        check_optional_id("call_id", draft.call_id)
+        check_optional_id("request_id", draft.request_id)
+        check_optional_id("event_id", draft.event_id, max_length=EVENT_ID_MAX)
         if draft.idempotency_key is not None:
             check_text(draft.idempotency_key, "idempotency_key", max_chars=256)
             if not draft.idempotency_key:

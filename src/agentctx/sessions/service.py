@@ -244,6 +244,7 @@ class SessionService:
     ) -> tuple[dict[str, Any], int, Event]:
         """Compare-and-set the session state; records a ``state_delta`` event in the log."""
         _check_session_ids(user_id, session_id)
+        check_optional_id("turn_id", turn_id, max_length=64)
         jsonvalue.check_object(changes, where="state")
         check_optional_count(expected_version, "expected_version", maximum=2**62)
         author = check_label(author, "author")
@@ -290,6 +291,9 @@ class SessionService:
         ``redactor`` replaces the engine's (the session's, with its allow-lists).
         """
         _check_session_ids(user_id, session_id)
+        check_optional_id("turn_id", turn_id, max_length=64)
+        check_optional_id("request_id", request_id)
+        check_optional_count(expected_last_seq, "expected_last_seq", maximum=2**62)
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
         images = SessionImages(lambda: self._latest_image(user_id, session_id))
@@ -326,7 +330,7 @@ class SessionService:
         check_optional_count(end_seq, "end_seq", maximum=2**62)
         check_optional_count(limit, "limit")
         check_optional_count(last, "last")
-        check_optional_id("turn_id", turn_id)
+        check_optional_id("turn_id", turn_id, max_length=64)
         if last is not None and limit is not None:
             raise InvalidInput("give limit or last, not both")
         type_names = [str(t) for t in types] if types else None
@@ -376,7 +380,7 @@ class SessionService:
     def turns(self, user_id: str, session_id: str, turn_id: str | None = None) -> list[TurnInfo]:
         """The session's turns (or the one named ``turn_id``), oldest first."""
         _check_session_ids(user_id, session_id)
-        check_optional_id("turn_id", turn_id)
+        check_optional_id("turn_id", turn_id, max_length=64)
         with self.db.read() as conn:
             if not repo.session_exists(conn, user_id, session_id, utcnow()):
                 self.audit.deny(
@@ -431,7 +435,7 @@ class SessionService:
     def end_turn(self, user_id: str, session_id: str, turn_id: str, status: str) -> TurnInfo:
         """End a turn and queue its turn-end hooks in the same transaction."""
         _check_session_ids(user_id, session_id)
-        check_id("turn_id", turn_id)
+        check_id("turn_id", turn_id, max_length=64)
         if status not in ("ok", "error", "abandoned"):
             raise TurnError(f"unknown turn status {status!r}")
         record = AuditRecord(

@@ -26,7 +26,7 @@ from agentctx.server.deps import (
     respond,
 )
 from agentctx.server.errors import SearchNotConfigured, error_responses
-from agentctx.server.schemas import ENGINE_ID_PATTERN, Body
+from agentctx.server.schemas import ENGINE_ID_PATTERN, TEXT_PATTERN, Body
 from agentctx.sessions import SessionInfo
 
 router = APIRouter(prefix="/v1", tags=["research"], responses=error_responses(400))
@@ -35,7 +35,7 @@ router = APIRouter(prefix="/v1", tags=["research"], responses=error_responses(40
 class ResearchRequest(Body):
     """``POST /v1/sessions/{id}/research``."""
 
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=4000, pattern=TEXT_PATTERN)
     call_id: str | None = Field(
         default=None,
         max_length=128,

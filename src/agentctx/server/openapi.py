@@ -1,0 +1,75 @@
+"""The OpenAPI document, stating what the engine checks in an event.
+
+The event models (``EventDraft`` and its parts) are the library's own, shared by every
+face; their JSON schema says what pydantic checks, not what the engine's input boundary
+(:mod:`agentctx.inputs`) adds: no NUL character in text, JSON that storage holds, one-line
+labels, base64 image data. This module writes those rules into the served document, so
+clients (and the fuzz test) know them, without a second copy of the models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+
+_JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
+_NO_NUL = r"^[^\x00]*$"
+_LINE = r"^[^\x00\r\n]*$"
+_JSON_OBJECT = {
+    "type": "object",
+    "additionalProperties": _JSON_VALUE,
+    "propertyNames": {"pattern": _NO_NUL},
+}
+# Base64 text, or a data URL with base64 content (what OpenAI's and Anthropic's formats use).
+_BASE64 = r"^(data:image/[A-Za-z0-9.+-]+;base64,)?[A-Za-z0-9+/]*={0,2}$"
+_YEAR_MS = 365 * 24 * 3600 * 1000
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _refine(components: dict[str, Any]) -> None:
+    def props(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = components.get(name, {}).get("properties", {})
+        return found
+
+    if "text" in props("TextPart"):
+        props("TextPart")["text"]["pattern"] = _NO_NUL
+    if "data" in props("JsonPart"):
+        props("JsonPart")["data"] = dict(_JSON_VALUE)
+    if "data" in props("ImageData"):
+        props("ImageData")["data"] = {
+            "type": "string",
+            "pattern": _BASE64,
+            "description": "The image's bytes in base64, or a data:image/…;base64 URL.",
+        }
+    draft = props("EventDraft")
+    if draft:
+        draft["payload"] = dict(_JSON_OBJECT)
+        draft["author"] = _nullable({"type": "string", "maxLength": 128, "pattern": _LINE})
+        draft["idempotency_key"] = _nullable(
+            {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _NO_NUL}
+        )
+    meta = props("EventMeta")
+    if meta:
+        meta["extra"] = dict(_JSON_OBJECT)
+        for label in ("model", "tool_name"):
+            meta[label] = _nullable({"type": "string", "maxLength": 128, "pattern": _LINE})
+        meta["duration_ms"] = _nullable({"type": "number", "minimum": 0, "maximum": _YEAR_MS})
+
+
+def state_input_rules(app: FastAPI) -> None:
+    """Serve ``app``'s OpenAPI document with the event rules written in (built once)."""
+    build: Callable[[], dict[str, Any]] = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()
+            _refine(document.get("components", {}).get("schemas", {}))
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
