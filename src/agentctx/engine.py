@@ -50,6 +50,7 @@ from agentctx.sessions.writer import EventWriter
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
+from agentctx.storage.scrub import scrub_erased
 from agentctx.tokens import TokenCounter, counter_from_spec
 
 TURN_END_PREFIX = "turn_end:"
@@ -204,7 +205,10 @@ class ContextEngine:
             poll=poll,
         )
         self._retention = Retention(
-            self._service, self._erasures, audit_retention=s.audit_retention
+            self._service,
+            self._erasures,
+            audit_retention=s.audit_retention,
+            scrub=None if s.erasure_scrub == "off" else self._scrub_erased,
         )
         if s.embeddings.freeze_gc:
             # The libraries and modules loaded by now last as long as the process: out
@@ -479,6 +483,9 @@ class ContextEngine:
         return self._retention.delete_user_data(
             user_id, also=lambda conn: self.memory.purge_user(conn, user_id)
         )
+
+    def _scrub_erased(self) -> None:
+        scrub_erased(self.db, rewrite=self.settings.erasure_scrub == "rewrite")
 
     def forget_erased(self) -> list[Erasure]:
         """Forget, in this process's memory, the users and sessions whose data another

@@ -170,6 +170,10 @@ class Database:
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
             cursor.execute("PRAGMA foreign_keys = ON")
+            # Deleted content is overwritten with zeros rather than left in free space
+            # (the default build leaves it): an erasure must reach the file, not only the
+            # tables (agentctx.storage.scrub).
+            cursor.execute("PRAGMA secure_delete = ON")
             cursor.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
             cursor.close()
             sqlitevec.load(dbapi_connection)
@@ -201,6 +205,13 @@ class Database:
         connection raises ``StorageError``."""
         with _lost_connection_as_storage_error(), self.engine.connect() as connection:
             yield connection
+
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """SQLite: hold the writer queue (this process's writers and, through the lock
+        file, other processes') without opening a transaction, e.g. for a checkpoint."""
+        with self._writer_queue():
+            yield
 
     @contextlib.contextmanager
     def _writer_queue(self) -> Iterator[None]:
