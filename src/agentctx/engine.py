@@ -554,12 +554,22 @@ class ContextEngine:
         with self.db.read() as conn:
             conn.execute(text("SELECT 1"))
 
-    def close(self) -> None:
-        """Stop background work and close database connections."""
+    def close(self, *, timeout: float = 10.0) -> None:
+        """Stop background work and close database connections.
+
+        From the moment it begins no background job starts. A job running in the worker
+        has ``timeout`` seconds to finish; past that it is abandoned to its lease
+        (``job_lease``): it stays claimed in the database and another engine runs it
+        again once the lease lapses. Once ``close`` returned, every read or write
+        through this engine, its session handles and its memory raises
+        ``EngineClosed``; the abandoned job's included. Closing twice is harmless.
+        """
+        if self.db.closed:
+            return
         self._erasures.close()
-        self.jobs.stop_worker()
+        self.jobs.close(timeout)
         self.cache.close()
-        self.db.dispose()
+        self.db.close(timeout)
         if self._audit_file is not None:
             detach_audit_file(self._audit_file)
             self._audit_file = None
