@@ -96,7 +96,9 @@ class ContextEngine:
         self._redactors = ScopedRedactors(self.redactor)
         self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
         self.audit = AuditLog(self.db, self._audit_file)
-        self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
+        self.jobs = JobQueue(
+            self.db, max_attempts=s.job_max_attempts, lease=s.job_lease, redactor=self.redactor
+        )
         self.agents = AgentRegistry(self.db)
         self._turn_end_kinds: list[str] = []
         self._turn_end_conditions: dict[str, TurnCondition] = {}

@@ -80,6 +80,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from agentctx.errors import EngineClosed
 from agentctx.events import utcnow
 from agentctx.ids import new_id
+from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import jobs
@@ -117,9 +118,17 @@ class JobQueue:
     """The durable job table and the handlers that run its jobs."""
 
     def __init__(
-        self, db: Database, *, max_attempts: int = 5, lease: timedelta = timedelta(minutes=5)
+        self,
+        db: Database,
+        *,
+        max_attempts: int = 5,
+        lease: timedelta = timedelta(minutes=5),
+        redactor: Redactor | None = None,
     ) -> None:
         self._db = db
+        # A failed job's error text (kept in ``last_error``) can quote the data it worked
+        # on: it is stored redacted, like everything else.
+        self._redactor: Redactor = redactor or PassThroughRedactor()
         self._max_attempts = max_attempts
         self._lease = lease
         self._handlers: dict[str, JobHandler] = {}
@@ -269,7 +278,9 @@ class JobQueue:
             values["status"] = "done"
             outcome = "done"
         else:
-            values["last_error"] = "".join(traceback.format_exception_only(error)).strip()[:4000]
+            message = "".join(traceback.format_exception_only(error)).strip()
+            values["last_error"] = self._redactor.redact_text(message).value[:4000]
+            log.warning("job %s (%s) failed: %s", job.job_id, job.kind, values["last_error"])
             if job.attempts >= self._max_attempts:
                 values["status"] = "failed"
                 outcome = "failed"
@@ -311,8 +322,7 @@ class JobQueue:
                     # another engine on the database runs it again then.
                     raise
                 except Exception as exc:
-                    log.warning("job %s (%s) failed: %s", job.job_id, job.kind, exc)
-                    error = exc
+                    error = exc  # logged, redacted, as it is recorded
                 outcome = self._finish(job, error)
                 done += outcome == "done"
                 retried += outcome == "retried"
