@@ -12,9 +12,10 @@ SQLite
     tables with ``secure-delete`` set need none). In WAL mode the pages as they were
     before the deletion stay in the ``-wal`` file until a checkpoint copies the new ones
     back and the log is reset: the scrub runs ``PRAGMA wal_checkpoint(TRUNCATE)``, which
-    empties the ``-wal`` file (a reader holding a snapshot older than the deletion, in
-    any process, keeps the checkpoint from finishing; it is logged, and the next
-    erasure's scrub or the last connection's close finishes it).
+    empties the ``-wal`` file. It waits for readers of older snapshots, in any process,
+    up to ``sqlite_busy_timeout_ms``; a reader holding one longer keeps it from
+    finishing, which is logged, and the next erasure's scrub or the last connection's
+    close finishes it.
 PostgreSQL
     A deleted row stays in its page, dead, until ``VACUUM`` removes it (autovacuum runs
     only past a threshold of dead rows, so a small deletion may wait for ever). Even
