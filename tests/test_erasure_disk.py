@@ -17,14 +17,17 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pgserver
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, text, update
 
 from agentctx import ContextEngine
+from agentctx.events import utcnow
 from agentctx.storage.database import normalize_url
+from agentctx.storage.schema import sessions
 from agentctx.storage.scrub import LOCK_TIMEOUT_MS, scrub_erased
 from conftest import make_png
 
@@ -82,6 +85,20 @@ def found_in(paths: list[Path]) -> set[str]:
     return found
 
 
+def postgresql_files(server: pgserver.PostgresServer, engine: ContextEngine) -> list[Path]:
+    """Every file of the server but the WAL and other databases' (other tests'): the
+    database's tables and indexes, the shared catalogs, statistics, the server log."""
+    with engine.db.read() as conn:
+        oid = conn.execute(
+            text("SELECT oid FROM pg_database WHERE datname = current_database()")
+        ).scalar_one()
+    pgdata = Path(server.pgdata)
+    assert (pgdata / "base" / str(oid)).is_dir()
+    return [pgdata / "base" / str(oid)] + [
+        p for p in pgdata.iterdir() if p.name not in ("pg_wal", "base")
+    ]
+
+
 def sqlite_files(db_path: Path) -> list[Path]:
     return [p for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if p.exists()]
 
@@ -122,19 +139,11 @@ def test_an_erased_users_strings_leave_the_files(
         database_files = sqlite_files(db_path)
         wal_files: list[Path] = []
     else:
-        with engine.db.read() as conn:
-            oid = conn.execute(
-                text("SELECT oid FROM pg_database WHERE datname = current_database()")
-            ).scalar_one()
-        engine.close()
         server: pgserver.PostgresServer = request.getfixturevalue("pg_server")
-        pgdata = Path(server.pgdata)
+        database_files = postgresql_files(server, engine)
+        engine.close()
         _flush_and_drop_wal(server)
-        # Every file of the server but the WAL: the database's tables and indexes, the
-        # shared catalogs, statistics, the server log.
-        database_files = [p for p in pgdata.iterdir() if p.name != "pg_wal"]
-        assert (pgdata / "base" / str(oid)).is_dir()
-        wal_files = [pgdata / "pg_wal"]
+        wal_files = [Path(server.pgdata) / "pg_wal"]
 
     assert found_in(database_files) & gone == set()
     assert found_in([*database_files, blob_dir]) >= kept
@@ -192,3 +201,37 @@ def test_a_transaction_left_open_does_not_stall_the_scrub(
     assert "events" in report.vacuumed  # in place, once FULL was refused
     assert waited < 4 * LOCK_TIMEOUT_MS / 1000
     assert any("VACUUM (FULL) events" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("how", ["delete_session", "sweep"])
+def test_a_deleted_or_expired_sessions_strings_leave_the_files(
+    engine: ContextEngine, backend: str, home: Path, how: str, request: pytest.FixtureRequest
+) -> None:
+    """The other ways data is erased scrub too: a session's deletion, and the sweep of
+    expired sessions."""
+    session = engine.create_session("u1")
+    kept = engine.create_session("u1")
+    for i in range(4):
+        session.add_message("user", f"note {markers('gone', f'sess{i}')}")
+        kept.add_message("user", f"note {markers('kept', f'sess{i}')}")
+    assert engine.search_index.search("u1", session.id, "note")
+    if how == "delete_session":
+        engine.delete_session(session.id, user_id="u1")
+    else:
+        with engine.db.write() as conn:  # expired (a write renews a session's TTL)
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.session_id == session.id)
+                .values(expires_at=utcnow() - timedelta(seconds=1))
+            )
+        assert engine.sweep().expired_sessions == 1
+    if backend == "sqlite":
+        assert engine.db.path is not None
+        files = sqlite_files(engine.db.path)
+    else:
+        server: pgserver.PostgresServer = request.getfixturevalue("pg_server")
+        server.psql("CHECKPOINT;")  # the table files as the database now has them
+        files = postgresql_files(server, engine)
+    found = found_in(files)
+    assert {m for m in found if m.startswith("zqgone")} == set()
+    assert {markers("kept", f"sess{i}") for i in range(4)} <= found
