@@ -33,6 +33,7 @@ PUBLIC_API = [
     "ContextReport",
     "ContextWindow",
     "DeleteReport",
+    "EngineClosed",
     "EstimateCounter",
     "Event",
     "EventDraft",
@@ -110,6 +111,7 @@ def test_errors_have_stable_codes() -> None:
         "invalid_event",
         "redaction_required",
         "blob_not_found",
+        "engine_closed",
     } <= codes
     assert issubclass(agentctx.InvalidInput, ValueError)
     assert issubclass(agentctx.MissingExtra, ImportError)

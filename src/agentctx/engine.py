@@ -53,6 +53,7 @@ from agentctx.sessions.writer import EventWriter
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
+from agentctx.storage.scrub import scrub_erased
 from agentctx.tokens import TokenCounter, counter_from_spec
 
 TURN_END_PREFIX = "turn_end:"
@@ -98,7 +99,9 @@ class ContextEngine:
         self._redactors = ScopedRedactors(self.redactor)
         self.blobs: BlobStore = blob_store or FileBlobStore(s.blob_path())
         self.audit = AuditLog(self.db, self._audit_file)
-        self.jobs = JobQueue(self.db, max_attempts=s.job_max_attempts, lease=s.job_lease)
+        self.jobs = JobQueue(
+            self.db, max_attempts=s.job_max_attempts, lease=s.job_lease, redactor=self.redactor
+        )
         self.agents = AgentRegistry(self.db)
         self._turn_end_kinds: list[str] = []
         self._turn_end_conditions: dict[str, TurnCondition] = {}
@@ -209,7 +212,10 @@ class ContextEngine:
             poll=poll,
         )
         self._retention = Retention(
-            self._service, self._erasures, audit_retention=s.audit_retention
+            self._service,
+            self._erasures,
+            audit_retention=s.audit_retention,
+            scrub=None if s.erasure_scrub == "off" else self._scrub_erased,
         )
         if s.embeddings.freeze_gc:
             # The libraries and modules loaded by now last as long as the process: out
@@ -498,6 +504,9 @@ class ContextEngine:
             user_id, also=lambda conn: self.memory.purge_user(conn, user_id)
         )
 
+    def _scrub_erased(self) -> None:
+        scrub_erased(self.db, rewrite=self.settings.erasure_scrub == "rewrite")
+
     def forget_erased(self) -> list[Erasure]:
         """Forget, in this process's memory, the users and sessions whose data another
         process sharing the database deleted since the last call (read from the erasure
@@ -565,12 +574,22 @@ class ContextEngine:
         with self.db.read() as conn:
             conn.execute(text("SELECT 1"))
 
-    def close(self) -> None:
-        """Stop background work and close database connections."""
+    def close(self, *, timeout: float = 10.0) -> None:
+        """Stop background work and close database connections.
+
+        From the moment it begins no background job starts. A job running in the worker
+        has ``timeout`` seconds to finish; past that it is abandoned to its lease
+        (``job_lease``): it stays claimed in the database and another engine runs it
+        again once the lease lapses. Once ``close`` returned, every read or write
+        through this engine, its session handles and its memory raises
+        ``EngineClosed``; the abandoned job's included. Closing twice is harmless.
+        """
+        if self.db.closed:
+            return
         self._erasures.close()
-        self.jobs.stop_worker()
+        self.jobs.close(timeout)
         self.cache.close()
-        self.db.dispose()
+        self.db.close(timeout)
         if self._audit_file is not None:
             detach_audit_file(self._audit_file)
             self._audit_file = None

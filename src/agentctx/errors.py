@@ -16,6 +16,7 @@ log) so callers can branch on the kind of failure without parsing messages.
     ``ConfigError``
     ``MissingExtra``, also an ``ImportError``
     ``StorageError`` (``MigrationError``)
+    ``EngineClosed``
 
 A session of another user is reported exactly like a missing one
 (``SessionNotFound`` with the same message), so an error never reveals that
@@ -196,6 +197,16 @@ class StorageError(AgentCtxError):
     """The database or blob store failed in a way the caller cannot fix."""
 
     code = "storage_error"
+
+
+class EngineClosed(AgentCtxError):
+    """The engine was closed: nothing reads or writes through it any more (open a new
+    one). Not a ``StorageError``: retrying on the same engine never succeeds."""
+
+    code = "engine_closed"
+
+    def __init__(self, message: str = "the engine is closed") -> None:
+        super().__init__(message)
 
 
 class MigrationError(StorageError):

@@ -38,6 +38,14 @@ rows do not see each other and both succeed).
 
 A job skipped because its session is busy is not lost: the worker holding the
 session claims again when its job finishes, and sees it.
+
+Shutdown (:meth:`JobQueue.close`, from ``ContextEngine.close``): from the moment it
+begins no job starts, neither in the worker nor in ``run_pending``; jobs claimed but not
+started go back to ``pending``. The job running, if any, has a bounded time to finish;
+past it, it is abandoned to its lease: the row stays ``running`` under this worker's
+name and, once the lease lapses, another engine claims it like any abandoned job. The
+closed engine refuses the abandoned handler's later reads and writes (``EngineClosed``),
+so it cannot write an event, nor queue work, after ``close`` returned.
 """
 
 from __future__ import annotations
@@ -69,8 +77,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from agentctx.errors import EngineClosed
 from agentctx.events import utcnow
 from agentctx.ids import new_id
+from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import jobs
@@ -108,9 +118,17 @@ class JobQueue:
     """The durable job table and the handlers that run its jobs."""
 
     def __init__(
-        self, db: Database, *, max_attempts: int = 5, lease: timedelta = timedelta(minutes=5)
+        self,
+        db: Database,
+        *,
+        max_attempts: int = 5,
+        lease: timedelta = timedelta(minutes=5),
+        redactor: Redactor | None = None,
     ) -> None:
         self._db = db
+        # A failed job's error text (kept in ``last_error``) can quote the data it worked
+        # on: it is stored redacted, like everything else.
+        self._redactor: Redactor = redactor or PassThroughRedactor()
         self._max_attempts = max_attempts
         self._lease = lease
         self._handlers: dict[str, JobHandler] = {}
@@ -119,6 +137,7 @@ class JobQueue:
         self._worker_name = f"{os.getpid()}-{new_id()[-12:]}"
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._closing = threading.Event()  # set once: no job starts after it
         self._thread: threading.Thread | None = None
 
     def register(self, kind: str, handler: JobHandler) -> None:
@@ -259,7 +278,9 @@ class JobQueue:
             values["status"] = "done"
             outcome = "done"
         else:
-            values["last_error"] = "".join(traceback.format_exception_only(error)).strip()[:4000]
+            message = "".join(traceback.format_exception_only(error)).strip()
+            values["last_error"] = self._redactor.redact_text(message).value[:4000]
+            log.warning("job %s (%s) failed: %s", job.job_id, job.kind, values["last_error"])
             if job.attempts >= self._max_attempts:
                 values["status"] = "failed"
                 outcome = "failed"
@@ -279,19 +300,29 @@ class JobQueue:
     def run_pending(
         self, *, limit: int = 100, session: tuple[str, str] | None = None
     ) -> JobRunStats:
-        """Claim and run due jobs (optionally only one session's, as (user_id, session_id))."""
+        """Claim and run due jobs (optionally only one session's, as (user_id, session_id)).
+
+        Once :meth:`close` began no job starts: jobs claimed and not yet started go back
+        to the queue, and the call returns.
+        """
         done = retried = failed = 0
-        while True:
+        while not self._closing.is_set():
             batch = self._claim(min(limit - done - retried - failed, 20), session)
             if not batch:
                 break
-            for job in batch:
+            for index, job in enumerate(batch):
+                if self._closing.is_set():
+                    self._release(batch[index:])
+                    break
                 try:
                     self._handlers[job.kind](job)
                     error: BaseException | None = None
+                except EngineClosed:
+                    # Closed under the job: it stays claimed until its lease lapses, and
+                    # another engine on the database runs it again then.
+                    raise
                 except Exception as exc:
-                    log.warning("job %s (%s) failed: %s", job.job_id, job.kind, exc)
-                    error = exc
+                    error = exc  # logged, redacted, as it is recorded
                 outcome = self._finish(job, error)
                 done += outcome == "done"
                 retried += outcome == "retried"
@@ -299,6 +330,22 @@ class JobQueue:
             if done + retried + failed >= limit:
                 break
         return JobRunStats(done, retried, failed)
+
+    def _release(self, claimed: Sequence[Job]) -> None:
+        """Put claimed jobs that never started back in the queue, as they were."""
+        with self._db.write() as conn:
+            for job in claimed:
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.job_id == job.job_id, jobs.c.worker == self._worker_name)
+                    .values(
+                        status="pending",
+                        lease_until=None,
+                        worker=None,
+                        attempts=job.attempts - 1,
+                        updated_at=utcnow(),
+                    )
+                )
 
     def counts(self) -> dict[str, int]:
         """How many jobs are in each status."""
@@ -348,7 +395,7 @@ class JobQueue:
 
     def start_worker(self, poll_interval: float = 1.0) -> None:
         """Run jobs in a daemon thread until :meth:`stop_worker`."""
-        if self._thread is not None:
+        if self._thread is not None or self._closing.is_set():
             return
         self._stop.clear()
 
@@ -356,6 +403,8 @@ class JobQueue:
             while not self._stop.is_set():
                 try:
                     self.run_pending()
+                except EngineClosed:
+                    return  # closed while a job ran: it is left to its lease
                 except Exception:  # keep the worker alive; the error is in the log
                     log.exception("job worker iteration failed")
                 self._wake.wait(poll_interval)
@@ -364,14 +413,34 @@ class JobQueue:
         self._thread = threading.Thread(target=loop, name="agentctx-jobs", daemon=True)
         self._thread.start()
 
-    def stop_worker(self, timeout: float = 10.0) -> None:
-        """Stop the background worker, letting the current job finish."""
+    def stop_worker(self, timeout: float = 10.0) -> bool:
+        """Stop the background worker, letting the current job finish within ``timeout``
+        seconds; returns whether the worker ended in time."""
         if self._thread is None:
-            return
+            return True
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout)
+        ended = not self._thread.is_alive()
         self._thread = None
+        return ended
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Start no job from now on (in the worker or in :meth:`run_pending`), and wait up
+        to ``timeout`` seconds for the worker's current job. Returns whether it ended; if
+        not, the job is abandoned to its lease: its row stays ``running`` until the lease
+        lapses, and then any engine on the database claims it again (handlers are
+        idempotent). Writes it still makes through a closed engine raise
+        ``EngineClosed``."""
+        self._closing.set()
+        ended = self.stop_worker(timeout)
+        if not ended:
+            log.warning(
+                "a job was still running when the engine closed; it is left to its lease "
+                "(%s) and runs again in the next engine to claim it",
+                self._lease,
+            )
+        return ended
 
 
 def _waiting(table: Any) -> Any:

@@ -22,6 +22,7 @@ from agentctx.errors import (
     BlobTooLarge,
     ConfigError,
     Conflict,
+    EngineClosed,
     InvalidInput,
     MissingExtra,
     NotFound,
@@ -52,6 +53,7 @@ _STATUS: tuple[tuple[type[AgentCtxError], int], ...] = (
     (SearchError, 502),  # the search provider failed upstream
     (MissingExtra, 501),
     (StorageError, 503),
+    (EngineClosed, 503),  # the server is shutting down
 )
 
 

@@ -78,23 +78,37 @@ class PreparedEvent:
     row: dict[str, Any]
     blobs: list[BlobRow] = field(default_factory=list)  # filled only when content is offloaded
     chosen_id: bool = False  # the caller named the event id (so it may already be stored)
+    chosen_ts: bool = False  # the caller gave the timestamp (so a retry must give the same)
 
     def fingerprint(self) -> bytes:
         """What must match for a retried write to count as the same event."""
-        return fingerprint_of(self.row)
+        return fingerprint_of(self.row, ts=self.chosen_ts)
 
 
-def fingerprint_of(row: Any) -> bytes:
-    """The identity of an event's content, for idempotency checks.
+def fingerprint_of(row: Any, *, ts: bool = False) -> bytes:
+    """The identity of an event, for idempotency checks: everything the caller gives
+    (type, role, author, call id, content, payload, metadata with the model and tool
+    fields, and with ``ts`` the timestamp), as stored (after redaction and offloading).
+    Not the request id: each retry of a request may carry its own.
 
     An image counts as the bytes that were submitted, not as the stored image a
     near-duplicate was replaced by: a retry compares against whatever image is the
     session's latest by then, so the reference it gets may differ from the first try's.
     """
     parts = [_part_identity(part) for part in row["parts"]]
-    return jsonvalue.canonical_json(
-        [row["type"], row["call_id"], row["author"], parts, row["payload"]]
-    )
+    meta = {key: value for key, value in (row["meta"] or {}).items() if value not in (None, {})}
+    identity = [
+        row["type"],
+        row["role"],
+        row["call_id"],
+        row["author"],
+        parts,
+        row["payload"],
+        meta,
+    ]
+    if ts:
+        identity.append(utc(row["ts"]).isoformat())
+    return jsonvalue.canonical_json(identity)
 
 
 def _part_identity(part: dict[str, Any]) -> Any:
@@ -144,7 +158,9 @@ class Preparer:
         _validate(draft)
         redactor = redactor or self.redactor
         found: set[str] = set()
-        prepared = PreparedEvent(row={}, chosen_id=draft.event_id is not None)
+        prepared = PreparedEvent(
+            row={}, chosen_id=draft.event_id is not None, chosen_ts=draft.ts is not None
+        )
         parts: list[dict[str, Any]] = []
         tokens = 0
         for part in draft.parts:

@@ -54,7 +54,12 @@ class Retention:
     """Deletes sessions and users' data, sweeps expired sessions, collects orphaned blobs."""
 
     def __init__(
-        self, sessions: SessionService, erasures: Erasures, *, audit_retention: timedelta
+        self,
+        sessions: SessionService,
+        erasures: Erasures,
+        *,
+        audit_retention: timedelta,
+        scrub: Callable[[], object] | None = None,
     ) -> None:
         self._sessions = sessions
         self.erasures = erasures
@@ -62,6 +67,9 @@ class Retention:
         self.audit = sessions.audit
         self.blobs = sessions.blobs
         self.audit_retention = audit_retention
+        # Run once a deletion committed and its blobs went: purges what the deleted rows
+        # left in the database's files (agentctx.storage.scrub).
+        self._scrub = scrub or (lambda: None)
 
     def delete(self, user_id: str, session_id: str) -> DeleteReport:
         """Delete a session with its events, turns, jobs and unshared blobs; every
@@ -79,7 +87,9 @@ class Retention:
             self.audit.deny(record, SessionNotFound(session_id))
         self.audit.emit(record)
         self.erasures.committed(erasure_id, erasure)
-        return report + self.collect_blobs()
+        report = report + self.collect_blobs()
+        self._scrub()
+        return report
 
     def collect_blobs(self) -> DeleteReport:
         """Delete blobs no event references any more (rows, then bytes)."""
@@ -134,6 +144,8 @@ class Retention:
                 purge_deleted(conn)  # once for all expired sessions
         abandoned = self._close_abandoned_turns(now - turn_timeout)
         report = report + self.collect_blobs()
+        if report.sessions:
+            self._scrub()
         with self.db.write() as conn:
             trimmed = int(
                 conn.execute(delete(audit).where(audit.c.ts < now - self.audit_retention)).rowcount
@@ -192,6 +204,7 @@ class Retention:
             erasure_id = self.erasures.within(conn, erasure)
         self.erasures.committed(erasure_id, erasure)
         report = report + self.collect_blobs()
+        self._scrub()
         self.audit.record(
             AuditRecord(
                 action="delete_user_data",

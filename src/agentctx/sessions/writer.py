@@ -8,7 +8,8 @@ Guarantees, on SQLite and PostgreSQL alike:
   no partial batch).
 * Idempotency: an event whose ``idempotency_key`` or ``event_id`` is already
   stored in the session is returned as stored; nothing new is written. Reusing
-  a key for different content raises ``IdempotencyConflict``.
+  a key for a different event (content, type, role, author, tool fields, metadata,
+  model, a timestamp the caller gave) raises ``IdempotencyConflict``.
 * Compare-and-set: ``expected_last_seq`` and ``expected_version`` are checked
   under the lock; a mismatch raises ``StaleSession`` and changes nothing.
 * The redaction gate: a row not marked redacted is refused.
@@ -365,7 +366,7 @@ class EventWriter:
                 row = by_id.get(item.row["event_id"])
             if row is None:
                 continue
-            if fingerprint_of(row) != item.fingerprint():
+            if fingerprint_of(row, ts=item.chosen_ts) != item.fingerprint():
                 raise IdempotencyConflict(
                     f"event {row['event_id']} (seq {row['seq']}) was stored with different content "
                     "under the same idempotency key or event id"

@@ -27,7 +27,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuch
 from sqlalchemy.pool import StaticPool
 
 from agentctx import jsonvalue
-from agentctx.errors import ConfigError, MissingExtra, StorageError
+from agentctx.errors import ConfigError, EngineClosed, MissingExtra, StorageError
 
 try:  # POSIX: cross-process writer queue; elsewhere SQLite's busy timeout does the waiting.
     import fcntl
@@ -96,6 +96,10 @@ class Database:
             )
         self._thread_lock = threading.Lock()
         self._lock_fd: int | None = None
+        # Closing: no transaction starts once closed; close() waits for those under way.
+        self._closed = False
+        self._active = 0
+        self._idle = threading.Condition()
         kwargs: dict[str, Any] = {
             "json_serializer": jsonvalue.dumps,
             "json_deserializer": jsonvalue.loads,
@@ -170,6 +174,10 @@ class Database:
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
             cursor.execute("PRAGMA foreign_keys = ON")
+            # Deleted content is overwritten with zeros rather than left in free space
+            # (the default build leaves it): an erasure must reach the file, not only the
+            # tables (agentctx.storage.scrub).
+            cursor.execute("PRAGMA secure_delete = ON")
             cursor.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
             cursor.close()
             sqlitevec.load(dbapi_connection)
@@ -182,25 +190,56 @@ class Database:
             # transaction runs this.
             connection.connection.dbapi_connection.execute(_BEGIN[mode])  # type: ignore[union-attr]
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @contextlib.contextmanager
+    def _open(self) -> Iterator[None]:
+        """Count a transaction under way; ``EngineClosed`` once closed."""
+        with self._idle:
+            if self._closed:
+                raise EngineClosed()
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                if not self._active:
+                    self._idle.notify_all()
+                    if self._closed:  # the last of those close() did not wait for
+                        self._close_lock_file()
+
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction; commits on success, rolls back on any exception. A lost
-        connection raises ``StorageError`` (the pool reconnects for the next one)."""
-        if self.dialect != "sqlite":
-            with _lost_connection_as_storage_error(), self.engine.begin() as connection:
-                yield connection
-            return
-        with self._writer_queue(), self.engine.connect() as connection:
-            connection.execution_options(sqlite_begin="IMMEDIATE")
-            with connection.begin():
-                yield connection
+        connection raises ``StorageError`` (the pool reconnects for the next one);
+        ``EngineClosed`` after :meth:`close`."""
+        with self._open():
+            if self.dialect != "sqlite":
+                with _lost_connection_as_storage_error(), self.engine.begin() as connection:
+                    yield connection
+                return
+            with self._writer_queue(), self.engine.connect() as connection:
+                connection.execution_options(sqlite_begin="IMMEDIATE")
+                with connection.begin():
+                    yield connection
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
         """A read transaction: a consistent snapshot, always rolled back. A lost
-        connection raises ``StorageError``."""
-        with _lost_connection_as_storage_error(), self.engine.connect() as connection:
+        connection raises ``StorageError``; ``EngineClosed`` after :meth:`close`."""
+        with self._open(), _lost_connection_as_storage_error(), self.engine.connect() as connection:
             yield connection
+
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """SQLite: hold the writer queue (this process's writers and, through the lock
+        file, other processes') without opening a transaction, e.g. for a checkpoint."""
+        with self._open(), self._writer_queue():
+            yield
 
     @contextlib.contextmanager
     def _writer_queue(self) -> Iterator[None]:
@@ -217,6 +256,8 @@ class Database:
     @contextlib.contextmanager
     def exclusive(self, name: str) -> Iterator[None]:
         """A lock across every process using this database (used around migrations)."""
+        if self._closed:
+            raise EngineClosed()
         if self.dialect == "sqlite":
             with self._writer_queue():
                 yield
@@ -241,9 +282,25 @@ class Database:
             function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
             conn.execute(text(f"SELECT {function}(:k)"), {"k": _BLOB_GATE_KEY})
 
+    def close(self, timeout: float = 10.0) -> bool:
+        """Refuse new transactions from now on (``EngineClosed``), wait up to ``timeout``
+        seconds for those under way, then close every connection. Returns whether they
+        all ended in time (one still under way is left to finish on its connection)."""
+        with self._idle:
+            self._closed = True
+            ended = self._idle.wait_for(lambda: self._active == 0, timeout)
+            # Pooled connections close now; one checked out closes when returned.
+            self.engine.dispose()
+            if ended:  # else the transaction still under way holds the lock file
+                self._close_lock_file()
+        return ended
+
     def dispose(self) -> None:
         """Close every pooled connection and the lock file."""
         self.engine.dispose()
+        self._close_lock_file()
+
+    def _close_lock_file(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
