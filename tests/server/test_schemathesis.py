@@ -51,6 +51,11 @@ UNSTATABLE_RULES: tuple[tuple[str, str, str], ...] = (
     ),
     ("config_error", r"must add up to 1\.0", "budget_split shares add up to 1"),
     ("invalid_input", r"^invalid cursor$", "a cursor is one the server handed out"),
+    (
+        "invalid_input",
+        r"procedural memory",
+        "a procedural memory's data holds its tool statistics (scenario, tools, runs)",
+    ),
 )
 
 
