@@ -103,16 +103,30 @@ def sqlite_files(db_path: Path) -> list[Path]:
     return [p for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if p.exists()]
 
 
-@pytest.fixture
-def engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
-    engine = ContextEngine(
+def _engine(db_url: str, home: Path, **settings: object) -> ContextEngine:
+    return ContextEngine(
         url=db_url,
         home=home,
         embeddings={"provider": "hashing"},
         jobs="inline",
         erasure_poll=None,
         thread_summary={"enabled": True, "every_messages": 5, "budget_tokens": 60},
+        **settings,
     )
+
+
+@pytest.fixture
+def engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
+    """The default: a user's erasure rewrites PostgreSQL's tables, sessions vacuum."""
+    engine = _engine(db_url, home)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def rewriting_engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
+    """``erasure_scrub: rewrite``: every deletion rewrites PostgreSQL's tables."""
+    engine = _engine(db_url, home, erasure_scrub="rewrite")
     yield engine
     engine.close()
 
@@ -205,10 +219,16 @@ def test_a_transaction_left_open_does_not_stall_the_scrub(
 
 @pytest.mark.parametrize("how", ["delete_session", "sweep"])
 def test_a_deleted_or_expired_sessions_strings_leave_the_files(
-    engine: ContextEngine, backend: str, home: Path, how: str, request: pytest.FixtureRequest
+    rewriting_engine: ContextEngine,
+    backend: str,
+    home: Path,
+    how: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     """The other ways data is erased scrub too: a session's deletion, and the sweep of
-    expired sessions."""
+    expired sessions (on PostgreSQL with ``erasure_scrub: rewrite``; by default they
+    take a plain VACUUM, which locks nothing)."""
+    engine = rewriting_engine
     session = engine.create_session("u1")
     kept = engine.create_session("u1")
     for i in range(4):

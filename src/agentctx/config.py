@@ -82,18 +82,21 @@ class Settings(BaseSettings):
         description="How long the erasure feed keeps a deletion (the sweep trims it); an "
         "engine that did not read the feed for longer forgets everything it holds.",
     )
-    erasure_scrub: Literal["rewrite", "vacuum", "off"] = Field(
-        default="rewrite",
+    erasure_scrub: Literal["user", "rewrite", "vacuum", "off"] = Field(
+        default="user",
         description="After a deletion (delete_user_data, delete_session, the sweep's "
         "expired sessions), purge what the deleted rows left in the database's files. "
-        "SQLite (either mode): merge the full-text tables and checkpoint the WAL "
+        "SQLite (any mode but 'off'): merge the full-text tables and checkpoint the WAL "
         "(connections run with secure_delete on, so deleted content is zeroed). "
-        "PostgreSQL: 'rewrite' runs VACUUM FULL on agentctx's tables, which leaves no "
-        "deleted bytes in the table files but locks each table while it is rewritten; "
-        "'vacuum' runs a plain VACUUM, which takes no such lock but leaves the deleted "
-        "rows' bytes in the pages' free space (and keys in full-text index pages) until "
-        "they are reused. 'off': neither (autovacuum and automatic checkpoints only). "
-        "The write-ahead log keeps its copies either way: see agentctx.storage.scrub.",
+        "PostgreSQL: 'rewrite' runs VACUUM FULL on agentctx's tables after every "
+        "deletion, which leaves no deleted bytes in the table files but locks each table "
+        "while it is rewritten; 'vacuum' runs a plain VACUUM, which takes no such lock "
+        "but leaves the deleted rows' bytes in the pages' free space (and keys in "
+        "full-text index pages) until they are reused; 'user' (the default) rewrites "
+        "after delete_user_data, a person's erasure, and vacuums after session "
+        "deletions and expiry, which happen all day. 'off': neither (autovacuum and "
+        "automatic checkpoints only). The write-ahead log keeps its copies in every "
+        "mode: see agentctx.storage.scrub.",
     )
     sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)

@@ -504,8 +504,9 @@ class ContextEngine:
             user_id, also=lambda conn: self.memory.purge_user(conn, user_id)
         )
 
-    def _scrub_erased(self) -> None:
-        scrub_erased(self.db, rewrite=self.settings.erasure_scrub == "rewrite")
+    def _scrub_erased(self, user: bool) -> None:
+        mode = self.settings.erasure_scrub
+        scrub_erased(self.db, rewrite=mode == "rewrite" or (mode == "user" and user))
 
     def forget_erased(self) -> list[Erasure]:
         """Forget, in this process's memory, the users and sessions whose data another

@@ -59,7 +59,7 @@ class Retention:
         erasures: Erasures,
         *,
         audit_retention: timedelta,
-        scrub: Callable[[], object] | None = None,
+        scrub: Callable[[bool], object] | None = None,
     ) -> None:
         self._sessions = sessions
         self.erasures = erasures
@@ -68,8 +68,8 @@ class Retention:
         self.blobs = sessions.blobs
         self.audit_retention = audit_retention
         # Run once a deletion committed and its blobs went: purges what the deleted rows
-        # left in the database's files (agentctx.storage.scrub).
-        self._scrub = scrub or (lambda: None)
+        # left in the database's files (agentctx.storage.scrub); True for a user's erasure.
+        self._scrub = scrub or (lambda user: None)
 
     def delete(self, user_id: str, session_id: str) -> DeleteReport:
         """Delete a session with its events, turns, jobs and unshared blobs; every
@@ -88,7 +88,7 @@ class Retention:
         self.audit.emit(record)
         self.erasures.committed(erasure_id, erasure)
         report = report + self.collect_blobs()
-        self._scrub()
+        self._scrub(False)
         return report
 
     def collect_blobs(self) -> DeleteReport:
@@ -145,7 +145,7 @@ class Retention:
         abandoned = self._close_abandoned_turns(now - turn_timeout)
         report = report + self.collect_blobs()
         if report.sessions:
-            self._scrub()
+            self._scrub(False)
         with self.db.write() as conn:
             trimmed = int(
                 conn.execute(delete(audit).where(audit.c.ts < now - self.audit_retention)).rowcount
@@ -204,7 +204,7 @@ class Retention:
             erasure_id = self.erasures.within(conn, erasure)
         self.erasures.committed(erasure_id, erasure)
         report = report + self.collect_blobs()
-        self._scrub()
+        self._scrub(True)
         self.audit.record(
             AuditRecord(
                 action="delete_user_data",
