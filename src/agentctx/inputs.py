@@ -36,8 +36,14 @@ MAX_LABEL = 128
 MAX_TTL = timedelta(days=36_500)
 """Longest time to live a session may ask for: a hundred years."""
 
-MAX_BUDGET = 10_000_000
-"""Largest token budget a window may be built for."""
+MAX_BUDGET = 2**31 - 1
+"""Largest token budget a window may be asked for ("no limit" in practice)."""
+
+MAX_INT32 = 2**31 - 1
+"""Largest state or memory version: versions are 32-bit columns."""
+
+MAX_INT64 = 2**63 - 1
+"""Largest sequence number, version or offset: what a 64-bit column holds."""
 
 MAX_LIMIT = 1_000_000
 """Largest page size or result count a read may ask for."""

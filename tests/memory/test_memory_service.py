@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.errors import InvalidInput, MemoryNotFound, StaleMemory
+from agentctx.errors import InvalidInput, MemoryNotFound, OptedOut, StaleMemory
 from agentctx.events import Event, utcnow
 from agentctx.memory import MemoryCandidate, MemoryKind, Provenance
 from agentctx.memory.index_tables import user_partition
@@ -274,7 +274,7 @@ def test_opt_out_keeps_procedural_statistics_only(eng: ContextEngine) -> None:
     )
     assert report.skipped == 1 and len(report.created) == 1
     assert [m.kind for m in memory.list("u1")] == [MemoryKind.PROCEDURAL]
-    with pytest.raises(InvalidInput):
+    with pytest.raises(OptedOut):
         memory.add("u1", "User is a teacher", kind="profile")
 
 

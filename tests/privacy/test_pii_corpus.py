@@ -68,7 +68,7 @@ def _write_everything(engine: ContextEngine) -> None:
             words,
             metadata=doc,
             author=person,
-            model=f"model {words}",
+            model=f"model {PLANTS[0].text}",
             idempotency_key=identifier("idem", 0),
             images=[make_png(seed=1)],
         )
@@ -109,9 +109,11 @@ def _write_everything(engine: ContextEngine) -> None:
             data=doc,
             author=person,
             metadata=doc,
-            model=words,
+            model=PLANTS[1].text,
             request_id=identifier("request", 1),
         )
+        for plant in PLANTS:  # a model name is one line of at most 128 characters
+            turn.add_message("assistant", "ok", model=f"model {plant.text}", author=plant.text)
     session.add_message("user", words, author=person)  # a turn of its own
     session.update_state(doc)
     session.update_state({"files": list(FILE_NAMES), words: words})
@@ -132,8 +134,12 @@ def _write_everything(engine: ContextEngine) -> None:
         session_id=session.id,
     )
     engine.memory.update(
-        "u1", memory.memory_id, content=f"now {words}", data=doc, keywords=[words], reason=words
+        "u1", memory.memory_id, content=f"now {words}", data=doc, keywords=[short], reason=short
     )
+    for plant in PLANTS:  # a reason and a keyword are short: one value each
+        engine.memory.update(
+            "u1", memory.memory_id, keywords=[plant.text], reason=f"moved {plant.text}"
+        )
     added = handle_memory_tool(
         engine.memory, "u1", "memory_add", {"content": f"tool {words}", "subject": short}
     )

@@ -214,21 +214,20 @@ def test_a_failing_provider_loses_nothing(
         service = SearchService(engine, TavilyProvider(config), config)
         parent = engine.create_session("u1", "helper")
         report = service.research(parent, QUESTION)
-
-    assert report.confidence == 0.0 and report.stopped == "exhausted"
-    assert report.errors and sum(report.errors.values()) >= 2
-    sub = engine.get_session(report.sub_session_id, "u1")
-    errors = sub.events(types=[EventType.ERROR])
-    assert len(errors) == sum(report.errors.values())
-    assert {e.payload["error_code"] for e in errors} == set(report.errors)
-    failed = [e for e in sub.events(types=[EventType.TOOL_RESULT]) if e.payload["is_error"]]
-    assert len(failed) == len(errors)
-    calls = {e.call_id for e in sub.events(types=[EventType.TOOL_CALL])}
-    assert {e.call_id for e in failed} == calls  # every call has its (failed) result
-    assert sub.events(types=[EventType.FINAL])
-    result = parent.events(types=[EventType.TOOL_RESULT])
-    assert len(result) == 1 and not result[0].payload["is_error"]
-    assert "confidence 0.00" in result[0].parts[0].text  # type: ignore[union-attr]
+        assert report.confidence == 0.0 and report.stopped == "exhausted"
+        assert report.errors and sum(report.errors.values()) >= 2
+        sub = engine.get_session(report.sub_session_id, "u1")
+        errors = sub.events(types=[EventType.ERROR])
+        assert len(errors) == sum(report.errors.values())
+        assert {e.payload["error_code"] for e in errors} == set(report.errors)
+        failed = [e for e in sub.events(types=[EventType.TOOL_RESULT]) if e.payload["is_error"]]
+        assert len(failed) == len(errors)
+        calls = {e.call_id for e in sub.events(types=[EventType.TOOL_CALL])}
+        assert {e.call_id for e in failed} == calls  # every call has its (failed) result
+        assert sub.events(types=[EventType.FINAL])
+        result = parent.events(types=[EventType.TOOL_RESULT])
+        assert len(result) == 1 and not result[0].payload["is_error"]
+        assert "confidence 0.00" in result[0].parts[0].text  # type: ignore[union-attr]
 
 
 def test_search_recovers_after_transient_failures_and_a_failing_fetch(eng: ContextEngine) -> None:

@@ -229,7 +229,7 @@ def test_memory_routes(client: httpx.Client) -> None:
         "declarative_opt_out": True
     }
     refused = client.post("/v1/memories", json={"content": "Ann lives in Porto"})
-    assert refused.status_code == 422
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "opted_out"
 
 
 def test_admin_routes_need_the_admin_scope(live: Live, client: httpx.Client) -> None:

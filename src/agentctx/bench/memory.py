@@ -263,8 +263,10 @@ def score(
 def _by_kind(engine: ContextEngine, chats: Sequence[_Chat]) -> tuple[int, dict[str, int]]:
     kinds: Counter[str] = Counter()
     for chat in chats:
-        for memory in engine.memory.list(chat.user_id, limit=1_000_000):
-            kinds[memory.kind.value] += 1
+        offset = 0
+        while page := engine.memory.list(chat.user_id, limit=1000, offset=offset):
+            kinds.update(memory.kind.value for memory in page)
+            offset += len(page)
     ordered = {kind.value: kinds[kind.value] for kind in MemoryKind if kinds[kind.value]}
     return sum(kinds.values()), ordered
 

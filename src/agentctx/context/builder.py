@@ -32,6 +32,7 @@ from agentctx.context.prefix import PrefixMemory, fingerprints, shared_prefix
 from agentctx.context.pricing import Pricer
 from agentctx.context.reader import LogReader
 from agentctx.context.report import report_of
+from agentctx.context.request import MIN_BUDGET
 from agentctx.context.sources import (
     EventLoader,
     ImageStates,
@@ -47,7 +48,7 @@ from agentctx.errors import InvalidInput
 from agentctx.events import ImagePart
 from agentctx.tokens import TokenCounter
 
-MIN_BUDGET = 50
+__all__ = ["MIN_BUDGET", "STRATEGIES", "ContextBuilder"]
 
 STRATEGIES: dict[str, Callable[[Assembly], Plan]] = {
     "adaptive": adaptive.assemble,

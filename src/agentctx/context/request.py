@@ -11,6 +11,9 @@ from agentctx.ids import check_optional_id
 from agentctx.inputs import MAX_BUDGET, check_count, check_optional_text
 from agentctx.jsonvalue import check_object
 
+MIN_BUDGET = 50
+"""Smallest token budget a window is built for."""
+
 MAX_QUERY_CHARS = 20_000
 """Longest query text a window is built for."""
 
@@ -34,7 +37,7 @@ def check_window_request(
     (``ConfigError`` naming the field); here only their types and storable values.
     """
     check_optional_text(query, "query", max_chars=MAX_QUERY_CHARS)
-    check_count(budget, "budget", minimum=1, maximum=MAX_BUDGET)
+    check_count(budget, "budget", minimum=MIN_BUDGET, maximum=MAX_BUDGET)
     check_optional_text(strategy, "strategy", max_chars=64)
     if budget_split is not None:
         check_object(budget_split, where="budget_split")

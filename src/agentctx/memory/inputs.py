@@ -13,7 +13,14 @@ from pydantic import ValidationError
 
 from agentctx.errors import InvalidInput
 from agentctx.ids import check_id, check_optional_id
-from agentctx.inputs import MAX_LABEL, check_count, check_number, check_text, validation_message
+from agentctx.inputs import (
+    MAX_INT32,
+    MAX_INT64,
+    check_count,
+    check_number,
+    check_text,
+    validation_message,
+)
 from agentctx.jsonvalue import check_object
 from agentctx.memory.models import MemoryKind, procedural_data
 
@@ -21,6 +28,9 @@ MAX_CONTENT_CHARS = 20_000
 """Longest memory text: a memory is a statement, not a document."""
 
 MAX_KEYWORDS = 64
+
+MAX_SUBJECT = 256
+"""Longest subject, keyword or change reason of a memory."""
 
 
 def check_user(user_id: object) -> str:
@@ -84,7 +94,7 @@ def check_fields(
     if content is not None:
         check_content(content)
     if subject is not None:
-        check_text(subject, "subject", max_chars=MAX_LABEL)
+        check_text(subject, "subject", max_chars=MAX_SUBJECT)
     if data is not None:
         check_object(data, where="data")
     if keywords is not None:
@@ -93,7 +103,7 @@ def check_fields(
         if len(keywords) > MAX_KEYWORDS:
             raise InvalidInput(f"at most {MAX_KEYWORDS} keywords")
         for keyword in keywords:
-            check_text(keyword, "keyword", max_chars=MAX_LABEL)
+            check_text(keyword, "keyword", max_chars=MAX_SUBJECT)
     if confidence is not None:
         check_number(confidence, "confidence", maximum=1.0)
     check_optional_id("agent_id", agent_id)
@@ -103,7 +113,7 @@ def check_fields(
 def check_page(limit: object, offset: object = 0) -> None:
     """A page of results: 1-1000 items from a non-negative offset."""
     check_count(limit, "limit", minimum=1, maximum=1000)
-    check_count(offset, "offset")
+    check_count(offset, "offset", maximum=MAX_INT64)
 
 
 def check_query(query: object, filters: object) -> None:
@@ -124,10 +134,11 @@ def check_flag(value: object, field: str) -> bool:
 def check_version(value: object) -> None:
     """A compare-and-set version, when given."""
     if value is not None:
-        check_count(value, "expected_version", maximum=2**62)
+        check_count(value, "expected_version", maximum=MAX_INT32)
 
 
 __all__ = [
+    "MAX_SUBJECT",
     "check_content",
     "check_fields",
     "check_flag",

@@ -26,7 +26,7 @@ from agentctx.context.sources import MemoryItem
 from agentctx.errors import InvalidInput, OptedOut, StaleMemory
 from agentctx.events import Event, utcnow
 from agentctx.ids import check_optional_id
-from agentctx.inputs import MAX_LABEL, check_text
+from agentctx.inputs import check_text
 from agentctx.jobs import Job
 from agentctx.jsonvalue import check_json
 from agentctx.memory import store
@@ -34,6 +34,7 @@ from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import extraction_signals
 from agentctx.memory.inputs import (
+    MAX_SUBJECT,
     check_content,
     check_fields,
     check_flag,
@@ -228,7 +229,7 @@ class MemoryService:
         check_memory_ref(user_id, memory_id)
         check_fields(content=content, data=data, keywords=keywords, confidence=confidence)
         check_version(expected_version)
-        check_text(reason, "reason", max_chars=MAX_LABEL)
+        check_text(reason, "reason", max_chars=MAX_SUBJECT)
         if tainted is not None:
             check_flag(tainted, "tainted")
         values: dict[str, Any] = {}

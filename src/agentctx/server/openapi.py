@@ -23,9 +23,7 @@ _JSON_OBJECT = {
     "propertyNames": {"pattern": _NO_NUL},
 }
 # Base64 text, or a data URL with base64 content (what OpenAI's and Anthropic's formats use).
-_BASE64 = (
-    r"^(data:[^,]*,)?(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-)
+_BASE64 = r"^(data:[^,]*,)?(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 _YEAR_MS = 365 * 24 * 3600 * 1000
 
 

@@ -10,6 +10,7 @@ from pydantic_core import core_schema
 from typing_extensions import TypeAliasType
 
 from agentctx.context import ContextReport
+from agentctx.context.request import MIN_BUDGET
 from agentctx.events import EventDraft, EventType
 from agentctx.ids import ID_PATTERN as ENGINE_ID
 from agentctx.ids import USER_ID_PATTERN
@@ -23,7 +24,7 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 # author, a subject) is also a single line.
 TEXT_PATTERN = r"^[^\x00]*$"
 LINE_PATTERN = r"^[^\x00\r\n]*$"
-Keyword = Annotated[str, Field(max_length=128, pattern=TEXT_PATTERN)]
+Keyword = Annotated[str, Field(max_length=256, pattern=TEXT_PATTERN)]
 # What the engine accepts as an agent id or a session id it did not make.
 ENGINE_ID_PATTERN = ENGINE_ID
 
@@ -169,7 +170,7 @@ class ContextRequest(Body):
     """``POST /v1/sessions/{id}/context``: what ``session.build_context`` takes."""
 
     query: str | None = Field(default=None, max_length=100_000, pattern=TEXT_PATTERN)
-    budget: int = Field(default=4000, ge=1, le=2_000_000)
+    budget: int = Field(default=4000, ge=MIN_BUDGET, le=2_000_000)
     strategy: Literal["full", "compressed", "adaptive", "semantic"] | None = None
     budget_split: BudgetSplit | None = Field(
         default=None,
@@ -211,7 +212,7 @@ class MemoryCreate(Body):
 
     content: str = Field(min_length=1, max_length=4000, pattern=TEXT_PATTERN)
     kind: MemoryKind = MemoryKind.FACT
-    subject: str | None = Field(default=None, max_length=128, pattern=LINE_PATTERN)
+    subject: str | None = Field(default=None, max_length=256, pattern=LINE_PATTERN)
     data: JsonObject | None = None
     keywords: list[Keyword] = Field(default_factory=list, max_length=50)
     confidence: float = Field(default=0.9, ge=0.0, le=1.0)
@@ -238,7 +239,7 @@ class MemoryPatch(Body):
     keywords: list[Keyword] | None = Field(default=None, max_length=50)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     tainted: bool | None = None
-    reason: str = Field(default="updated", max_length=128, pattern=TEXT_PATTERN)
+    reason: str = Field(default="updated", max_length=256, pattern=TEXT_PATTERN)
 
 
 class MemoryList(BaseModel):

@@ -30,6 +30,8 @@ from agentctx.errors import (
 from agentctx.events import Event, EventDraft, EventType, JsonPart, utcnow
 from agentctx.ids import check_id, check_optional_id, new_id
 from agentctx.inputs import (
+    MAX_INT32,
+    MAX_INT64,
     MAX_LABEL,
     check_count,
     check_label,
@@ -246,7 +248,7 @@ class SessionService:
         _check_session_ids(user_id, session_id)
         check_optional_id("turn_id", turn_id, max_length=64)
         jsonvalue.check_object(changes, where="state")
-        check_optional_count(expected_version, "expected_version", maximum=2**62)
+        check_optional_count(expected_version, "expected_version", maximum=MAX_INT32)
         author = check_label(author, "author")
         redactor = redactor or self.redactor
         clean = jsonvalue.storable(redactor.redact_json(changes).value)
@@ -293,7 +295,7 @@ class SessionService:
         _check_session_ids(user_id, session_id)
         check_optional_id("turn_id", turn_id, max_length=64)
         check_optional_id("request_id", request_id)
-        check_optional_count(expected_last_seq, "expected_last_seq", maximum=2**62)
+        check_optional_count(expected_last_seq, "expected_last_seq", maximum=MAX_INT64)
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
         images = SessionImages(lambda: self._latest_image(user_id, session_id))
@@ -326,8 +328,8 @@ class SessionService:
     ) -> list[Event]:
         """Events in seq order, filtered; ``last=N`` gives the newest N (still in seq order)."""
         _check_session_ids(user_id, session_id)
-        check_optional_count(start_seq, "start_seq", maximum=2**62)
-        check_optional_count(end_seq, "end_seq", maximum=2**62)
+        check_optional_count(start_seq, "start_seq", maximum=MAX_INT64)
+        check_optional_count(end_seq, "end_seq", maximum=MAX_INT64)
         check_optional_count(limit, "limit")
         check_optional_count(last, "last")
         check_optional_id("turn_id", turn_id, max_length=64)

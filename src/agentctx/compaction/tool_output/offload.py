@@ -31,7 +31,7 @@ from agentctx.compaction.tool_output.strategies import Counter
 from agentctx.context.render import canonical_json, event_text
 from agentctx.errors import BlobNotFound, InvalidInput, SessionNotFound
 from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcnow
-from agentctx.inputs import MAX_BUDGET, check_count, check_optional_count
+from agentctx.inputs import MAX_BUDGET, MAX_INT64, check_count, check_optional_count
 from agentctx.sessions.audit import AuditRecord
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import blob_id_of
@@ -382,7 +382,7 @@ def read_offloaded_page(
     """
     if not isinstance(output_id, str):
         raise InvalidInput(f"an offloaded output id is a string, not {type(output_id).__name__}")
-    check_count(offset, "offset", maximum=2**62)
+    check_count(offset, "offset", maximum=MAX_INT64)
     check_optional_count(max_tokens, "max_tokens", minimum=1, maximum=MAX_BUDGET)
     engine = _engine(session)
     blob_id = _find(session, output_id)
