@@ -83,7 +83,15 @@ def create_app(
     app.state.authenticator = build_authenticator(engine, config)
     app.state.metrics = Metrics(CollectorRegistry())
     install_error_handlers(app)
-    state_input_rules(app)
+    state_input_rules(
+        app,
+        # Named in the public document: never a tokenizer file's path.
+        [
+            n
+            for n in {*config.tokenizers, engine.settings.context.tokenizer}
+            if not n.startswith("hf:")
+        ],
+    )
     for module in (health, sessions, events, context, blobs, memory, hitl, research, admin):
         app.include_router(module.router)
     app.include_router(sessions.me_router)

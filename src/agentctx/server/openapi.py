@@ -13,6 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
+from pydantic.json_schema import models_json_schema
+
+from agentctx.context.config import ContextConfig
 
 _JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
 _NO_NUL = r"^[^\x00]*$"
@@ -61,14 +64,35 @@ def _refine(components: dict[str, Any]) -> None:
         meta["duration_ms"] = _nullable({"type": "number", "minimum": 0, "maximum": _YEAR_MS})
 
 
-def state_input_rules(app: FastAPI) -> None:
-    """Serve ``app``'s OpenAPI document with the event rules written in (built once)."""
+def _context_overrides(components: dict[str, Any], tokenizers: list[str]) -> None:
+    """A window request's ``config`` overrides the context configuration: state its
+    fields (each optional), shares by known section, and the server's tokenizers."""
+    request = components.get("ContextRequest", {}).get("properties", {})
+    if "config" not in request:
+        return
+    _, top = models_json_schema(
+        [(ContextConfig, "validation")], ref_template="#/components/schemas/{model}"
+    )
+    for name, schema in top.get("$defs", {}).items():
+        components.setdefault(name, schema)
+    config = components["ContextConfig"]["properties"]
+    if "BudgetSplit" in components:
+        config["budget_split"] = {"$ref": "#/components/schemas/BudgetSplit"}
+    config["tokenizer"] = {"type": "string", "enum": sorted(tokenizers)}
+    request["config"] = _nullable({"$ref": "#/components/schemas/ContextConfig"})
+
+
+def state_input_rules(app: FastAPI, tokenizers: list[str]) -> None:
+    """Serve ``app``'s OpenAPI document with the event rules and the context
+    configuration written in (built once); ``tokenizers``: those a request may name."""
     build: Callable[[], dict[str, Any]] = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = build()
-            _refine(document.get("components", {}).get("schemas", {}))
+            components = document.get("components", {}).get("schemas", {})
+            _refine(components)
+            _context_overrides(components, tokenizers)
             app.openapi_schema = document
         return app.openapi_schema
 
