@@ -16,8 +16,14 @@ Imported by the library and MCP corpus test (``test_pii_corpus.py``) and by REST
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from sqlalchemy import text
+
+from agentctx import ContextEngine
 
 
 @dataclass(frozen=True)
@@ -131,3 +137,41 @@ def missing_negatives(haystack: str | bytes) -> list[str]:
     """The hard negatives not found in ``haystack`` (each should be there, unchanged)."""
     data = haystack.encode() if isinstance(haystack, str) else haystack
     return sorted(k for k, v in NEGATIVES.items() if not any(f in data for f in _forms(v)))
+
+
+class LogLines(logging.Handler):
+    """Every record that reaches the root logger, formatted as a handler would write it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+        self.lines.append(repr({k: v for k, v in record.__dict__.items() if k != "msg"}))
+
+
+def database_text(engine: ContextEngine) -> bytes:
+    """Every stored row: the raw files on SQLite, every table's rows as text on PostgreSQL."""
+    if engine.db.engine.dialect.name == "sqlite":
+        path = Path(str(engine.db.engine.url.database))
+        files = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
+        return b"\n".join(f.read_bytes() for f in files if f.exists())
+    with engine.db.read() as conn:
+        tables = conn.execute(
+            text(
+                "SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) "
+                "FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                "AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+            )
+        ).scalars()
+        rows: list[str] = []
+        for table in list(tables):
+            rows.extend(conn.execute(text(f"SELECT t::text FROM {table} t")).scalars())
+    return "\n".join(rows).encode()
+
+
+def files_text(root: Path) -> bytes:
+    """Every file under ``root``, concatenated."""
+    return b"\n".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())

@@ -15,35 +15,24 @@ from pii_corpus import (
     FILE_NAMES,
     ID_PLANTS,
     PLANTS,
+    LogLines,
+    database_text,
+    files_text,
     identifier,
     leaks,
     missing_negatives,
     planted_json,
     planted_text,
 )
-from sqlalchemy import text
 
 from agentctx import ContextEngine, EventType
 from agentctx.memory.tool import handle_memory_tool
 from conftest import make_png
 
 
-class _Records(logging.Handler):
-    """Every record that reaches the root logger, formatted as a handler would write it."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-        self.lines.append(repr({k: v for k, v in record.__dict__.items() if k != "msg"}))
-
-
 @pytest.fixture
-def root_records() -> Iterator[_Records]:
-    handler = _Records()
+def root_records() -> Iterator[LogLines]:
+    handler = LogLines()
     root = logging.getLogger()
     level = root.level
     root.addHandler(handler)
@@ -178,32 +167,8 @@ def _write_through_mcp(engine: ContextEngine) -> None:
     asyncio.run(scenario())
 
 
-def _database_text(engine: ContextEngine) -> bytes:
-    """Every stored row: the raw files on SQLite, every table's rows as text on PostgreSQL."""
-    if engine.db.engine.dialect.name == "sqlite":
-        path = Path(str(engine.db.engine.url.database))
-        files = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
-        return b"\n".join(f.read_bytes() for f in files if f.exists())
-    with engine.db.read() as conn:
-        tables = conn.execute(
-            text(
-                "SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) "
-                "FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-                "AND table_schema NOT IN ('pg_catalog', 'information_schema')"
-            )
-        ).scalars()
-        rows: list[str] = []
-        for table in list(tables):
-            rows.extend(conn.execute(text(f"SELECT t::text FROM {table} t")).scalars())
-    return "\n".join(rows).encode()
-
-
-def _files_text(root: Path) -> bytes:
-    return b"\n".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
-
-
 def test_planted_personal_data_reaches_no_storage(
-    db_url: str, home: Path, root_records: _Records
+    db_url: str, home: Path, root_records: LogLines
 ) -> None:
     settings: dict[str, Any] = {
         "redaction": {"enabled": True},
@@ -213,7 +178,7 @@ def test_planted_personal_data_reaches_no_storage(
     with ContextEngine(url=db_url, home=home, **settings) as engine:
         _write_everything(engine)
         _write_through_mcp(engine)
-        stored = _database_text(engine)
+        stored = database_text(engine)
         blob_dir = engine.settings.blob_path()
         audit_file = engine.settings.audit_path()
     if db_url.startswith("sqlite"):
@@ -223,7 +188,7 @@ def test_planted_personal_data_reaches_no_storage(
     assert missing_negatives(stored) == [], "hard negatives lost in the database"
     assert b"[EMAIL]" in stored and b"[PERSON]" in stored
 
-    blobs = _files_text(blob_dir)
+    blobs = files_text(blob_dir)
     assert blobs, "nothing was offloaded: the size guard was not exercised"
     assert leaks(blobs) == [], "planted values in the blob files"
     assert missing_negatives(blobs) == []
@@ -244,5 +209,5 @@ def test_the_search_finds_what_an_engine_without_redaction_stores(tmp_path: Path
         home=home, redaction={"enabled": False}, embeddings={"provider": "hashing"}
     ) as engine:
         _write_everything(engine)
-        stored = _database_text(engine)
+        stored = database_text(engine)
     assert leaks(stored) == sorted({p.value for p in PLANTS} | {i.value for i in ID_PLANTS})
