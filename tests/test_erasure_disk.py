@@ -194,13 +194,12 @@ def test_the_scrub_reports_what_it_did(engine: ContextEngine, backend: str) -> N
         assert {"events", "search_fts", "memory_fts", "memories"} <= set(report.vacuumed)
 
 
+@pytest.mark.parametrize("backend", ["postgresql"])  # table locks are PostgreSQL's
 def test_a_transaction_left_open_does_not_stall_the_scrub(
     engine: ContextEngine, backend: str, db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """PostgreSQL: VACUUM FULL waits a bounded time for a table another transaction
     holds, then vacuums it in place (which that transaction does not block)."""
-    if backend != "postgresql":
-        pytest.skip("table locks are PostgreSQL's")
     write_user(engine, "u-gone", "gone")
     raw = create_engine(normalize_url(db_url))
     try:
