@@ -24,6 +24,7 @@ from pii_corpus import (
     planted_json,
     planted_text,
 )
+from sqlalchemy import text
 
 from agentctx import ContextEngine, EventType
 from agentctx.memory.tool import handle_memory_tool
@@ -167,8 +168,20 @@ def _write_through_mcp(engine: ContextEngine) -> None:
     asyncio.run(scenario())
 
 
+def _table_files(engine: ContextEngine, request: pytest.FixtureRequest) -> bytes:
+    """PostgreSQL: this database's table and index files as on disk, after a checkpoint.
+    (Not the WAL: the test server's is shared with every other test's database.)"""
+    server = request.getfixturevalue("pg_server")
+    server.psql("CHECKPOINT;")
+    with engine.db.read() as conn:
+        oid = conn.execute(
+            text("SELECT oid FROM pg_database WHERE datname = current_database()")
+        ).scalar_one()
+    return files_text(Path(server.pgdata) / "base" / str(oid))
+
+
 def test_planted_personal_data_reaches_no_storage(
-    db_url: str, home: Path, root_records: LogLines
+    db_url: str, home: Path, root_records: LogLines, request: pytest.FixtureRequest
 ) -> None:
     settings: dict[str, Any] = {
         "redaction": {"enabled": True},
@@ -179,10 +192,14 @@ def test_planted_personal_data_reaches_no_storage(
         _write_everything(engine)
         _write_through_mcp(engine)
         stored = database_text(engine)
+        raw = b"" if db_url.startswith("sqlite") else _table_files(engine, request)
         blob_dir = engine.settings.blob_path()
         audit_file = engine.settings.audit_path()
     if db_url.startswith("sqlite"):
         stored += b"\n" + Path(db_url.removeprefix("sqlite:///")).read_bytes()  # checkpointed
+    # Raw pages hold what the rows hold (compressed TOAST values aside, which the rows
+    # above show in full): nothing planted may be in them either.
+    assert leaks(raw) == [], "planted values in PostgreSQL's table files"
 
     assert leaks(stored) == [], "planted values in the database"
     assert missing_negatives(stored) == [], "hard negatives lost in the database"
