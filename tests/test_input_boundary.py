@@ -316,3 +316,18 @@ def test_numbers_read_back_as_written_so_the_chain_verifies(
     stored = engine.get_session(session.id, "u1").events(start_seq=event.seq)[0]
     assert stored.payload["n"] == number
     assert stored.hash == event.hash
+
+
+def test_a_sessions_own_ttl_is_kept_by_its_writes(engine: ContextEngine) -> None:
+    # A write renews the expiry by the session's own TTL, not the engine's 30 days.
+    session = engine.create_session("u1", "agent", ttl=timedelta(hours=1))
+    default = engine.create_session("u1", "agent")
+    for _ in range(3):
+        session.add_message("user", "hi")
+        default.add_message("user", "hi")
+    own = engine.get_session(session.id, "u1").info.expires_at
+    engines = engine.get_session(default.id, "u1").info.expires_at
+    now = datetime.now(UTC)
+    assert own is not None and engines is not None
+    assert timedelta(minutes=59) < own - now <= timedelta(hours=1)
+    assert engines - now > timedelta(days=29)

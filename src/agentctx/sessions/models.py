@@ -31,6 +31,7 @@ class SessionInfo(_Record):
     updated_at: datetime
     last_accessed_at: datetime
     expires_at: datetime | None
+    ttl_ms: int | None = None  # its own TTL (create_session(ttl=…)); None: the engine's
 
 
 class TurnInfo(_Record):

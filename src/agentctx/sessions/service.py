@@ -130,6 +130,7 @@ class SessionService:
             "updated_at": now,
             "last_accessed_at": now,
             "expires_at": now + lifetime if lifetime is not None else None,
+            "ttl_ms": ttl // timedelta(milliseconds=1) if ttl is not None else None,
         }
         record = AuditRecord(
             action="session_create", user_id=user_id, session_id=session_id, state_version=0

@@ -254,7 +254,7 @@ class EventWriter:
             rows.append(row)
         repo.insert_events(conn, rows)
         self._insert_blobs(conn, user_id, session_id, fresh, now)
-        expires_at, renew = self._renewed_expiry(head.expires_at, now)
+        expires_at, renew = self._renewed_expiry(head.expires_at, now, head.ttl_ms)
         repo.advance_head(
             conn,
             user_id,
@@ -295,18 +295,20 @@ class EventWriter:
         )
 
     def _renewed_expiry(
-        self, current: datetime | None, now: datetime
+        self, current: datetime | None, now: datetime, own_ttl_ms: int | None
     ) -> tuple[datetime | None, bool]:
         """The sliding expiry after a write, and whether it needs storing.
 
-        It is stored only when it moves by more than 1% of the TTL: a session that
-        lives 30 days is renewed about every 7 hours of activity, not on every
+        The TTL is the session's own (``create_session(ttl=…)``) or else the engine's.
+        The expiry is stored only when it moves by more than 1% of the TTL: a session
+        that lives 30 days is renewed about every 7 hours of activity, not on every
         append, which would rewrite the expiry index each time.
         """
-        if self._ttl is None:
+        ttl = timedelta(milliseconds=own_ttl_ms) if own_ttl_ms is not None else self._ttl
+        if ttl is None:
             return current, False
-        renewed = now + self._ttl
-        if current is not None and renewed - current <= self._ttl / 100:
+        renewed = now + ttl
+        if current is not None and renewed - current <= ttl / 100:
             return current, False
         return renewed, True
 

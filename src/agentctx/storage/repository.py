@@ -50,6 +50,7 @@ class SessionHead:
     state_version: int
     state: dict[str, Any]
     expires_at: datetime | None
+    ttl_ms: int | None = None  # the session's own TTL in milliseconds; None: the engine's
 
 
 def _session_key(user_id: str, session_id: str) -> Any:
@@ -82,6 +83,7 @@ def _lock_head_statement() -> Any:
             sessions.c.state_version,
             sessions.c.state,
             sessions.c.expires_at,
+            sessions.c.ttl_ms,
         )
         .where(bound_live_session())
         .with_for_update()
@@ -95,8 +97,8 @@ def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) ->
     )
     if not found:
         return None
-    last_seq, last_hash, state_version, state, expires_at = found[0]
-    return SessionHead(last_seq, last_hash, state_version, state, expires_at)
+    last_seq, last_hash, state_version, state, expires_at, ttl_ms = found[0]
+    return SessionHead(last_seq, last_hash, state_version, state, expires_at, ttl_ms)
 
 
 def _session_row_statement() -> Any:

@@ -55,6 +55,8 @@ sessions = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Column("last_accessed_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
+    # The session's own TTL (create_session(ttl=…)); null: the engine's session_ttl.
+    Column("ttl_ms", BigInteger, nullable=True),
     PrimaryKeyConstraint("user_id", "session_id"),
     Index(None, "user_id", "created_at", "session_id"),
     Index(None, "expires_at"),
