@@ -197,6 +197,8 @@ def test_text_that_cannot_be_stored_is_refused_alike(engine: ContextEngine, text
         engine.memory.search("u1", text)
     with pytest.raises(InvalidInput):
         engine.get_session(text, "u1")
+    with pytest.raises(InvalidInput):
+        session.events(types=[text])
     assert session.events() == []
     assert session.verify().ok
 

@@ -37,6 +37,7 @@ from agentctx.inputs import (
     check_label,
     check_optional_count,
     check_optional_text,
+    check_text,
     check_ttl,
 )
 from agentctx.jobs import JobQueue
@@ -336,7 +337,7 @@ class SessionService:
         check_optional_id("turn_id", turn_id, max_length=64)
         if last is not None and limit is not None:
             raise InvalidInput("give limit or last, not both")
-        type_names = [str(t) for t in types] if types else None
+        type_names = [check_text(str(t), "types", max_chars=32) for t in types] if types else None
         now = utcnow()
         if self.cache.enabled and turn_id is None and not type_names:
             # Hot cache: a seq-range read validated by the session head (agentctx.cache);
