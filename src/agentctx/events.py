@@ -18,7 +18,6 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentctx.errors import InvalidEvent
-from agentctx.ids import ID_PATTERN
 
 
 class EventType(StrEnum):
@@ -62,15 +61,8 @@ DEFAULT_ROLES: dict[EventType, Role | None] = {
 }
 
 
-def _kind_required(schema: dict[str, Any]) -> None:
-    # A part's ``kind`` has a default in Python (TextPart(text=…)), but in JSON it is
-    # the discriminator every part must name: the OpenAPI schema says so.
-    if "kind" in schema.get("properties", {}):
-        schema["required"] = sorted({*schema.get("required", []), "kind"})
-
-
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_kind_required)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class TextPart(_Frozen):
@@ -223,14 +215,14 @@ class EventDraft(_Frozen):
 
     type: EventType
     role: Role | None = None
-    author: str | None = Field(default=None, max_length=128)
+    author: str | None = None
     parts: tuple[DraftPart, ...] = ()
     payload: dict[str, Any] = Field(default_factory=dict)
     meta: EventMeta = Field(default_factory=EventMeta)
-    call_id: str | None = Field(default=None, max_length=128, pattern=ID_PATTERN)
-    request_id: str | None = Field(default=None, max_length=128, pattern=ID_PATTERN)
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
-    event_id: str | None = Field(default=None, max_length=64, pattern=ID_PATTERN)
+    call_id: str | None = None
+    request_id: str | None = None
+    idempotency_key: str | None = None
+    event_id: str | None = None
     ts: datetime | None = None
 
     @field_validator("ts")

@@ -39,8 +39,6 @@ def config_of(request: Request) -> ServerConfig:
 PATH_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,127}$"
 # Free text in a query parameter (an agent id, a cursor): printable, no control characters.
 QUERY_TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
-# Search text may hold newlines and tabs, never a NUL byte.
-SEARCH_TEXT_PATTERN = r"^[^\x00]*$"
 
 IdPath = Annotated[
     str, Path(min_length=1, max_length=128, pattern=PATH_ID_PATTERN, description="An id.")

@@ -52,7 +52,7 @@ class _KeysByPattern:
 if TYPE_CHECKING:
     JsonObject = dict[str, Any]
 else:
-    _NoNulText = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+    _NoNulText = Annotated[str, Field(pattern=TEXT_PATTERN)]
     # Integers are kept exactly within 64 bits (what storage holds); a larger one is
     # taken as a (float) number, as JSON readers in most languages take it.
     _Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]

@@ -47,8 +47,10 @@ from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
 EVENT_ID_MAX = 64
 """Longest event id (its column's width)."""
-# A year in milliseconds: longer is a unit mistake.
-_MAX_DURATION_MS = 365 * 24 * 3600 * 1000.0
+IDEMPOTENCY_KEY_MAX = 256
+"""Longest idempotency key (its column's width)."""
+MAX_DURATION_MS = 365 * 24 * 3600 * 1000.0
+"""Longest ``duration_ms``: a year; longer is a unit mistake."""
 # What a BlobPart costs in a window before it is restored: its preview plus a short pointer.
 _POINTER_TOKENS = 12
 
@@ -254,7 +256,7 @@ class Preparer:
             "turn_id": None,
             "request_id": identifier(draft.request_id or request_id),
             "call_id": identifier(draft.call_id),
-            "idempotency_key": identifier(draft.idempotency_key, 256),
+            "idempotency_key": identifier(draft.idempotency_key, IDEMPOTENCY_KEY_MAX),
             "parts": parts,
             "payload": payload_value,
             "meta": meta,
@@ -381,14 +383,14 @@ def _validate(draft: EventDraft) -> None:
         check_optional_id("request_id", draft.request_id)
         check_optional_id("event_id", draft.event_id, max_length=EVENT_ID_MAX)
         if draft.idempotency_key is not None:
-            check_text(draft.idempotency_key, "idempotency_key", max_chars=256)
+            check_text(draft.idempotency_key, "idempotency_key", max_chars=IDEMPOTENCY_KEY_MAX)
             if not draft.idempotency_key:
                 raise InvalidInput("idempotency_key may not be empty")
         check_label(draft.author, "author")
         check_label(draft.meta.model, "model")
         check_label(draft.meta.tool_name, "tool name")
         if draft.meta.duration_ms is not None:
-            check_number(draft.meta.duration_ms, "duration_ms", maximum=_MAX_DURATION_MS)
+            check_number(draft.meta.duration_ms, "duration_ms", maximum=MAX_DURATION_MS)
     except InvalidInput as exc:
         raise InvalidEvent(str(exc)) from None
     if draft.type in (EventType.TOOL_CALL, EventType.TOOL_RESULT) and not draft.call_id:

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Header, Query, Response
 
 from agentctx.memory import Memory, MemoryChange, MemoryHit, MemoryKind
 from agentctx.server.deps import (
-    SEARCH_TEXT_PATTERN,
     AgentIdQuery,
     Caller,
     Engine,
@@ -19,7 +18,7 @@ from agentctx.server.deps import (
 )
 from agentctx.server.errors import error_responses, links
 from agentctx.server.routes.sessions import IF_MATCH_PATTERN, etag, parse_if_match
-from agentctx.server.schemas import MemoryCreate, MemoryList, MemoryPatch, OptOut
+from agentctx.server.schemas import TEXT_PATTERN, MemoryCreate, MemoryList, MemoryPatch, OptOut
 
 router = APIRouter(prefix="/v1", tags=["memory"], responses=error_responses(400))
 _CAS = error_responses(409, 412)
@@ -41,7 +40,7 @@ def search_memories(
     user_id: ReadUser,
     engine: Engine,
     caller: Caller,
-    query: Annotated[str | None, Query(max_length=10_000, pattern=SEARCH_TEXT_PATTERN)] = None,
+    query: Annotated[str | None, Query(max_length=10_000, pattern=TEXT_PATTERN)] = None,
     kinds: Kinds = None,
     agent_id: AgentIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
