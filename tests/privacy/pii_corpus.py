@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +139,22 @@ def missing_negatives(haystack: str | bytes) -> list[str]:
     """The hard negatives not found in ``haystack`` (each should be there, unchanged)."""
     data = haystack.encode() if isinstance(haystack, str) else haystack
     return sorted(k for k, v in NEGATIVES.items() if not any(f in data for f in _forms(v)))
+
+
+@contextmanager
+def root_logging(handler: logging.Handler | None = None) -> Iterator[None]:
+    """The root logger at DEBUG (and with ``handler``, if given) for the block."""
+    root = logging.getLogger()
+    level = root.level
+    if handler is not None:
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        if handler is not None:
+            root.removeHandler(handler)
+        root.setLevel(level)
 
 
 class LogLines(logging.Handler):

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from pii_corpus import root_logging
 
 from agentctx.privacy.logging import install_record_redaction
 from agentctx.privacy.pii import PIIRedactor
@@ -40,13 +41,8 @@ def root_capture() -> Iterator[_Capture]:
     # Added after redaction was installed, on the root logger: the case a filter on the
     # agentctx logger or on its handlers never sees.
     handler = _Capture()
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(level)
+    with root_logging(handler):
+        yield handler
 
 
 @pytest.mark.usefixtures("factory")

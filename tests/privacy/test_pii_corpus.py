@@ -23,6 +23,7 @@ from pii_corpus import (
     missing_negatives,
     planted_json,
     planted_text,
+    root_logging,
 )
 from sqlalchemy import text
 
@@ -34,13 +35,8 @@ from conftest import make_png
 @pytest.fixture
 def root_records() -> Iterator[LogLines]:
     handler = LogLines()
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(level)
+    with root_logging(handler):
+        yield handler
 
 
 def _write_everything(engine: ContextEngine) -> None:

@@ -6,7 +6,6 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import base64
-import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from privacy.pii_corpus import (
     missing_negatives,
     planted_json,
     planted_text,
+    root_logging,
 )
 from server.live import serve
 from server.logcapture import captured_logs
@@ -34,11 +34,8 @@ from server.logcapture import captured_logs
 
 @pytest.fixture
 def debug_root() -> Iterator[None]:
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.DEBUG)
-    yield
-    root.setLevel(level)
+    with root_logging():
+        yield
 
 
 def _ok(response: httpx.Response) -> Any:
