@@ -31,6 +31,7 @@ from agentctx.memory.extract import (
     extract_procedural,
 )
 from agentctx.memory.index import MemoryIndex
+from agentctx.memory.items import memory_item
 from agentctx.memory.models import (
     DECLARATIVE_KINDS,
     Memory,
@@ -46,7 +47,6 @@ from agentctx.memory.service import (
     EventLoader,
     MemoryService,
     MemoryTimeout,
-    memory_item,
 )
 from agentctx.memory.tool import handle_memory_tool, memory_tools
 from agentctx.privacy.redactor import Redactor

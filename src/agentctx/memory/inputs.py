@@ -8,6 +8,7 @@ is an ``InvalidInput`` naming the field (never the value). See :mod:`agentctx.in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,7 +23,7 @@ from agentctx.inputs import (
     validation_message,
 )
 from agentctx.jsonvalue import check_object
-from agentctx.memory.models import MemoryKind, procedural_data
+from agentctx.memory.models import MemoryCandidate, MemoryKind, procedural_data
 
 MAX_CONTENT_CHARS = 20_000
 """Longest memory text: a memory is a statement, not a document."""
@@ -78,6 +79,14 @@ def check_procedural(kind: MemoryKind, data: object) -> None:
         procedural_data(data)
     except ValidationError as exc:
         raise InvalidInput(f"procedural memory data: {validation_message(exc)}") from None
+
+
+def check_candidate(**values: Any) -> MemoryCandidate:
+    """A memory added through the API, its fields already checked (:func:`check_fields`)."""
+    try:
+        return MemoryCandidate.model_validate(values)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid memory: {validation_message(exc)}") from None
 
 
 def check_fields(
@@ -139,6 +148,7 @@ def check_version(value: object) -> None:
 
 __all__ = [
     "MAX_SUBJECT",
+    "check_candidate",
     "check_content",
     "check_fields",
     "check_flag",

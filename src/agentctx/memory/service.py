@@ -35,6 +35,7 @@ from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import extraction_signals
 from agentctx.memory.inputs import (
     MAX_SUBJECT,
+    check_candidate,
     check_content,
     check_fields,
     check_flag,
@@ -47,6 +48,7 @@ from agentctx.memory.inputs import (
     check_user,
     check_version,
 )
+from agentctx.memory.items import memory_item
 from agentctx.memory.models import (
     Memory,
     MemoryCandidate,
@@ -154,7 +156,7 @@ class MemoryService:
             agent_id=agent_id,
             session_id=session_id,
         )
-        candidate = _candidate(
+        candidate = check_candidate(
             kind=kind,
             content=content,
             subject=subject,
@@ -589,39 +591,8 @@ class MemoryService:
         self.index.index_memories(found)
 
 
-def memory_item(memory: Memory) -> MemoryItem:
-    """A memory as the window's memory section shows it, citing where it came from."""
-    cited = ", ".join(
-        f"{source.session_id[-8:]}#{source.seq}"
-        if source.seq is not None
-        else source.session_id[-8:]
-        for source in memory.sources[:3]
-    )
-    more = f" +{len(memory.sources) - 3}" if len(memory.sources) > 3 else ""
-    return MemoryItem(
-        memory_id=memory.memory_id,
-        text=memory.content,
-        kind=memory.kind.value,
-        updated_at=memory.updated_at,
-        confidence=memory.confidence,
-        support=memory.support_count,
-        provenance=f"{cited}{more}" if cited else "added by API",
-    )
-
-
 def _run_key(user_id: str, session_id: str, version: str, kind: MemoryKind) -> str:
     return f"{user_id}\x1f{session_id}\x1f{version}\x1f{kind.value}"
 
 
-def _candidate(**values: Any) -> MemoryCandidate:
-    check_json(
-        {k: values.get(k) for k in ("content", "subject", "data", "keywords", "agent_id")},
-        where="memory",
-    )
-    try:
-        return MemoryCandidate.model_validate(values)
-    except Exception as exc:
-        raise InvalidInput(f"invalid memory: {exc}") from exc
-
-
-__all__ = ["MEMORY_JOB", "MemoryService", "MemoryTimeout", "memory_item"]
+__all__ = ["MEMORY_JOB", "MemoryService", "MemoryTimeout"]

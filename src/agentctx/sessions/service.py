@@ -7,10 +7,9 @@ written to the audit log either way.
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import or_, select, tuple_, update
@@ -44,6 +43,7 @@ from agentctx.jobs import JobQueue
 from agentctx.perception import ImageHashes, SessionImages, StoredImage
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.audit import AuditLog, AuditRecord
+from agentctx.sessions.cursors import decode_cursor, encode_cursor
 from agentctx.sessions.models import (
     Page,
     SessionInfo,
@@ -51,11 +51,12 @@ from agentctx.sessions.models import (
     VerifyReport,
 )
 from agentctx.sessions.prepare import Preparer
+from agentctx.sessions.verify import check_chain
 from agentctx.sessions.writer import EventWriter, StateChange, WriteResult
 from agentctx.storage import images as image_index
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
-from agentctx.storage.chain import GENESIS_HASH, chain_hash
+from agentctx.storage.chain import GENESIS_HASH
 from agentctx.storage.database import Database
 from agentctx.storage.schema import blob_refs, blobs, sessions
 
@@ -221,7 +222,7 @@ class SessionService:
             )
         order = (sessions.c.created_at, sessions.c.user_id, sessions.c.session_id)
         if cursor is not None:
-            query = query.where(tuple_(*order) > tuple_(*_decode_cursor(cursor)))
+            query = query.where(tuple_(*order) > tuple_(*decode_cursor(cursor)))
         query = query.order_by(*order).limit(limit + 1)
         with self.db.read() as conn:
             rows = list(conn.execute(query).mappings())
@@ -229,7 +230,7 @@ class SessionService:
         next_cursor = None
         if len(rows) > limit:
             last = items[-1]
-            next_cursor = _encode_cursor(last.created_at, last.user_id, last.session_id)
+            next_cursor = encode_cursor(last.created_at, last.user_id, last.session_id)
         return Page[SessionInfo](items=items, next_cursor=next_cursor)
 
     # State ------------------------------------------------------------------------------
@@ -469,7 +470,7 @@ class SessionService:
             head = repo.get_session_row(conn, user_id, session_id, utcnow())
             if head is None:
                 self.audit.deny(record, SessionNotFound(session_id))
-            report = _check_chain(session_id, head, repo.iter_event_rows(conn, user_id, session_id))
+            report = check_chain(session_id, head, repo.iter_event_rows(conn, user_id, session_id))
         record.status = "ok" if report.ok else "error"
         record.error_code = None if report.ok else "tampered"
         record.meta = {"first_bad_seq": report.first_bad_seq} if not report.ok else {}
@@ -548,58 +549,8 @@ class SessionService:
         return self.blobs.get(row[0])
 
 
-def _check_chain(session_id: str, head: Any, rows: Iterator[Any]) -> VerifyReport:
-    """Walk the stored events in seq order; report the first that breaks the chain."""
-    prev, expected_seq, checked = GENESIS_HASH, 1, 0
-
-    def report(first_bad_seq: int | None = None, reason: str | None = None) -> VerifyReport:
-        return VerifyReport(
-            session_id=session_id,
-            ok=first_bad_seq is None,
-            events_checked=checked,
-            last_seq=head["last_seq"],
-            first_bad_seq=first_bad_seq,
-            reason=reason,
-        )
-
-    for row in rows:
-        if row["seq"] != expected_seq:
-            return report(expected_seq, f"event {expected_seq} is missing (next is {row['seq']})")
-        try:
-            computed = chain_hash(prev, row)
-        except Exception as exc:  # a row so damaged it cannot be hashed
-            computed = f"unhashable: {exc}"
-        if computed != row["hash"]:
-            return report(row["seq"], "hash does not match the event's content and predecessor")
-        prev, expected_seq, checked = row["hash"], expected_seq + 1, checked + 1
-    if checked != head["last_seq"]:
-        return report(
-            checked + 1, f"the log ends at seq {checked}, the session at {head['last_seq']}"
-        )
-    if prev != head["last_hash"]:
-        return report(checked, "the last event's hash does not match the session head")
-    return report()
-
-
 def _check_session_ids(user_id: str, session_id: str) -> None:
     # Before any query or audit row: a value that cannot be an id cannot name a session,
     # and must not reach the database (PostgreSQL refuses NUL and over-long values).
     check_id("user_id", user_id)
     check_id("session_id", session_id)
-
-
-def _encode_cursor(created_at: datetime, user_id: str, session_id: str) -> str:
-    raw = jsonvalue.dumps([created_at.isoformat(), user_id, session_id])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created, user_id, session_id = jsonvalue.loads(base64.urlsafe_b64decode(padded))
-        when = datetime.fromisoformat(created)
-        if when.tzinfo is None:
-            raise ValueError(created)
-        return when, str(user_id), str(session_id)
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("invalid cursor") from exc
