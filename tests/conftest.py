@@ -18,6 +18,11 @@ from pathlib import Path
 _runtime = Path(tempfile.gettempdir()) / f"agentctx-test-runtime-{os.getuid()}"
 _runtime.mkdir(mode=0o700, exist_ok=True)
 os.environ.setdefault("XDG_RUNTIME_DIR", str(_runtime))
+# Follow-up work runs inline in the tests: a test reads what a turn's end computed as soon
+# as the turn is over, and a search embeds what it searches. The default ("background":
+# worker threads, the model loading as the engine starts) is tested by the tests that
+# ask for it by name (tests/test_background_work.py and the benchmarks' tests).
+os.environ.setdefault("AGENTCTX_JOBS", "inline")
 
 import pgserver  # noqa: E402
 import pytest  # noqa: E402

@@ -167,6 +167,7 @@ def test_yaml_config_and_environment_precedence(
     config.write_text(f"home: {tmp_path / 'from-yaml'}\nmax_inline_bytes: 4096\njobs: manual\n")
     monkeypatch.setenv("AGENTCTX_CONFIG", str(config))
     monkeypatch.setenv("AGENTCTX_MAX_INLINE_BYTES", "8192")
+    monkeypatch.delenv("AGENTCTX_JOBS", raising=False)  # the tests' own setting
     with ContextEngine() as engine:
         assert engine.settings.home == tmp_path / "from-yaml"
         assert engine.settings.max_inline_bytes == 8192  # environment beats the file

@@ -102,10 +102,14 @@ class Settings(BaseSettings):
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
     pool_size: int = Field(default=8, ge=1)
     jobs: Literal["inline", "background", "manual"] = Field(
-        default="inline",
-        description="How queued work (turn-end hooks) runs: right after the turn in the "
-        "caller's thread, "
-        "in a background thread, or only when run_pending() is called.",
+        default="background",
+        description="How follow-up work runs (turn-end jobs: summaries, topics, folds, "
+        "reflections, memory extraction; and embedding new events): 'background' (the "
+        "default) in worker threads the engine starts, so neither a turn's end nor a "
+        "window waits for a model, and the embedding model loads in the background as the "
+        "engine starts; 'manual' only when you call engine.jobs.run_pending(); 'inline' "
+        "right after each turn on the caller's thread, with searches embedding what is new "
+        "themselves: deterministic, for tests and scripts, slow on an agent's path.",
     )
     redaction: RedactionConfig = Field(
         default_factory=RedactionConfig,

@@ -30,9 +30,11 @@ from agentctx.ids import check_id
 from agentctx.jobs import Job, JobQueue
 from agentctx.jsonvalue import check_object
 from agentctx.llm.config import llm_from_config
-from agentctx.llm.embeddings import embedder_from_config
+from agentctx.llm.embeddings import Embedder, embedder_from_config
+from agentctx.llm.warmup import ModelWarmup
 from agentctx.memory import MEMORY_JOB, build_memory_service
 from agentctx.privacy.redactor import Redactor
+from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
 from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_file
@@ -69,6 +71,12 @@ class ContextEngine:
     ``ContextEngine()`` opens (and migrates) the embedded SQLite database under
     ``$AGENTCTX_HOME`` (default ``~/.agentctx``); ``ContextEngine(url="postgresql://…")``
     runs the same API on PostgreSQL. The engine is thread-safe; share one per process.
+
+    ``redactor``, ``blob_store`` and ``embedder`` replace the configured ones with your
+    own implementations of :class:`~agentctx.privacy.redactor.Redactor`,
+    :class:`~agentctx.storage.blobs.BlobStore` and
+    :class:`~agentctx.llm.embeddings.Embedder` (an embedder with a ``load()`` method is
+    loaded in the background as the engine starts).
     """
 
     def __init__(
@@ -79,6 +87,7 @@ class ContextEngine:
         settings: Settings | None = None,
         redactor: Redactor | None = None,
         blob_store: BlobStore | None = None,
+        embedder: Embedder | None = None,
         **overrides: Any,
     ) -> None:
         if settings is None:
@@ -138,14 +147,19 @@ class ContextEngine:
             cache=self.cache,
         )
         self._counters: dict[str, TokenCounter] = {}
-        # Retrieval: lexical always; dense with the configured embedder (loaded on first use).
-        embedder = embedder_from_config(s.embeddings, models_dir=s.home / "models")
-        self.search_index = SearchIndex(self.db, embedder, config=s.retrieval)
-        if s.jobs == "background":
-            # With a worker, each turn's events are indexed and embedded in the
-            # background; otherwise searches catch up themselves (embedding at most
-            # ``retrieval.inline_embed_limit`` events per search).
-            self.on_turn_end("search_index", self.search_index.on_turn_end)
+        # Retrieval: lexical always; dense with the configured embedder. Unless jobs run
+        # inline, its model loads in the background from the start (no window waits for
+        # it) and new events are embedded off the call path: see _embed_off_the_call_path.
+        if embedder is None:
+            embedder = embedder_from_config(s.embeddings, models_dir=s.home / "models")
+        self.model_warmup = (
+            ModelWarmup(embedder) if embedder is not None and s.jobs != "inline" else None
+        )
+        self.search_index = SearchIndex(
+            self.db, embedder, config=s.retrieval, warmup=self.model_warmup
+        )
+        self.embedding: EmbeddingWorker | None = None
+        self._embed_off_the_call_path()
         # Compaction: summaries, topics, folds, reflections, screenshot placeholders.
         fast_llm = llm_from_config(s.llm, "fast")
         compactors = install_compaction(
@@ -195,6 +209,10 @@ class ContextEngine:
             self.search = SearchService(
                 self, search_provider, s.search, llm=llm_from_config(s.llm, "primary") or fast_llm
             )
+        if self.model_warmup is not None:
+            self.model_warmup.start()
+        if self.embedding is not None:
+            self.embedding.start()
         if s.jobs == "background":
             self.jobs.start_worker()
         # Deletions: what this process holds in memory of deleted users and sessions goes,
@@ -221,6 +239,27 @@ class ContextEngine:
             # The libraries and modules loaded by now last as long as the process: out
             # of full collections, which otherwise stall builds (agentctx.gc_freeze).
             freeze_at_start_up()
+
+    def _embed_off_the_call_path(self) -> None:
+        """Who embeds new events. ``background``: a worker thread, asked after every
+        write and by the turn-end job (durable), so a window only ranks by the vectors
+        already there; ``manual``: the turn-end job, when the caller runs pending jobs;
+        ``inline``: the searches themselves (at most ``retrieval.inline_embed_limit``
+        events each), for tests and scripts."""
+        s, index = self.settings, self.search_index
+        if s.jobs == "inline" or index.embedder is None:
+            return
+        if s.jobs == "background":
+            assert self.model_warmup is not None
+            self.embedding = EmbeddingWorker(
+                index.embed_step,
+                self.model_warmup,
+                queue_size=s.retrieval.embed_queue_size,
+                batch=s.retrieval.embed_batch,
+            )
+            self._service.after_write = index.request_embedding
+        index.embed_in_background(s.jobs, self.embedding)
+        self.on_turn_end("search_index", index.on_turn_end)
 
     # Sessions ---------------------------------------------------------------------------
 
@@ -588,6 +627,8 @@ class ContextEngine:
         if self.db.closed:
             return
         self._erasures.close()
+        if self.embedding is not None:
+            self.embedding.close(timeout)
         self.jobs.close(timeout)
         self.cache.close()
         self.db.close(timeout)

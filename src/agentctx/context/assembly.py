@@ -12,9 +12,26 @@ from agentctx.context.gather import Request, Sources, memory_block, summary_mess
 from agentctx.context.plan import Plan
 from agentctx.context.pricing import Pricer
 from agentctx.context.reader import LogReader, Recent
-from agentctx.context.sources import Retriever
+from agentctx.context.sources import Retrieval, Retriever
 from agentctx.context.units import Unit, units_of
 from agentctx.events import EventType
+
+
+class RecordingRetriever:
+    """The build's retriever, keeping the last search's answer: the report says whether
+    vectors took part and how many new events had none yet."""
+
+    def __init__(self, inner: Retriever) -> None:
+        self.inner = inner
+        self.last: Retrieval | None = None
+
+    def retrieve(
+        self, user_id: str, session_id: str, query: str, *, limit: int, before_seq: int | None
+    ) -> Retrieval:
+        """The inner retriever's answer, remembered."""
+        found = self.inner.retrieve(user_id, session_id, query, limit=limit, before_seq=before_seq)
+        self.last = found
+        return found
 
 
 @dataclass
@@ -25,7 +42,7 @@ class Assembly:
     sources: Sources
     reader: LogReader
     pricer: Pricer
-    retriever: Retriever | None
+    retriever: RecordingRetriever | None
     memory_max_tokens: int | None
     timings: dict[str, float] = field(default_factory=dict)
     recent: Recent | None = None  # the newest events read for the history

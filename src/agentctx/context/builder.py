@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentctx.context import adaptive, semantic, sequential
-from agentctx.context.assembly import Assembly
+from agentctx.context.assembly import Assembly, RecordingRetriever
 from agentctx.context.config import ContextConfig
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import RenderedImageCache
@@ -141,7 +141,7 @@ class ContextBuilder:
             sources=gathered,
             reader=reader,
             pricer=pricer,
-            retriever=self.retriever,
+            retriever=RecordingRetriever(self.retriever) if self.retriever is not None else None,
             memory_max_tokens=self.memories.max_tokens if self.memories is not None else None,
             timings={"search_ms": 0.0, "retrieve_ms": 0.0, **gathered.timings},
         )

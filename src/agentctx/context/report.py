@@ -57,6 +57,10 @@ def report_of(  # noqa: PLR0917 - the finished build's parts
             event_ids=tuple(e.event_id for e in recent_events),
         ),
     ]
+    searched = build.retriever.last if build.retriever is not None else None
+    notes = [*build.sources.notes, *plan.notes]
+    if searched is not None and searched.dense == "loading":
+        notes.append("ranked without vectors: the embedding model is still loading")
     included = sorted([*recent_events, *block_events], key=lambda e: e.seq)
     considered = len(build.recent.events) if build.recent is not None else 0
     considered += len(build.reader.fetched)
@@ -71,7 +75,9 @@ def report_of(  # noqa: PLR0917 - the finished build's parts
         dropped=tuple(d for _, d in sorted(pricer.dropped.items()) if d.event_id not in shown),
         truncated=tuple(_truncations(pricer, plan)),
         not_considered=max(0, build.last_seq - considered) + build.skipped,
-        notes=tuple([*build.sources.notes, *plan.notes]),
+        notes=tuple(notes),
+        dense_ranking=searched.dense if searched is not None else None,
+        unembedded_events=searched.unembedded if searched is not None else 0,
         timings_ms=build.timings,
         images=pricer.images.report(messages),
         stable_prefix_tokens=stable_prefix_tokens,

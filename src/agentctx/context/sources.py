@@ -10,10 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from agentctx.events import Event
 from agentctx.tokens import TokenCounter
+
+DenseState = Literal["used", "loading", "failed", "off"]
+"""Whether a search ranked by vectors: ``used``; ``loading`` while the embedding model
+loads in the background (the search did not wait for it); ``failed`` when the model or
+endpoint failed; ``off`` without an embedder or vector search."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,10 @@ class RetrievedHit:
 class Retrieval:
     """What a search found for a window: its hits, best first, and whom the query is about.
 
+    ``dense`` says whether vectors took part in the ranking (see :data:`DenseState`);
+    ``unembedded`` counts the newest events that had no vector yet (embedding runs in the
+    background), which only the lexical ranking could find.
+
     ``subject``: the one session author the query names (by name, or by an alias the
     search learned), whose own events the search ranked on their own; None when it names
     nobody, or two people ("Kate and Elise"). Questions about a person are mostly
@@ -41,6 +50,8 @@ class Retrieval:
 
     hits: tuple[RetrievedHit, ...] = ()
     subject: str | None = None
+    dense: DenseState = "off"
+    unembedded: int = 0  # events newer than the session's vectors: ranked lexically only
 
 
 @runtime_checkable

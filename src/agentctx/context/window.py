@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentctx.context.anthropic import to_anthropic
+from agentctx.context.sources import DenseState
 
 DropReason = Literal[
     "budget",  # did not fit
@@ -85,6 +86,17 @@ class ContextReport(_Frozen):
     notes: tuple[str, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)
     images: ImagesReport = Field(default_factory=ImagesReport)
+    dense_ranking: DenseState | None = Field(
+        default=None,
+        description="Whether the search for older events ranked by vectors: 'used'; "
+        "'loading' while the embedding model loads in the background (the window did not "
+        "wait for it); 'failed'; 'off' (no embedder). None when no search ran.",
+    )
+    unembedded_events: int = Field(
+        default=0,
+        description="The newest events that had no vector yet (embedding runs in the "
+        "background): the search found them by their words only.",
+    )
     stable_prefix_tokens: int | None = Field(
         default=None,
         description="Tokens from the start of the window, message by message, that equal "

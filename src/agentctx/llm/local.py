@@ -192,6 +192,13 @@ class LocalEmbedder:
     def _model(self) -> Any:
         return load_model(self.model_path, freeze_gc=self._freeze_gc)
 
+    def load(self) -> None:
+        """Load the model now and run it once (its first call imports the rest lazily),
+        so that later calls only compute: the engine calls it on a background thread
+        (:mod:`agentctx.llm.warmup`)."""
+        self._model().encode(["warm up"], show_progress_bar=False)
+        _ = self.dimensions
+
     @property
     def dimensions(self) -> int:
         """The vector size (a model folder of your own is loaded to learn it)."""

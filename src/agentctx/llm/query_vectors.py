@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from agentctx.cache.bounded import Lru
 from agentctx.llm.embeddings import Embedder
+from agentctx.llm.warmup import ModelState, ModelWarmup
 
 
 class QueryVectors:
@@ -20,10 +21,21 @@ class QueryVectors:
     (``size=0`` keeps none). Thread-safe; two threads asking a new query at once may
     both embed it."""
 
-    def __init__(self, embedder: Embedder, size: int = 256) -> None:
+    def __init__(
+        self, embedder: Embedder, size: int = 256, *, warmup: ModelWarmup | None = None
+    ) -> None:
         self.embedder = embedder
         self.size = size
         self._vectors: Lru[str, list[float]] = Lru(size)  # refuses a negative size
+        # The model's background load, when the engine started one: until it is done the
+        # indexes rank without vectors rather than wait for it.
+        self.warmup = warmup
+
+    @property
+    def model_state(self) -> ModelState:
+        """``ready`` when a query can be embedded without waiting for the model to load
+        (always, without a background load), else ``loading`` or ``failed``."""
+        return "ready" if self.warmup is None else self.warmup.state
 
     def vector(self, query: str) -> list[float] | None:
         """The vector of ``query``, or None when the embedder gives the zero vector

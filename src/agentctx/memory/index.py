@@ -325,8 +325,12 @@ class MemoryIndex:
             floor=self.freshness_floor,
         )
 
-    def _query_vector(self, query: str) -> list[float] | None:
+    def _query_vector(self, query: str, *, wait: bool = False) -> list[float] | None:
+        """The query's vector; None while the model loads in the background, unless
+        ``wait`` (consolidation, off the call path, must not miss a duplicate)."""
         assert self.query_vectors is not None
+        if not wait and self.query_vectors.model_state != "ready":
+            return None  # a search never waits for the model: it ranks lexically
         try:
             return self.query_vectors.vector(query)
         except EmbeddingError as exc:
@@ -565,7 +569,7 @@ class MemoryIndex:
             statuses=statuses,
             now=utcnow(),
         )
-        vector = self._query_vector(content) if embedder_id is not None else None
+        vector = self._query_vector(content, wait=True) if embedder_id is not None else None
         uid = user_partition(user_id)
         depth = max(limit * 10, 50)
         with self.db.read() as conn:

@@ -75,8 +75,23 @@ class RetrievalConfig(BaseModel):
     inline_embed_limit: int = Field(
         default=256,
         ge=0,
-        description="Documents a search embeds itself before answering; the rest are left "
-        "to the turn-end job (lexical indexing always completes).",
+        description="With jobs='inline' only: documents a search embeds itself before "
+        "answering; the rest are left to the turn-end job (lexical indexing always "
+        "completes). With a background worker or jobs='manual' a search embeds nothing.",
+    )
+    embed_queue_size: int = Field(
+        default=1024,
+        ge=1,
+        description="Sessions the background embedding worker holds queued; past it, a "
+        "request is shed (never blocking a write) and the session is asked for again by "
+        "its next search or turn end. See agentctx.retrieval.embedding_worker.",
+    )
+    embed_batch: int = Field(
+        default=32,
+        ge=1,
+        le=10_000,
+        description="Events the background worker embeds of one session before the next "
+        "queued session's turn.",
     )
     max_postings: int = Field(
         default=8000,

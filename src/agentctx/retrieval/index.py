@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from readerwriterlock import rwlock
 from sqlalchemy import Connection
@@ -25,11 +25,13 @@ from agentctx.errors import InvalidInput
 from agentctx.jobs import Job
 from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.llm.query_vectors import QueryVectors
+from agentctx.llm.warmup import ModelWarmup
 from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.aliases import AliasBook
 from agentctx.retrieval.config import RetrievalConfig
 from agentctx.retrieval.dates import QueryDays, query_days, restrict_to_days
+from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.event_rows import (
     event_column,
     hit_rows,
@@ -59,10 +61,15 @@ from agentctx.retrieval.vector_search import VectorSearch
 from agentctx.storage.database import Database
 
 if TYPE_CHECKING:
-    from agentctx.context.sources import Retrieval
+    from agentctx.context.sources import DenseState, Retrieval
 
 log = logging.getLogger(__name__)
 
+EmbeddingMode = Literal["inline", "background", "manual"]
+_SEARCH_CATCH_UP = 64
+"""With a background worker: events a search leaves unindexed for the worker. An agent
+writes a few events between two windows (a tool call, its result); more is a backlog,
+whose words the search indexes itself (fast, unlike vectors) so that it finds them."""
 _Found = TypeVar("_Found")
 _Rankings = list[tuple[Sequence[int], float]]
 """Rankings to fuse, each as (seqs best first, weight)."""
@@ -102,6 +109,8 @@ class _Ranking:
     subject: str | None = None  # the one participant the query names (see participants)
     focus: str | None = None  # the subject, when their own events are ranked on their own
     days: QueryDays | None = None  # the days the query names (see dates)
+    dense: DenseState = "off"  # whether vectors took part, or why not
+    unembedded: int = 0  # indexed documents still waiting for their vector
 
 
 class SearchIndex:
@@ -116,6 +125,7 @@ class SearchIndex:
         embedder: Embedder | None = None,
         *,
         config: RetrievalConfig | None = None,
+        warmup: ModelWarmup | None = None,
     ) -> None:
         self.db = db
         self.embedder = embedder
@@ -127,10 +137,17 @@ class SearchIndex:
         self._setup_lock = threading.Lock()
         self._vector_search = VectorSearch(self.config)
         self.query_vectors = (
-            QueryVectors(embedder, self.config.query_cache_size) if embedder is not None else None
+            QueryVectors(embedder, self.config.query_cache_size, warmup=warmup)
+            if embedder is not None
+            else None
         )
         self._participants = ParticipantCache()
         self._aliases = AliasBook()
+        # Who embeds new events: the search itself, at most ``inline_embed_limit`` per
+        # search ("inline"), a background worker ("background"), or the caller's
+        # ``run_pending`` through the turn-end job ("manual"); see embed_in_background.
+        self._embedding: EmbeddingMode = "inline"
+        self._worker: EmbeddingWorker | None = None
         # Searches share it and forget_user takes it alone, so that no search in flight
         # puts a deleted user's data back into the caches after they were cleared
         # (writers first: a deletion is not starved by a stream of searches).
@@ -178,6 +195,43 @@ class SearchIndex:
     def dense_enabled(self) -> bool:
         """Whether vectors are indexed and searched (an embedder, and sqlite-vec or pgvector)."""
         return self._ensure_dense() is not None
+
+    def embed_in_background(self, mode: EmbeddingMode, worker: EmbeddingWorker | None) -> None:
+        """Take embedding off the search: ``background`` hands it to ``worker`` (asked
+        after every write and by any search that finds vectors missing), ``manual``
+        leaves it to the turn-end job the caller runs; ``inline`` (the default) embeds
+        in the search, up to ``inline_embed_limit`` documents. Lexical indexing always
+        completes in the search: it is fast, and a new event must be findable at once."""
+        if mode == "background" and worker is None:
+            raise ValueError("background embedding needs a worker")
+        self._embedding = mode
+        self._worker = worker if mode == "background" else None
+
+    def request_embedding(self, user_id: str, session_id: str) -> None:
+        """Tell the background worker the session has new events (no-op otherwise)."""
+        if self._worker is not None and self.embedder is not None:
+            self._worker.request(user_id, session_id)
+
+    def embed_step(self, user_id: str, session_id: str, limit: int) -> bool:
+        """Index the session's new events and embed at most ``limit`` of them (each
+        vector kind); True when some are still without a vector. The background
+        worker's unit of work."""
+        self.sync(user_id, session_id, embed_limit=limit)
+        embedder_id = self._ensure_dense()
+        if embedder_id is None:
+            return False
+        with self.db.read() as conn:
+            states = [read_state(conn, user_id, session_id, embedder_id)]
+            if self._context_id is not None:
+                states.append(read_state(conn, user_id, session_id, self._context_id))
+        return any(s is not None and s.embedded_seq < s.indexed_seq for s in states)
+
+    def _dense_state(self) -> DenseState:
+        """Whether a search can rank by vectors now, without waiting for a model."""
+        if self.embedder is None or self.query_vectors is None:
+            return "off"
+        state = self.query_vectors.model_state
+        return "used" if state == "ready" else state
 
     # Sync -------------------------------------------------------------------------------
 
@@ -253,8 +307,17 @@ class SearchIndex:
                 self._vector_search.drop_session(sid)
 
     def on_turn_end(self, job: Job) -> None:
-        """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``."""
-        if job.user_id is not None and job.session_id is not None:
+        """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``.
+
+        With a background worker it indexes the turn's words and hands the vectors to the
+        worker (the job never waits for the model; being durable, it asks again for a
+        session whose request a crash or a full queue lost); otherwise it embeds too."""
+        if job.user_id is None or job.session_id is None:
+            return
+        if self._worker is not None:
+            self.sync(job.user_id, job.session_id, embed_limit=0)
+            self._worker.request(job.user_id, job.session_id)
+        else:
             self.sync(job.user_id, job.session_id)
 
     # Search -----------------------------------------------------------------------------
@@ -322,10 +385,15 @@ class SearchIndex:
         self._ensure_lexical()
         embedder_id: int | None = None
         vector: list[float] | None = None
+        # Never wait for the model: while it loads (or after it failed) rank lexically.
+        dense_state = self._dense_state() if dense else "off"
         try:
-            embedder_id = self._ensure_dense() if self.embedder is not None else None
+            embedder_id = self._ensure_dense() if dense_state == "used" else None
         except EmbeddingError as exc:  # e.g. an endpoint asked for its vector size is down
             log.warning("the embedder is unavailable, lexical ranking only: %s", exc)
+            dense_state = "failed"
+        if dense_state == "used" and embedder_id is None:
+            dense_state = "off"  # no vector search on this database
         named, aliases = self._named(user_id, session_id, query)
         if len(named) == 1 and named_with_someone_else(query, named[0], aliases):
             named = []  # about two people: not this one's own events, nor their voice
@@ -333,12 +401,13 @@ class SearchIndex:
         if not self.config.participant_weight:
             named = []  # the query is ranked and embedded as it was asked
         focus = subject if named else None
-        if dense and embedder_id is not None and query.strip():
+        if dense_state == "used" and embedder_id is not None and query.strip():
             try:
                 assert self.query_vectors is not None
                 vector = self.query_vectors.vector(as_asked_by(query, named, aliases))
             except EmbeddingError as exc:
                 log.warning("embedding the query failed, lexical ranking only: %s", exc)
+                dense_state = "failed"
         terms = query_terms(query) if lexical else []
         ranking = _Ranking(
             user_id,
@@ -351,6 +420,7 @@ class SearchIndex:
             focus=focus,
             subject=subject,
             days=query_days(query) if self.config.date_weight else None,
+            dense=dense_state,
         )
         # One read transaction (round trips count on PostgreSQL); a second only after a sync.
         with self.db.read() as conn:
@@ -362,19 +432,37 @@ class SearchIndex:
                 context is not None and self._behind(context, self._context_id)
             )
             if not (sync and behind):
+                self._ask_for_vectors(ranking, state)
                 rankings = self._rankings(conn, state, embedder_id, ranking, context)
-                return finish(conn, ranking, rankings)
+                return finish(conn, self._counted(ranking, state), rankings)
         try:
-            self.sync(user_id, session_id, embed_limit=self.config.inline_embed_limit)
+            self.sync(user_id, session_id, embed_limit=self._search_embed_limit())
         except EmbeddingError as exc:  # the turn-end job retries; search what is indexed
             log.warning("embedding during search failed: %s", exc)
         with self.db.read() as conn:
             state = read_state(conn, user_id, session_id, embedder_id)
             if state is None:
                 return finish(conn, ranking, [])
+            self._ask_for_vectors(ranking, state)
             context = self._context_state(conn, ranking, embedder_id)
             rankings = self._rankings(conn, state, embedder_id, ranking, context)
-            return finish(conn, ranking, rankings)
+            return finish(conn, self._counted(ranking, state), rankings)
+
+    def _search_embed_limit(self) -> int:
+        """Documents a search embeds itself: none unless embedding is inline."""
+        return self.config.inline_embed_limit if self._embedding == "inline" else 0
+
+    def _ask_for_vectors(self, ranking: _Ranking, state: IndexState) -> None:
+        """Hand a session whose vectors lag to the background worker."""
+        if self._worker is not None and state.embedded_seq < state.last_seq:
+            self._worker.request(ranking.user_id, ranking.session_id)
+
+    @staticmethod
+    def _counted(ranking: _Ranking, state: IndexState) -> _Ranking:
+        """The ranking with the number of events searched without their vector."""
+        if ranking.dense != "used":
+            return ranking
+        return replace(ranking, unembedded=max(0, state.last_seq - state.embedded_seq))
 
     def _context_state(
         self, conn: Connection, ranking: _Ranking, embedder_id: int | None
@@ -416,7 +504,9 @@ class SearchIndex:
 
         best = top_fused(rankings, self.config.rrf_k, ranking.limit)
         if not best:
-            return Retrieval(subject=ranking.subject)
+            return Retrieval(
+                subject=ranking.subject, dense=ranking.dense, unembedded=ranking.unembedded
+            )
         tokens = event_column(
             conn, ranking.user_id, ranking.session_id, [s for s, _ in best], "token_estimate"
         )
@@ -425,7 +515,9 @@ class SearchIndex:
             for seq, score in best
             if seq in tokens
         )
-        return Retrieval(hits, subject=ranking.subject)
+        return Retrieval(
+            hits, subject=ranking.subject, dense=ranking.dense, unembedded=ranking.unembedded
+        )
 
     def _rankings(
         self,
@@ -558,10 +650,17 @@ class SearchIndex:
         return named_participants(query, authors, aliases), aliases
 
     def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
-        """Whether a sync would find something to do (from the state alone)."""
-        if state.indexed_seq < state.last_seq:
+        """Whether the search should sync first (from the state alone): with a background
+        worker, only when the words of more than a few steps' events are not indexed
+        (an import, a worker far behind); the newest few are in the window's recent
+        history anyway, and indexing them here would queue the search behind the
+        worker's writes."""
+        lexical_backlog = state.last_seq - state.indexed_seq
+        if self._worker is not None:
+            return lexical_backlog > _SEARCH_CATCH_UP
+        if lexical_backlog > 0:
             return True
-        embeds = embedder_id is not None and self.config.inline_embed_limit > 0
+        embeds = embedder_id is not None and self._search_embed_limit() > 0
         return embeds and state.embedded_seq < state.indexed_seq
 
     def retrieve(

@@ -8,7 +8,7 @@ written to the audit log either way.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -87,6 +87,9 @@ class SessionService:
         self.jobs = jobs
         self.redactor = redactor
         self.session_ttl = session_ttl
+        # Told (user_id, session_id) after every append commits: the engine hands the
+        # session's new events to its background embedding worker. Must not block.
+        self.after_write: Callable[[str, str], None] | None = None
 
     # Sessions ---------------------------------------------------------------------------
 
@@ -306,7 +309,7 @@ class SessionService:
             self.preparer.prepare(user_id, session_id, draft, request_id, redactor, images=images)
             for draft in drafts
         ]
-        return self.writer.write(
+        result = self.writer.write(
             user_id,
             session_id,
             prepared,
@@ -315,6 +318,9 @@ class SessionService:
             request_id=request_id,
             expected_last_seq=expected_last_seq,
         )
+        if self.after_write is not None:
+            self.after_write(user_id, session_id)
+        return result
 
     def events(
         self,

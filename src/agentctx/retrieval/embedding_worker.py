@@ -1,0 +1,188 @@
+"""Embedding off the agent's call path: a worker thread fed by a bounded queue of sessions.
+
+An agent builds a window before every model call, right after its tools answered; the
+events it just wrote (tool results of tens of kilobytes) have no vectors yet. Embedding
+them inside the window's search put the model's seconds on every step. Instead, every
+write asks this worker to embed its session (:meth:`EmbeddingWorker.request`, which
+never blocks), and the worker embeds on a thread of its own: a session's backlog in
+batches of ``batch`` documents, sessions taking turns, so one long backlog cannot starve
+the others. A window built before an event's vector exists ranks that event lexically
+and by recency (it is among the newest anyway) and its report says how many events wait.
+
+The queue holds session keys, not work: what is left to embed is recorded durably by the
+index itself (each session's embedded and indexed seqs). So the queue is bounded
+(``queue_size`` sessions) and, when full, a request is shed rather than blocking the
+writer: the session is asked for again by the next search that finds it behind, or by
+its turn-end job, which survives a crash. Nothing is lost by shedding, and an agent never
+waits for the worker.
+
+The worker first waits for the model's background load (:mod:`agentctx.llm.warmup`);
+a failed embedding (an endpoint down) drops the session from the queue after a pause,
+and the next request brings it back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentctx.errors import EngineClosed
+from agentctx.llm.embeddings import EmbeddingError
+from agentctx.llm.warmup import ModelWarmup
+
+log = logging.getLogger(__name__)
+
+SessionKey = tuple[str, str]
+EmbedStep = Callable[[str, str, int], bool]
+"""Embeds at most ``n`` documents of (user, session); True when more are left."""
+
+
+@dataclass(slots=True)
+class EmbeddingStats:
+    """What the worker has done since it started."""
+
+    requested: int = 0  # requests that queued a session
+    shed: int = 0  # requests refused because the queue was full
+    steps: int = 0  # batches embedded
+    failures: int = 0  # batches that failed (the session left the queue)
+
+
+class EmbeddingWorker:
+    """Embeds the sessions it is asked to, on a daemon thread, once the model is loaded.
+
+    ``embed_step(user_id, session_id, n)`` does the work (the search index's
+    :meth:`~agentctx.retrieval.index.SearchIndex.embed_step`). Thread-safe.
+    """
+
+    def __init__(
+        self,
+        embed_step: EmbedStep,
+        warmup: ModelWarmup,
+        *,
+        queue_size: int = 1024,
+        batch: int = 64,
+        failure_pause: float = 1.0,
+    ) -> None:
+        self._embed_step = embed_step
+        self.warmup = warmup
+        self.queue_size = queue_size
+        self.batch = batch
+        self._failure_pause = failure_pause
+        self._queue: OrderedDict[SessionKey, None] = OrderedDict()
+        self._busy: SessionKey | None = None  # the session being embedded now
+        self._lock = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.stats = EmbeddingStats()
+
+    def start(self) -> None:
+        """Start the thread (and the model's load, if not started yet)."""
+        if self._thread is not None:
+            return
+        self.warmup.start()
+        self._thread = threading.Thread(target=self._run, name="agentctx-embedding", daemon=True)
+        self._thread.start()
+
+    def request(self, user_id: str, session_id: str) -> bool:
+        """Ask for the session's new events to be embedded; never blocks. False when the
+        queue was full and the request was shed (the session is asked for again later:
+        see the module's docstring). A session already queued keeps its place."""
+        key = (user_id, session_id)
+        if self.warmup.state == "failed":
+            return False  # nothing will embed it: searches stay lexical
+        with self._lock:
+            if key in self._queue:
+                return True
+            if len(self._queue) >= self.queue_size:
+                self.stats.shed += 1
+                return False
+            self._queue[key] = None
+            self.stats.requested += 1
+            self._lock.notify()
+        return True
+
+    @property
+    def pending(self) -> int:
+        """Sessions queued or being embedded."""
+        with self._lock:
+            return len(self._queue) + (self._busy is not None)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is queued or being embedded (for scripts, benchmarks and
+        tests; a window never waits); True when idle before ``timeout``."""
+        with self._lock:
+            return self._lock.wait_for(
+                lambda: not self._queue and self._busy is None, timeout=timeout
+            )
+
+    def forget(self, user_id: str | None, session_id: str | None = None) -> None:
+        """Drop queued requests of a deleted user (every user's when None) or session."""
+        with self._lock:
+            for key in list(self._queue):
+                if user_id is None or (key[0] == user_id and session_id in (None, key[1])):
+                    del self._queue[key]
+            self._lock.notify_all()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop taking work; the batch in progress has ``timeout`` seconds to end (its
+        session stays behind in the index and is embedded by the next engine)."""
+        self._stop.set()
+        with self._lock:
+            self._queue.clear()
+            self._lock.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # The thread -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.warmup.wait(0.5):
+                break
+            if self.warmup.state == "failed":
+                self._discard()  # no model: nothing will be embedded; searches stay lexical
+                return
+        while not self._stop.is_set():
+            key = self._next()
+            if key is None:
+                continue
+            more = False
+            try:
+                more = self._embed_step(key[0], key[1], self.batch)
+                self.stats.steps += 1
+            except EngineClosed:
+                return
+            except EmbeddingError as exc:
+                self.stats.failures += 1
+                log.warning("background embedding failed; retried on the next request: %s", exc)
+                self._stop.wait(self._failure_pause)
+            except Exception:  # a worker thread must not die of one session's error
+                self.stats.failures += 1
+                log.exception("background embedding failed")
+                self._stop.wait(self._failure_pause)
+            finally:
+                self._done(key, more)
+
+    def _next(self) -> SessionKey | None:
+        with self._lock:
+            self._lock.wait_for(lambda: self._queue or self._stop.is_set(), timeout=1.0)
+            if self._stop.is_set() or not self._queue:
+                return None
+            key, _ = self._queue.popitem(last=False)
+            self._busy = key
+            return key
+
+    def _done(self, key: SessionKey, more: bool) -> None:
+        with self._lock:
+            self._busy = None
+            if more and not self._stop.is_set() and key not in self._queue:
+                self._queue[key] = None  # to the back: sessions take turns
+            self._lock.notify_all()
+
+    def _discard(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._lock.notify_all()

@@ -1,0 +1,202 @@
+"""The default: nothing slow on the agent's call path.
+
+With ``jobs="background"`` (the default) the embedding model loads on a thread of its own
+as the engine starts, new events are embedded by a worker thread, and turn-end jobs run
+in the job worker. These tests hold the model's load, the embedding and a turn-end job
+on gates the test opens, and check that windows and turn ends go on meanwhile, correct,
+and that the work is done once the gates open.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from agentctx import ContextEngine
+from agentctx.config import load_settings
+from agentctx.jobs import Job
+from agentctx.llm.hashing import HashingEmbedder
+
+GATE_TIMEOUT = 30.0
+
+
+class GatedEmbedder(HashingEmbedder):
+    """Feature hashing whose model "load", and the background worker's embedding, wait
+    for the test to open their gates: a model still loading, or a worker behind."""
+
+    def __init__(self) -> None:
+        super().__init__(dimensions=64)
+        self.loaded = threading.Event()
+        self.embedding = threading.Event()
+        self.embedding.set()
+        self.embed_calls = 0
+        self.embedding_started = threading.Event()
+
+    def load(self) -> None:
+        assert self.loaded.wait(GATE_TIMEOUT), "the test never let the model load"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embed_calls += 1
+        if threading.current_thread().name == "agentctx-embedding":  # not a query's
+            self.embedding_started.set()
+            assert self.embedding.wait(GATE_TIMEOUT), "the test never let embedding go on"
+        return super().embed(texts)
+
+
+@pytest.fixture
+def gated() -> GatedEmbedder:
+    return GatedEmbedder()
+
+
+@pytest.fixture
+def background_engine(
+    db_url: str, home: Path, gated: GatedEmbedder
+) -> Iterator[ContextEngine]:
+    with ContextEngine(url=db_url, home=home, embedder=gated, jobs="background") as engine:
+        yield engine
+    gated.loaded.set()
+    gated.embedding.set()
+
+
+def _chat(session, turns: int) -> None:  # type: ignore[no-untyped-def]
+    for i in range(turns):
+        with session.turn():
+            session.add_message("user", f"question {i} about the invoice numbered {1000 + i}")
+            session.add_message("assistant", f"answer {i}: the invoice {1000 + i} is paid")
+
+
+def test_background_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTCTX_JOBS", raising=False)
+    assert load_settings().jobs == "background"
+
+
+def test_window_while_the_model_loads(
+    background_engine: ContextEngine, gated: GatedEmbedder
+) -> None:
+    session = background_engine.create_session("u1")
+    _chat(session, 6)
+    window = session.build_context(budget=2000, query="what about invoice 1002?")
+    report = window.report
+    assert report.dense_ranking == "loading"
+    assert any("still loading" in note for note in report.notes)
+    # Correct without vectors: the newest turn is there as chat, the old one found by words.
+    text = str(window.messages)
+    assert "invoice 1005 is paid" in text
+    assert "1002" in text
+    assert gated.embed_calls == 0  # nothing waited for (or ran) the model
+    hits = background_engine.search_index.search("u1", session.id, "invoice 1002")
+    assert hits and hits[0].dense_rank is None
+
+    gated.loaded.set()
+    assert background_engine.model_warmup is not None
+    assert background_engine.model_warmup.wait(GATE_TIMEOUT)
+    worker = background_engine.embedding
+    assert worker is not None
+    assert worker.wait_idle(GATE_TIMEOUT)
+    window = session.build_context(budget=2000, query="what about invoice 1002?")
+    assert window.report.dense_ranking == "used"
+    assert window.report.unembedded_events == 0
+    hits = background_engine.search_index.search("u1", session.id, "invoice 1002")
+    assert any(hit.dense_rank is not None for hit in hits)
+
+
+def test_window_while_the_worker_is_behind(
+    background_engine: ContextEngine, gated: GatedEmbedder
+) -> None:
+    gated.loaded.set()
+    session = background_engine.create_session("u1")
+    _chat(session, 3)
+    worker = background_engine.embedding
+    assert worker is not None
+    assert worker.wait_idle(GATE_TIMEOUT)
+    gated.embedding.clear()  # the worker now blocks inside its next batch
+    gated.embedding_started.clear()
+    with session.turn():
+        session.add_message("user", "look up the refund of order 77-alpha")
+        session.add_tool_call("lookup", {"order": "77-alpha"}, call_id="c1")
+        session.add_tool_result("c1", data={"order": "77-alpha", "refund": "pending since May"})
+    assert gated.embedding_started.wait(GATE_TIMEOUT)  # the worker holds the new events
+    started = time.perf_counter()
+    window = session.build_context(budget=2000, query="refund of order 77-alpha")
+    elapsed = time.perf_counter() - started
+    assert elapsed < GATE_TIMEOUT / 2  # it did not wait for the gate
+    report = window.report
+    assert report.dense_ranking == "used"
+    assert report.unembedded_events >= 3
+    assert "pending since May" in str(window.messages)
+    hits = background_engine.search_index.search("u1", session.id, "refund 77-alpha")
+    newest = session.info.last_seq
+    assert any(hit.seq > newest - 3 and hit.dense_rank is None for hit in hits)
+
+    gated.embedding.set()
+    assert worker.wait_idle(GATE_TIMEOUT)
+    window = session.build_context(budget=2000, query="refund of order 77-alpha")
+    assert window.report.unembedded_events == 0
+
+
+def test_turn_end_does_not_wait_for_its_jobs(background_engine: ContextEngine) -> None:
+    release = threading.Event()
+    ran: list[str] = []
+
+    def slow_model_job(job: Job) -> None:
+        assert release.wait(GATE_TIMEOUT)
+        ran.append(job.session_id or "")
+
+    background_engine.on_turn_end("slow_model", slow_model_job)
+    session = background_engine.create_session("u1")
+    with session.turn():
+        session.add_message("user", "summarise my week")
+        session.add_message("assistant", "done")
+    # The turn is over and the job has not run: the turn's end did not wait for it.
+    assert ran == []
+    release.set()
+    deadline = time.monotonic() + GATE_TIMEOUT
+    while not ran and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ran == [session.id]
+
+
+def test_shed_requests_are_caught_up(
+    db_url: str, home: Path, gated: GatedEmbedder
+) -> None:
+    """A full queue sheds requests, never blocks a write, and loses nothing: the next
+    search (or turn end) asks again, and every event gets its vector."""
+    gated.loaded.set()
+    with ContextEngine(
+        url=db_url,
+        home=home,
+        embedder=gated,
+        jobs="background",
+        retrieval={"embed_queue_size": 1, "embed_batch": 2},
+    ) as engine:
+        worker = engine.embedding
+        assert worker is not None
+        gated.embedding.clear()
+        sessions = [engine.create_session(f"u{i}") for i in range(4)]
+        for session in sessions:
+            session.add_message("user", "a note about the shipment to Lyon")
+        assert worker.stats.shed >= 1
+        gated.embedding.set()
+        for _ in range(20):  # searches ask again until every session is caught up
+            assert worker.wait_idle(GATE_TIMEOUT)
+            for session in sessions:
+                engine.search_index.search(session.user_id, session.id, "shipment Lyon")
+            if worker.pending == 0 and all(
+                _vectors(engine, s.user_id, s.id) == 1 for s in sessions
+            ):
+                break
+        assert [_vectors(engine, s.user_id, s.id) for s in sessions] == [1, 1, 1, 1]
+
+
+def _vectors(engine: ContextEngine, user_id: str, session_id: str) -> int:
+    from agentctx.retrieval.sync import read_state
+
+    embedder_id = engine.search_index._ensure_dense()
+    with engine.db.read() as conn:
+        state = read_state(conn, user_id, session_id, embedder_id)
+    assert state is not None
+    return state.vector_count
