@@ -53,9 +53,7 @@ def gated() -> GatedEmbedder:
 
 
 @pytest.fixture
-def background_engine(
-    db_url: str, home: Path, gated: GatedEmbedder
-) -> Iterator[ContextEngine]:
+def background_engine(db_url: str, home: Path, gated: GatedEmbedder) -> Iterator[ContextEngine]:
     with ContextEngine(url=db_url, home=home, embedder=gated, jobs="background") as engine:
         yield engine
     gated.loaded.set()
@@ -160,9 +158,7 @@ def test_turn_end_does_not_wait_for_its_jobs(background_engine: ContextEngine) -
     assert ran == [session.id]
 
 
-def test_shed_requests_are_caught_up(
-    db_url: str, home: Path, gated: GatedEmbedder
-) -> None:
+def test_shed_requests_are_caught_up(db_url: str, home: Path, gated: GatedEmbedder) -> None:
     """A full queue sheds requests, never blocks a write, and loses nothing: the next
     search (or turn end) asks again, and every event gets its vector."""
     gated.loaded.set()
