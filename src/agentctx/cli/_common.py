@@ -84,10 +84,15 @@ def load(ctx: typer.Context) -> Settings:
 @contextlib.contextmanager
 def open_engine(ctx: typer.Context) -> Iterator[ContextEngine]:
     """Open (and migrate) the engine the global options name; close it afterwards.
+    Follow-up work runs inline unless ``jobs`` is configured.
 
     Errors agentctx raises inside the block are reported by :func:`expected_errors`.
     """
     settings = load(ctx)
+    if "jobs" not in settings.model_fields_set:
+        # A command is a script: it does its follow-up work before it exits, and a window
+        # it prints ranks by vectors (unless the configuration says otherwise).
+        settings = settings.model_copy(update={"jobs": "inline"})
     with expected_errors(), ContextEngine(settings=settings) as engine:
         yield engine
 
