@@ -196,3 +196,18 @@ def _vectors(engine: ContextEngine, user_id: str, session_id: str) -> int:
         state = read_state(conn, user_id, session_id, embedder_id)
     assert state is not None
     return state.vector_count
+
+
+def test_windows_are_recorded_off_the_call_path(background_engine: ContextEngine) -> None:
+    """The window built in a turn is kept for its repro package by a background thread;
+    a read of it sees it, as it was built even if the caller edits the messages after."""
+    session = background_engine.create_session("u1")
+    with session.turn() as turn:
+        session.add_message("user", "what is the status of ticket 12?")
+        window = session.build_context(budget=1000, query="ticket 12")
+        built = [dict(m) for m in window.messages]
+        window.messages.append({"role": "assistant", "content": "added by the agent"})
+        window.messages[0]["content"] = "edited by the agent"
+    recorded = background_engine.hitl.window("u1", session.id, turn.turn_id)
+    assert recorded is not None
+    assert [m["content"] for m in recorded.messages] == [m["content"] for m in built]

@@ -520,7 +520,9 @@ class ContextEngine:
             compress_tool_result_for_window,
         )
 
-        session = self.get_session(session_id, user_id=user_id)
+        # A read for the window being built, not an access to audit: no write on the
+        # call path (the build itself is the access).
+        session = self.get_session(session_id, user_id=user_id, record_access=False)
         config = self.settings.tool_output
         return lambda event, counter: compress_tool_result_for_window(
             session, event, counter=counter, config=config
@@ -629,6 +631,7 @@ class ContextEngine:
         self._erasures.close()
         if self.embedding is not None:
             self.embedding.close(timeout)
+        self.hitl.close(timeout)
         self.jobs.close(timeout)
         self.cache.close()
         self.db.close(timeout)

@@ -39,6 +39,7 @@ from agentctx.hitl.triggers import (
     scan,
 )
 from agentctx.hitl.turn_condition import turn_may_need_human
+from agentctx.hitl.window_recorder import WindowRecord, WindowRecorder, snapshot
 from agentctx.jobs import Job
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.models import SessionInfo
@@ -111,6 +112,14 @@ class HitlService:
         self._engine = engine
         self.config = config or HitlConfig()
         self.db = engine.db
+        # Windows are written off the call path when background work is on.
+        self._windows = WindowRecorder(
+            self._store_window, background=engine.settings.jobs == "background"
+        )
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write the windows still pending and stop their thread (``engine.close``)."""
+        self._windows.close(timeout)
 
     # Evaluation -------------------------------------------------------------------------
 
@@ -402,7 +411,8 @@ class HitlService:
         redactor: Redactor | None = None,
     ) -> None:
         """Keep the window just built for ``turn_id`` (None: outside any turn), replacing
-        the one built before for the same turn: one upsert.
+        the one built before for the same turn: one upsert, written by a background
+        thread when background work is on (see :mod:`agentctx.hitl.window_recorder`).
 
         ``redactor``: the session's (``engine.session_redactor(agent_id, config)``);
         looked up when not given. The query passes it before it is stored. A no-op when
@@ -410,23 +420,42 @@ class HitlService:
         """
         if not self.config.record_windows:
             return
-        if redactor is None:
-            try:
-                redactor = self._redactor(self._engine._service.info(user_id, session_id))
-            except SessionNotFound:
-                return
-        report_json = report if isinstance(report, dict) else report.model_dump(mode="json")
-        with contextlib.suppress(IntegrityError), self.db.write() as conn:  # session gone
-            store_window(
-                conn,
+        self._windows.submit(
+            WindowRecord(
                 user_id=user_id,
                 session_id=session_id,
                 turn_id=turn_id,
                 query=query,
                 budget=budget,
                 strategy=strategy,
-                messages=messages,
+                messages=snapshot(messages),
                 tokens=tokens,
+                report=report,
+                redactor=redactor,
+            )
+        )
+
+    def _store_window(self, record: WindowRecord) -> None:
+        redactor = record.redactor
+        if redactor is None:
+            try:
+                info = self._engine._service.info(record.user_id, record.session_id)
+            except SessionNotFound:
+                return
+            redactor = self._redactor(info)
+        report = record.report
+        report_json = report if isinstance(report, dict) else report.model_dump(mode="json")
+        with contextlib.suppress(IntegrityError), self.db.write() as conn:  # session gone
+            store_window(
+                conn,
+                user_id=record.user_id,
+                session_id=record.session_id,
+                turn_id=record.turn_id,
+                query=record.query,
+                budget=record.budget,
+                strategy=record.strategy,
+                messages=record.messages,
+                tokens=record.tokens,
                 report=report_json,
                 redactor=redactor,
                 now=utcnow(),
@@ -435,6 +464,7 @@ class HitlService:
     def window(self, user_id: str, session_id: str, turn_id: str | None) -> RecordedWindow | None:
         """The window recorded for a turn of the session (None: outside any turn)."""
         self._engine._service.info(user_id, session_id)  # SessionNotFound for another user
+        self._windows.flush()
         with self.db.read() as conn:
             return load_window(conn, user_id, session_id, turn_id)
 
@@ -452,6 +482,7 @@ class HitlService:
         if turn_id is None:
             turn_id, reason, trigger, causes = self._failing_turn(user_id, session_id)
         turn_events = self._engine._service.events(user_id, session_id, turn_id=turn_id)
+        self._windows.flush()
         with self.db.read() as conn:
             window = load_window(conn, user_id, session_id, turn_id)
         return ReproPackage(

@@ -1,0 +1,129 @@
+"""Recording the window sent to the model for a turn, without writing on the call path.
+
+A window built inside a turn is kept for the turn's repro package (one row per turn, the
+last window wins). Redacting its text and upserting it takes a write transaction, which
+on SQLite also waits for any writer in progress: milliseconds added to every model call.
+With background work on, :class:`WindowRecorder` takes the window and returns at once; a
+daemon thread writes the latest window of each turn. Reads of a recorded window
+(``HitlService.window``, ``repro``) flush what is pending first, so this process sees its
+own windows; a crash can lose at most the windows not yet written, a diagnostic record
+and never part of the session's log. Without background work (``jobs`` ``inline`` or
+``manual``) windows are written as they are built, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentctx.context.window import ContextReport
+from agentctx.errors import EngineClosed
+from agentctx.privacy.redactor import Redactor
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRecord:
+    """One window to keep for a turn, as built."""
+
+    user_id: str
+    session_id: str
+    turn_id: str | None
+    query: str | None
+    budget: int
+    strategy: str
+    messages: list[dict[str, Any]]
+    tokens: int
+    report: ContextReport | dict[str, Any]
+    redactor: Redactor | None
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        """The turn the record belongs to (its row)."""
+        return self.user_id, self.session_id, self.turn_id
+
+
+def snapshot(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages copied as deep as a caller may change them (the list, each message
+    and its content parts), so that a window the agent goes on editing is recorded as
+    it was built."""
+    copied = []
+    for message in messages:
+        copy = dict(message)
+        content = copy.get("content")
+        if isinstance(content, list):
+            copy["content"] = [dict(p) if isinstance(p, dict) else p for p in content]
+        copied.append(copy)
+    return copied
+
+
+class WindowRecorder:
+    """Writes :class:`WindowRecord` s with ``write``: on a thread of its own when
+    ``background``, else at once. Thread-safe."""
+
+    def __init__(self, write: Callable[[WindowRecord], None], *, background: bool) -> None:
+        self._write = write
+        self._background = background
+        self._pending: dict[tuple[str, str, str | None], WindowRecord] = {}
+        self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one writer at a time: the thread or a flush
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, record: WindowRecord) -> None:
+        """Keep ``record`` (replacing a pending one of the same turn)."""
+        if not self._background or self._stop.is_set():
+            self._write(record)
+            return
+        with self._lock:
+            self._pending[record.key] = record
+        if self._thread is None:
+            self._start()
+        self._wake.set()
+
+    def flush(self) -> None:
+        """Write every pending record now, on the caller's thread."""
+        with self._writing:
+            with self._lock:
+                pending, self._pending = list(self._pending.values()), {}
+            for record in pending:
+                self._write_logged(record)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the thread and write what is pending."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.flush()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name="agentctx-window-recorder", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                self.flush()
+            except EngineClosed:
+                return
+
+    def _write_logged(self, record: WindowRecord) -> None:
+        try:
+            self._write(record)
+        except EngineClosed:
+            raise
+        except Exception:  # a diagnostic record must never take the thread down
+            log.exception("recording a window failed")
