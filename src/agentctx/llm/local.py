@@ -193,6 +193,12 @@ class LocalEmbedder:
         return load_model(self.model_path, freeze_gc=self._freeze_gc)
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory, ready to embed (the first embed loads it)."""
+        path = self._path
+        return path is not None and path.resolve() in _models
+
+    @property
     def dimensions(self) -> int:
         """The vector size (a model folder of your own is loaded to learn it)."""
         if self._dimensions is None:
