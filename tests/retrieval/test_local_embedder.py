@@ -47,6 +47,16 @@ def test_neighbours_are_semantic(embedder: LocalEmbedder) -> None:
     assert cosine(flight, plane) > cosine(flight, soup) + 0.3
 
 
+def test_loaded_says_whether_the_model_is_in_memory(tmp_path: Path) -> None:
+    first = LocalEmbedder(models_dir=tmp_path / "models")
+    assert first.loaded is False
+    first.embed(["warm"])
+    assert first.loaded is True
+    # The model is loaded once per process and folder: another embedder on it is ready.
+    assert LocalEmbedder(models_dir=tmp_path / "models").loaded is True
+    assert LocalEmbedder(models_dir=tmp_path / "other").loaded is False
+
+
 def test_the_index_finds_meaning_without_shared_words(
     engine: ContextEngine, embedder: LocalEmbedder
 ) -> None:

@@ -334,6 +334,27 @@ def _real_action(rng: random.Random, screen: _Screen) -> tuple[dict[str, Any], s
     return action, result
 
 
+_PAINTER = _Painter()  # its fonts are loaded once per process
+
+
+def desktop_screenshot(
+    rng: random.Random, *, title: str | None = None, lines: list[str] | None = None
+) -> bytes:
+    """One desktop screenshot as PNG, drawn from ``rng``: a window in front of another,
+    the taskbar and the cursor. ``title`` and ``lines`` are the front window's title bar
+    and text (default: an app's name and random sentences)."""
+    front = _new_window(rng, title)
+    if lines is not None:
+        front.lines = list(lines)
+    screen = _Screen(
+        background=rng.choice(_BACKGROUNDS),
+        windows=[_new_window(rng), front],
+        cursor=(rng.randint(20, WIDTH - 40), rng.randint(20, HEIGHT - TASKBAR - 40)),
+        clock=rng.randint(8 * 60, 19 * 60),
+    )
+    return _PAINTER.png(screen)
+
+
 def generate_task(turns: int, seed: int = 0) -> list[TaskTurn]:
     """The task's turns, each with 3 to 10 screenshots (deterministic from ``seed``)."""
     rng = random.Random(seed)

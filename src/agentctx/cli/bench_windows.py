@@ -1,4 +1,4 @@
-"""``agentctx bench recall | agentloop | context``: the benchmarks of context windows."""
+"""``agentctx bench recall | agentloop | context | agentstep``: the context window benchmarks."""
 
 from __future__ import annotations
 
@@ -209,3 +209,59 @@ def context(  # noqa: PLR0917 - one parameter per command-line option
     if markdown is not None:
         markdown.write_text("\n".join(tables_markdown(specs)) + "\n", encoding="utf-8")
         console.print(f"tables written to {markdown}")
+
+
+@bench_app.command("agentstep")
+def agentstep(  # noqa: PLR0917 - one parameter per command-line option
+    turns: int = typer.Option(200, "--turns", min=1, help="Turns of the tool-using session."),
+    budget: int = typer.Option(8000, "--budget", min=500, help="Token budget of each model call."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the session (the same seed, the same one)."
+    ),
+    compaction: bool = typer.Option(
+        True, "--compaction/--no-compaction", help="Also measure agentctx with compaction on."
+    ),
+    peers: bool = typer.Option(
+        True,
+        "--peers/--no-peers",
+        help="Also measure the OpenAI Agents SDK's SQLiteSession and Google ADK's "
+        "DatabaseSessionService, each with a newest-first trim.",
+    ),
+    workdir: Path | None = typer.Option(
+        None, "--workdir", help="Put the temporary databases under this folder."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the results as JSON to FILE."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write the tables as Markdown to FILE."
+    ),
+) -> None:
+    """An agent loop's cost per model call: the window, the whole step (appends and
+    window) and the turn end, agentctx with its defaults against the SDK and ADK sessions."""
+    import sys  # noqa: PLC0415
+
+    from agentctx.bench.agentstep import (  # noqa: PLC0415 - loads the engine lazily
+        AgentStepConfig,
+        run_agentstep_benchmark,
+    )
+    from agentctx.bench.agentstep_report import (  # noqa: PLC0415
+        agentstep_markdown,
+        print_agentstep_report,
+    )
+
+    config = AgentStepConfig(
+        turns=turns,
+        budget=budget,
+        seed=seed,
+        compaction=compaction,
+        peers=peers,
+        workdir=workdir,
+        command=" ".join(["agentctx", *sys.argv[1:]]),
+    )
+    run_and_write(
+        Console(),
+        lambda progress: run_agentstep_benchmark(config, progress=progress),
+        show=print_agentstep_report,
+        markdown_of=agentstep_markdown,
+        out=out,
+        markdown=markdown,
+    )

