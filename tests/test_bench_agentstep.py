@@ -79,7 +79,12 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
             "--out",
             str(out),
         ],
-        env={"AGENTCTX_EMBEDDINGS": '{"provider": "hashing"}', "COLUMNS": "200"},
+        # The engine's defaults, not the tests' inline jobs.
+        env={
+            "AGENTCTX_EMBEDDINGS": '{"provider": "hashing"}',
+            "COLUMNS": "200",
+            "AGENTCTX_JOBS": None,
+        },
     )
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
@@ -106,6 +111,7 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
     for ours in ("agentctx-default", "agentctx-compaction"):
         assert subjects[ours]["turn_end"]["count"] == 3
         assert subjects[ours]["facts"]["embedder"].startswith("hashing")
+        assert subjects[ours]["facts"]["jobs"] == "background"
         assert sum(subjects[ours]["dense"].values()) == calls
         judged = [t for t in report["targets"] if t["subject"] == ours]
         assert len(judged) == 4 and all(t["figure"] is not None for t in judged)
@@ -113,5 +119,5 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
             "openai-agents",
             "google-adk",
         }
-    assert "Targets (issue 34)" in result.output
+    assert "Targets" in result.output
     assert not list(tmp_path.glob("agentctx-agentstep-*")), "the databases are removed"

@@ -68,7 +68,7 @@ LABELS = {
 }
 PEERS = (SDK, ADK)
 
-# Targets (issue 34).
+# Targets.
 WINDOW_P95_MAX_MS = 50.0
 WINDOW_MAX_MS = 250.0
 TURN_END_P95_MAX_MS = 20.0
@@ -182,23 +182,35 @@ def dense_facts(report: Any, depth: int = 2) -> str | None:
 
 
 class _ModelClock:
-    """When the engine's embedding model became ready (``loaded`` on the embedder, read
-    where the engine exposes it), checked at every boundary of the replay."""
+    """When the engine's embedding model became ready, checked at every boundary of the
+    replay: the engine's background load (``model_warmup``) when it has one, else
+    ``loaded`` on the embedder where it exposes it (the model then loads inside a call)."""
 
-    def __init__(self, embedder: Any, started: float) -> None:
-        self.embedder = embedder
+    def __init__(self, engine: ContextEngine, started: float) -> None:
+        self.warmup = engine.model_warmup
+        self.embedder = engine.search_index.embedder
         self.started = started
         self.ready_s: float | None = None
 
     def exposed(self) -> bool:
-        return isinstance(getattr(self.embedder, "loaded", None), bool)
+        return self.warmup is not None or isinstance(getattr(self.embedder, "loaded", None), bool)
+
+    def _loaded(self) -> bool:
+        if self.warmup is not None:
+            return self.warmup.state != "loading"
+        return bool(getattr(self.embedder, "loaded", False))
 
     def became_ready(self) -> bool:
         """True once: at the first check that finds the model loaded."""
-        if self.ready_s is not None or not getattr(self.embedder, "loaded", False):
+        if self.ready_s is not None or not self._loaded():
             return False
         self.ready_s = time.perf_counter() - self.started
         return True
+
+    def loaded_in_call(self) -> bool:
+        """True for the call during which the model finished loading inside it (never
+        with a background load: no call waits for it)."""
+        return self.became_ready() and self.warmup is None
 
 
 def run_agentctx(
@@ -216,7 +228,7 @@ def run_agentctx(
     # not receive bench data.
     engine = ContextEngine(url=f"sqlite:///{home / 'agentctx.db'}", home=home, **overrides)
     run = SubjectRun(start_s=time.perf_counter() - started)
-    clock = _ModelClock(engine.search_index.embedder, started)
+    clock = _ModelClock(engine, started)
     try:
         engine.register_agent(AgentConfig(agent_id=BENCH_AGENT, system_prompt=SYSTEM_PROMPT))
         session = engine.create_session(BENCH_USER, BENCH_AGENT)
@@ -237,7 +249,7 @@ def run_agentctx(
                     window_s=ended - began,
                     step_s=ended - step_started,
                     tokens=window.tokens,
-                    loading=clock.became_ready(),
+                    loading=clock.loaded_in_call(),
                     dense=dense_facts(window.report),
                     timings_ms=dict(window.report.timings_ms),
                 )
@@ -372,7 +384,7 @@ def _target(
 
 
 def judge(results: Sequence[SubjectResult], runs: dict[str, SubjectRun]) -> list[StepTarget]:
-    """The targets of issue 34, for each agentctx subject measured."""
+    """The targets, for each agentctx subject measured."""
     targets: list[StepTarget] = []
     sdk = runs.get(SDK)
     for result in results:

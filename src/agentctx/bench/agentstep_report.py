@@ -97,7 +97,7 @@ def agentstep_tables(report: AgentStepReport) -> list[TableSpec]:
         ratios.rows.append(
             [labels[ratio.subject], labels[ratio.peer], ratio.metric, f"{ratio.ratio:,.1f}x"]
         )
-    targets = TableSpec("Targets (issue 34)", ["subject", "target", "figure ms", "verdict"])
+    targets = TableSpec("Targets", ["subject", "target", "figure ms", "verdict"])
     for target in report.targets:
         verdict = "n/a" if target.passed is None else ("PASS" if target.passed else "FAIL")
         targets.rows.append(
