@@ -225,6 +225,7 @@ class ContextEngine:
                 self.search_index,
                 self.memory.index,
                 windows=self.context_builder.prefixes,
+                texts=self._forget_texts,
             ),
             retention=s.erasure_retention,
             poll=poll,
@@ -527,6 +528,13 @@ class ContextEngine:
         return lambda event, counter: compress_tool_result_for_window(
             session, event, counter=counter, config=config
         )
+
+    def _forget_texts(self) -> None:
+        """Drop what windows keep by text, not by user (see HeldCopies.texts)."""
+        from agentctx.compaction.tool_output import forget_window_texts  # noqa: PLC0415
+
+        self.context_builder.forget_texts()
+        forget_window_texts()
 
     def _image_bytes(self, user_id: str, part: ImagePart) -> bytes:
         return self._service.get_blob(user_id, part.blob_id)

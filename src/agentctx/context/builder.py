@@ -25,6 +25,7 @@ from typing import Any
 from agentctx.context import adaptive, semantic, sequential
 from agentctx.context.assembly import Assembly, RecordingRetriever
 from agentctx.context.config import ContextConfig
+from agentctx.context.counting import LongCounts, long_counts
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import RenderedImageCache
 from agentctx.context.plan import Plan, finish
@@ -91,7 +92,23 @@ class ContextBuilder:
         self._images = ImageAccess(image_bytes, image_states, self.rendered_images)
         # Token counts of short texts, per tokenizer spec (see RememberingCounter).
         self._known_counts: dict[str, dict[str, int]] = {}
+        self._known_long_counts: dict[str, LongCounts] = {}
         self.prefixes = PrefixMemory()
+
+    def forget_texts(self) -> None:
+        """Drop what is kept between builds by text rather than by user (token counts,
+        downscaled images): after a user's erasure."""
+        for known in list(self._known_counts.values()):
+            known.clear()
+        for long_known in list(self._known_long_counts.values()):
+            long_known.clear()
+        self.rendered_images.clear()
+
+    def _long_counts(self, tokenizer: str) -> LongCounts:
+        found = self._known_long_counts.get(tokenizer)
+        if found is None:
+            found = self._known_long_counts.setdefault(tokenizer, long_counts())
+        return found
 
     def build(
         self,
@@ -133,6 +150,7 @@ class ContextBuilder:
             images=self._images,
             tool_output=self.tool_output,
             known_counts=self._known_counts.setdefault(config.tokenizer, {}),
+            known_long_counts=self._long_counts(config.tokenizer),
         )
         reader = LogReader(self._load, user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)

@@ -101,6 +101,10 @@ class RenderedImageCache:
         """The cached copy of ``blob_id`` for this box, if any."""
         return self._items.get((blob_id, max_width, max_height))
 
+    def clear(self) -> None:
+        """Drop every copy held."""
+        self._items.clear()
+
     def put(
         self, blob_id: str, max_width: int | None, max_height: int | None, item: RenderedImage
     ) -> None:

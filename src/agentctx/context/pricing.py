@@ -15,7 +15,7 @@ from datetime import date, datetime
 from typing import Any
 
 from agentctx.context.config import ContextConfig
-from agentctx.context.counting import RememberingCounter
+from agentctx.context.counting import LongCounts, RememberingCounter
 from agentctx.context.pieces import Piece
 from agentctx.context.render import event_text, render_events
 from agentctx.context.sources import ToolOutput
@@ -40,8 +40,9 @@ class Pricer:
         images: ImageAccess,
         tool_output: ToolOutput | None,
         known_counts: dict[str, int] | None = None,
+        known_long_counts: LongCounts | None = None,
     ) -> None:
-        self.counter: TokenCounter = RememberingCounter(counter, known_counts)
+        self.counter: TokenCounter = RememberingCounter(counter, known_counts, known_long_counts)
         self._raw_counter = counter  # handed to tool output compaction as configured
         self.config = config
         self.user_id = user_id

@@ -223,11 +223,15 @@ class HeldCopies:
         search_index: SearchIndex,
         memory_index: MemoryIndex | None,
         windows: PrefixMemory | None = None,
+        texts: Callable[[], None] | None = None,
     ) -> None:
         self.cache = cache
         self.search_index = search_index
         self.memory_index = memory_index
         self.windows = windows  # each session's last window's fingerprints
+        # Drops what the window builder keeps by text rather than by user (token counts,
+        # downscaled images, tool output as windows show it): all of it, on a user's erasure.
+        self.texts = texts
 
     def forget_user(self, user_id: str | None) -> None:
         """Drop the user's copies (everyone's when None)."""
@@ -240,6 +244,8 @@ class HeldCopies:
         self.search_index.forget_user(user_id)
         if self.windows is not None:
             self.windows.forget(user_id)
+        if self.texts is not None:
+            self.texts()
 
     def forget_session(self, erasure: Erasure) -> None:
         """Drop the copies of the session ``erasure`` names."""

@@ -251,6 +251,12 @@ def offload(
 _window_cache: Lru[tuple[str, ...], str] = Lru(_CACHE_SIZE)
 
 
+def forget_window_texts() -> None:
+    """Drop the tool outputs kept as windows show them (after a user's erasure: they
+    are kept by content, not by user)."""
+    _window_cache.clear()
+
+
 def compress_tool_result_for_window(
     session: Session,
     event: Event,
