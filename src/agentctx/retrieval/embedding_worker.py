@@ -65,12 +65,18 @@ class EmbeddingWorker:
         queue_size: int = 1024,
         batch: int = 64,
         failure_pause: float = 1.0,
+        settle: float = 0.05,
     ) -> None:
         self._embed_step = embed_step
         self.warmup = warmup
         self.queue_size = queue_size
         self.batch = batch
         self._failure_pause = failure_pause
+        # An agent writes in bursts (a tool call, its result, a screenshot): waiting this
+        # long after the first request embeds the burst in one batch, one write, instead
+        # of one write transaction (each a disk sync) per event competing with the
+        # agent's own writes.
+        self._settle = settle
         self._queue: OrderedDict[SessionKey, None] = OrderedDict()
         self._busy: SessionKey | None = None  # the session being embedded now
         self._lock = threading.Condition()
@@ -169,6 +175,11 @@ class EmbeddingWorker:
     def _next(self) -> SessionKey | None:
         with self._lock:
             self._lock.wait_for(lambda: self._queue or self._stop.is_set(), timeout=1.0)
+            if self._stop.is_set() or not self._queue:
+                return None
+        if self._settle > 0:
+            self._stop.wait(self._settle)
+        with self._lock:
             if self._stop.is_set() or not self._queue:
                 return None
             key, _ = self._queue.popitem(last=False)
