@@ -502,7 +502,12 @@ def run_agentloop_benchmark(
     with tempfile.TemporaryDirectory(prefix="agentctx-agentloop-") as home:
         machine = machine_facts(Path(home))
         # An explicit URL: an AGENTCTX_URL in the environment must not receive bench data.
-        overrides: dict[str, Any] = {"embeddings": {"provider": config.embeddings}}
+        # What windows hold, not how fast: every window ranks by vectors of every event,
+        # as after the background worker caught up (bench agentstep times the defaults).
+        overrides: dict[str, Any] = {
+            "embeddings": {"provider": config.embeddings},
+            "jobs": "inline",
+        }
         if config.context:
             overrides["context"] = config.context
         engine = ContextEngine(

@@ -91,6 +91,9 @@ def run_context_benchmark(
             home=tmp,
             redaction={"enabled": False},
             embeddings={"provider": config.embedder},
+            # Vectors synced before each timed build (bench agentstep times the defaults,
+            # with embedding in the background).
+            jobs="inline",
         )
         try:
             embedder_name = getattr(engine.search_index.embedder, "name", "none")

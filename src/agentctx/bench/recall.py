@@ -345,6 +345,9 @@ def run_recall_benchmark(
             home=home,
             redaction={"enabled": config.redaction},
             memory={"enabled": config.memory},
+            # What windows find, not how fast: every window ranks by vectors of every
+            # event, as after the background worker caught up (bench agentstep times it).
+            jobs="inline",
         )
         counter = counter or engine_counter(engine)
         if config.baselines and embedder is None:
