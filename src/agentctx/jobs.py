@@ -80,6 +80,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from agentctx.errors import EngineClosed
 from agentctx.events import utcnow
 from agentctx.ids import new_id
+from agentctx.priority import lower_this_thread
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage import fastsql
 from agentctx.storage.database import Database
@@ -400,6 +401,7 @@ class JobQueue:
         self._stop.clear()
 
         def loop() -> None:
+            lower_this_thread()  # summaries and extraction yield to the agent's thread
             while not self._stop.is_set():
                 try:
                     self.run_pending()

@@ -115,13 +115,16 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def load_model(path: Path, *, freeze_gc: bool = False) -> Any:
+def load_model(path: Path, *, freeze_gc: bool = False, threads: int | None = None) -> Any:
     """The sentence-transformers model in ``path``, loaded once per process (thread-safe).
 
     ``freeze_gc``: after loading, collect once and freeze every object the process then
     holds (``gc.freeze``). torch, transformers and the model are about half a million
     long-lived objects; unfrozen, each full collection scans them all (0.2-0.5 s on a
     2-core machine), a pause that lands on whichever call allocates at the wrong time.
+
+    ``threads``: PyTorch's CPU threads (``torch.set_num_threads``, process-wide), set
+    before the model first runs; None leaves PyTorch's default.
     """
     path = path.resolve()
     model = _models.get(path)
@@ -131,6 +134,8 @@ def load_model(path: Path, *, freeze_gc: bool = False) -> Any:
         model = _models.get(path)
         if model is None:
             cls = _sentence_transformer_class()
+            if threads is not None:
+                importlib.import_module("torch").set_num_threads(threads)
             try:
                 with _quiet_loading():
                     model = cls(str(path), device="cpu", local_files_only=True)
@@ -161,6 +166,7 @@ class LocalEmbedder:
         name: str | None = None,
         batch_size: int = 64,
         freeze_gc: bool = False,
+        threads: int | None = None,
     ) -> None:
         if model_path is None:
             if models_dir is None:
@@ -180,6 +186,7 @@ class LocalEmbedder:
         )
         self._batch_size = batch_size
         self._freeze_gc = freeze_gc
+        self._threads = threads
         self._dimensions: int | None = PACKAGED_DIMENSIONS if model_path is None else None
 
     @property
@@ -195,7 +202,7 @@ class LocalEmbedder:
         return self._path
 
     def _model(self) -> Any:
-        return load_model(self.model_path, freeze_gc=self._freeze_gc)
+        return load_model(self.model_path, freeze_gc=self._freeze_gc, threads=self._threads)
 
     def load(self) -> None:
         """Load the model now and run it once (its first call imports the rest lazily),

@@ -18,6 +18,7 @@ import time
 from typing import Literal
 
 from agentctx.llm.embeddings import Embedder
+from agentctx.priority import lower_this_thread
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ class ModelWarmup:
         self._thread.start()
 
     def _load(self) -> None:
+        # The model's thread pool starts here and inherits the lowered priority.
+        lower_this_thread()
         try:
             self.embedder.load()  # type: ignore[attr-defined]  # checked in __init__
         except Exception as exc:

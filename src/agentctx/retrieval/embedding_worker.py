@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from agentctx.errors import EngineClosed
 from agentctx.llm.embeddings import EmbeddingError
 from agentctx.llm.warmup import ModelWarmup
+from agentctx.priority import lower_this_thread
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,7 @@ class EmbeddingWorker:
     # The thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
+        lower_this_thread()
         while not self._stop.is_set():
             if self.warmup.wait(0.5):
                 break
