@@ -11,6 +11,7 @@ import base64
 import hashlib
 import io
 from pathlib import Path
+from typing import Any
 
 import imagehash
 import pytest
@@ -229,6 +230,28 @@ def test_near_duplicate_or_unreadable_image_leaves_no_file(engine: ContextEngine
     assert isinstance(engine.blobs, FileBlobStore)
     files = [p for p in engine.blobs.root.rglob("*") if p.is_file()]
     assert [p.name for p in files] == [sha(first)]
+
+
+def test_an_image_append_decodes_the_image_once(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header is read without decoding, and the one decode serves every hash and
+    the mean colour; the turn-end jobs the append runs decode nothing either."""
+    decoders: list[str] = []
+    real = Image._getdecoder
+
+    def counting(mode: str, decoder_name: str, *args: Any, **kwargs: Any) -> Any:
+        decoders.append(decoder_name)
+        return real(mode, decoder_name, *args, **kwargs)
+
+    session = engine.create_session(user_id="u1")
+    first, other = screenshot(4), screenshot(5, fmt="JPEG")
+    monkeypatch.setattr(Image, "_getdecoder", counting)
+    send(session, first)
+    assert decoders == ["zip"]  # PNG
+    decoders.clear()
+    send(session, other)
+    assert decoders == ["jpeg"]
 
 
 def test_base64_and_data_url_inputs(engine: ContextEngine) -> None:
