@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -112,48 +113,27 @@ def _open_defaults(home: Path) -> ContextEngine:
     )
 
 
-def _appends(home: Path, task: Sequence[TaskTurn], frames: dict[int, bytes]) -> Latency:
-    """Every frame appended inside its turn."""
+def _appends(
+    home: Path, task: Sequence[TaskTurn], frames: dict[int, bytes], *, in_turn: bool
+) -> Latency:
+    """Every frame appended as a tool result: inside its turn, or (``in_turn`` false)
+    as a one-event turn, its call outside any turn too."""
     engine = _open_defaults(home)
     seconds: list[float] = []
     try:
         session = engine.create_session(user_id=WRITE_USER)
         for turn in task:
-            with session.turn() as recorder:
-                recorder.add_message("user", turn.user)
+            with session.turn() if in_turn else nullcontext(session) as writer:
                 for frame in turn.frames:
-                    call = recorder.add_tool_call("computer", frame.action)
+                    call = writer.add_tool_call("computer", frame.action)
                     started = time.perf_counter()
-                    recorder.add_tool_result(
+                    writer.add_tool_result(
                         call.call_id,
                         content=frame.result,
                         images=[frames[id(frame)]],
                         is_error=frame.error,
                     )
                     seconds.append(time.perf_counter() - started)
-                recorder.add_message("assistant", turn.answer)
-    finally:
-        engine.close()
-    return summarize(seconds)
-
-
-def _own_turn_appends(home: Path, task: Sequence[TaskTurn], frames: dict[int, bytes]) -> Latency:
-    """Every frame appended as a one-event turn (its call too: outside any turn)."""
-    engine = _open_defaults(home)
-    seconds: list[float] = []
-    try:
-        session = engine.create_session(user_id=WRITE_USER)
-        for turn in task:
-            for frame in turn.frames:
-                call = session.add_tool_call("computer", frame.action)
-                started = time.perf_counter()
-                session.add_tool_result(
-                    call.call_id,
-                    content=frame.result,
-                    images=[frames[id(frame)]],
-                    is_error=frame.error,
-                )
-                seconds.append(time.perf_counter() - started)
     finally:
         engine.close()
     return summarize(seconds)
@@ -173,8 +153,8 @@ def measure_write_path(task: Sequence[TaskTurn], home: Path) -> WritePath:
     for frame in frames:
         seed += not frame.near_duplicate
         with_photo[id(frame)] = photographed(frame.png, seed)
-    in_turn = _appends(home / "in-turn", task, with_photo)
-    own_turn = _own_turn_appends(home / "own-turn", task, with_photo)
+    in_turn = _appends(home / "in-turn", task, with_photo, in_turn=True)
+    own_turn = _appends(home / "own-turn", task, with_photo, in_turn=False)
     return WritePath(
         hash_png=hash_png,
         hash_jpeg=hash_jpeg,
