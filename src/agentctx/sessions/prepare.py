@@ -315,7 +315,11 @@ class Preparer:
         if images is not None and self.dedup.enabled:
             hashes, previous, staged = self._hash_and_stage(data, index, images)
             if previous is not None and previous.blob_id != staged.blob_id:
-                distance = duplicate_distance(self.dedup, hashes, previous)
+                try:
+                    distance = duplicate_distance(self.dedup, hashes, previous)
+                except BaseException:
+                    staged.discard()
+                    raise
                 if distance is not None:
                     staged.discard()  # a near-duplicate stores no bytes of its own
                     return self._reuse(previous, distance, staged.blob_id, index, prepared)
