@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from agentctx.bench.visual import VisualBenchConfig, VisualReport, run_visual_benchmark
 from agentctx.bench.visual_frames import HEIGHT, WIDTH, generate_task
 from agentctx.bench.visual_report import visual_markdown
+from agentctx.bench.visual_writes import HIDPI_FRAMES, hidpi, photographed
 from agentctx.cli.bench import bench_app
 from agentctx.perception import hamming, perceptual_hashes
 
@@ -62,7 +63,15 @@ def test_short_run_measures_real_figures(tmp_path: Path) -> None:
     assert defaults.duplicates_caught == defaults.planted_duplicates
     assert defaults.compaction is not None and defaults.compaction.count == 4
     assert defaults.compressed_total == defaults.history.placeholders
-    assert report.hash_png.count == report.hash_jpeg.count == report.frames
+    writes = report.writes
+    assert writes.hash_png.count == writes.hash_jpeg.count == report.frames
+    assert writes.hash_png_hidpi.count == min(report.frames, HIDPI_FRAMES)
+    assert writes.append_in_turn.count == writes.append_own_turn.count == report.frames
+    # The appended frames carry a photograph: far larger than the flat UI's PNG.
+    assert writes.append_png_bytes_mean > 2 * report.png_bytes_mean
+    names = [v.name for v in report.verdicts]
+    assert any("2560x1600" in name for name in names)
+    assert any("append at 1280x800, in a turn" in name for name in names)
     # The report round-trips through its JSON and renders as Markdown.
     again = VisualReport.model_validate_json(report.model_dump_json())
     assert again == report
@@ -81,3 +90,23 @@ def test_cli_writes_json_and_markdown(tmp_path: Path) -> None:
     assert data["config"] == {"turns": 2, "seed": 3, "command": data["config"]["command"]}
     assert data["turns"] == 2
     assert md.read_text().startswith("- command:")
+
+
+def test_write_path_frames_are_deterministic_and_keep_near_duplicates() -> None:
+    frames = [f for t in generate_task(3, seed=7) for f in t.frames]
+    first = frames[0].png
+    assert photographed(first, 1) == photographed(first, 1)
+    assert photographed(first, 1) != photographed(first, 2)
+    assert len(photographed(first, 1)) > 2 * len(first)  # the photograph does not compress
+    with Image.open(io.BytesIO(hidpi(first))) as image:
+        assert image.size == (2 * WIDTH, 2 * HEIGHT) and image.format == "PNG"
+    # The same scene at twice the size hashes alike; a planted near-duplicate with the
+    # same photograph as its previous frame stays near it.
+    assert hamming(perceptual_hashes(first).phash, perceptual_hashes(hidpi(first)).phash) <= 4
+    for previous, frame in itertools.pairwise(frames):
+        if frame.near_duplicate:
+            distance = hamming(
+                perceptual_hashes(photographed(previous.png, 5)).phash,
+                perceptual_hashes(photographed(frame.png, 5)).phash,
+            )
+            assert distance <= 4

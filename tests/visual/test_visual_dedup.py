@@ -11,6 +11,7 @@ import base64
 import hashlib
 import io
 from pathlib import Path
+from typing import Any
 
 import imagehash
 import pytest
@@ -27,9 +28,11 @@ from visual_screens import (
 )
 
 from agentctx import ContextEngine
+from agentctx.errors import InvalidEvent
 from agentctx.events import EventDraft, EventType, ImageData, ImagePart
 from agentctx.perception import color_distance, hamming, perceptual_hashes
 from agentctx.sessions.session import Session
+from agentctx.storage.blobs import FileBlobStore
 
 
 def sha(data: bytes) -> str:
@@ -211,6 +214,44 @@ def test_images_of_one_event_and_one_batch_compare_in_order(engine: ContextEngin
     assert f.image_id != c.image_id and f.dedup_distance is None
     assert g.image_id == f.image_id and g.dedup_distance is not None
     assert [fr.image_id for fr in session.images()] == [p.image_id for p in (a, b, c, d, e, f, g)]
+
+
+def test_near_duplicate_or_unreadable_image_leaves_no_file(engine: ContextEngine) -> None:
+    """An image's bytes are written to the blob folder while it is hashed; those of a
+    near-duplicate, and of an image whose header reads but whose pixels do not decode,
+    are removed again: the folder holds the stored image only, no temporary file."""
+    first, near = drifting(0), drifting(1)
+    session = engine.create_session(user_id="u1")
+    a, b = send(session, first, near)
+    assert b.image_id == a.image_id and b.dedup_distance is not None
+    truncated = screenshot(9)[:4000]  # the header intact, the pixel data cut short
+    with pytest.raises(InvalidEvent, match="not a readable image"):
+        send(session, truncated)
+    assert isinstance(engine.blobs, FileBlobStore)
+    files = [p for p in engine.blobs.root.rglob("*") if p.is_file()]
+    assert [p.name for p in files] == [sha(first)]
+
+
+def test_an_image_append_decodes_the_image_once(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header is read without decoding, and the one decode serves every hash and
+    the mean colour; the turn-end jobs the append runs decode nothing either."""
+    decoders: list[str] = []
+    real = Image._getdecoder
+
+    def counting(mode: str, decoder_name: str, *args: Any, **kwargs: Any) -> Any:
+        decoders.append(decoder_name)
+        return real(mode, decoder_name, *args, **kwargs)
+
+    session = engine.create_session(user_id="u1")
+    first, other = screenshot(4), screenshot(5, fmt="JPEG")
+    monkeypatch.setattr(Image, "_getdecoder", counting)
+    send(session, first)
+    assert decoders == ["zip"]  # PNG
+    decoders.clear()
+    send(session, other)
+    assert decoders == ["jpeg"]
 
 
 def test_base64_and_data_url_inputs(engine: ContextEngine) -> None:

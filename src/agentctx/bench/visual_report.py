@@ -99,9 +99,27 @@ def visual_tables(report: VisualReport) -> list[TableSpec]:
         )
 
     latency = TableSpec("Latency (ms)", ["what", "count", "p50", "p95", "max"])
-    latency.rows.append(_latency_row("perceptual hashes, 1280x800 PNG", report.hash_png))
+    writes = report.writes
+    latency.rows.append(_latency_row("perceptual hashes, 1280x800 PNG", writes.hash_png))
     latency.rows.append(
-        _latency_row("perceptual hashes, same frames as JPEG q85", report.hash_jpeg)
+        _latency_row("perceptual hashes, same frames as JPEG q85", writes.hash_jpeg)
+    )
+    latency.rows.append(
+        _latency_row("perceptual hashes, same frames at 2560x1600 PNG", writes.hash_png_hidpi)
+    )
+    latency.rows.append(
+        _latency_row("screenshot append, in a turn (1280x800)", writes.append_in_turn)
+    )
+    latency.rows.append(
+        _latency_row(
+            "screenshot append, one-event turn, turn-end jobs inline", writes.append_own_turn
+        )
+    )
+    latency.notes.append(
+        "appends: engine defaults on SQLite (redaction on, dedup on), each frame with a "
+        f"photograph pasted in (mean {writes.append_png_bytes_mean / 1024:,.0f} KiB), "
+        "add_tool_result timed from call to return; a one-event turn also runs the "
+        "turn-end hooks (visual compaction, HITL) before it returns"
     )
     for result in report.results[1:]:
         latency.rows.append(

@@ -2,7 +2,13 @@
 
 from agentctx.perception.config import HASH_ALGORITHMS, DedupConfig, HashAlgorithm
 from agentctx.perception.dedup import SessionImages, StoredImage, duplicate_distance
-from agentctx.perception.hashing import ImageHashes, color_distance, hamming, perceptual_hashes
+from agentctx.perception.hashing import (
+    ImageHashes,
+    color_distance,
+    hamming,
+    hash_in_background,
+    perceptual_hashes,
+)
 
 __all__ = [
     "HASH_ALGORITHMS",
@@ -14,5 +20,6 @@ __all__ = [
     "color_distance",
     "duplicate_distance",
     "hamming",
+    "hash_in_background",
     "perceptual_hashes",
 ]

@@ -38,11 +38,11 @@ from agentctx.perception import (
     SessionImages,
     StoredImage,
     duplicate_distance,
-    perceptual_hashes,
+    hash_in_background,
 )
 from agentctx.perception.header import read_header
 from agentctx.privacy.redactor import Redactor, redact_identifier
-from agentctx.storage.blobs import BlobStore, blob_id_of
+from agentctx.storage.blobs import BlobStore, StagedBlob, stage_blob
 from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
 EVENT_ID_MAX = 64
@@ -267,13 +267,22 @@ class Preparer:
         return prepared
 
     def _offload(
-        self, data: bytes, media_type: str, index: int, prepared: PreparedEvent
+        self,
+        data: bytes,
+        media_type: str,
+        index: int,
+        prepared: PreparedEvent,
+        staged: StagedBlob | None = None,
     ) -> BlobRow:
+        """Store ``data`` in the blob store (committing ``staged``, its bytes staged
+        already) and record the blob for the event: durable before the event commits."""
         if len(data) > self.max_blob_bytes:
+            if staged is not None:
+                staged.discard()
             raise BlobTooLarge(
                 f"content of {len(data)} bytes exceeds max_blob_bytes={self.max_blob_bytes}"
             )
-        blob_id = self.blobs.put(data)
+        blob_id = staged.commit() if staged is not None else self.blobs.put(data)
         blob = BlobRow(
             blob_id=blob_id, size=len(data), media_type=media_type, part_index=index, data=data
         )
@@ -302,18 +311,19 @@ class Preparer:
             raise InvalidEvent(str(exc)) from None
         width, height, media_type = header.width, header.height, header.media_type
         hashes = None
+        staged = None
         if images is not None and self.dedup.enabled:
-            try:
-                hashes = perceptual_hashes(data)
-            except InvalidInput as exc:
-                raise InvalidEvent(f"image part {index} is not a readable image: {exc}") from exc
-            previous = images.latest()
-            digest = blob_id_of(data)
-            if previous is not None and previous.blob_id != digest:
-                distance = duplicate_distance(self.dedup, hashes, previous)
+            hashes, previous, staged = self._hash_and_stage(data, index, images)
+            if previous is not None and previous.blob_id != staged.blob_id:
+                try:
+                    distance = duplicate_distance(self.dedup, hashes, previous)
+                except BaseException:
+                    staged.discard()
+                    raise
                 if distance is not None:
-                    return self._reuse(previous, distance, digest, index, prepared)
-        blob = self._offload(data, media_type, index, prepared)
+                    staged.discard()  # a near-duplicate stores no bytes of its own
+                    return self._reuse(previous, distance, staged.blob_id, index, prepared)
+        blob = self._offload(data, media_type, index, prepared, staged)
         blob.image_id = image_id_for(blob.blob_id)
         blob.width, blob.height, blob.hashes = width, height, hashes
         if images is not None:
@@ -336,6 +346,34 @@ class Preparer:
             height=height,
             size=len(data),
         )
+
+    def _hash_and_stage(
+        self, data: bytes, index: int, images: SessionImages
+    ) -> tuple[ImageHashes, StoredImage | None, StagedBlob]:
+        """The image's perceptual hashes, the session's latest image, and the image's
+        bytes staged in the blob store (written and fsynced, not yet stored).
+
+        Hashing (a decode: most of an image append's time) runs on a pool thread while
+        this one stages the bytes (their sha256, the write, the fsync) and reads the
+        latest image, so the append pays for the longer of the two, not their sum. The
+        caller commits the staged bytes or, for a near-duplicate, discards them.
+        """
+        pending = hash_in_background(data)
+        try:
+            staged = stage_blob(self.blobs, data)
+        except BaseException:
+            pending.cancel()
+            raise
+        try:
+            previous = images.latest()
+            try:
+                hashes = pending.result()
+            except InvalidInput as exc:
+                raise InvalidEvent(f"image part {index} is not a readable image: {exc}") from exc
+        except BaseException:
+            staged.discard()
+            raise
+        return hashes, previous, staged
 
     @staticmethod
     def _reuse(

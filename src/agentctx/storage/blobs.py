@@ -42,6 +42,52 @@ class BlobStore(Protocol):
         ...
 
 
+class StagedBlob:
+    """Bytes written for a blob and fsynced, not yet stored under its id.
+
+    :meth:`commit` stores them (a rename for a :class:`FileBlobStore`, ``put`` for any
+    other store); :meth:`discard` removes them. Exactly one of the two is called.
+    """
+
+    def __init__(
+        self,
+        store: BlobStore,
+        blob_id: str,
+        data: bytes,
+        temporary: Path | None = None,
+        path: Path | None = None,
+    ) -> None:
+        self.blob_id = blob_id
+        self._store = store
+        self._data = data
+        self._temporary = temporary
+        self._path = path
+
+    def commit(self) -> str:
+        """Store the bytes under their id (durable when this returns); the blob id."""
+        if self._temporary is None or self._path is None:
+            # Nothing staged (another store, or the bytes were already there when staged,
+            # and may have been collected since): put() checks and writes.
+            return self._store.put(self._data)
+        temporary, self._temporary = self._temporary, None
+        _rename(temporary, self._path, self.blob_id)
+        return self.blob_id
+
+    def discard(self) -> None:
+        """Remove the staged bytes (the blob is not stored after all)."""
+        if self._temporary is not None:
+            self._temporary.unlink(missing_ok=True)
+            self._temporary = None
+
+
+def stage_blob(store: BlobStore, data: bytes) -> StagedBlob:
+    """``data`` staged in ``store``: written ahead where the store can (a
+    :class:`FileBlobStore`), else held until :meth:`StagedBlob.commit` puts it."""
+    if isinstance(store, FileBlobStore):
+        return store.stage(data)
+    return StagedBlob(store, blob_id_of(data), data)
+
+
 class FileBlobStore:
     """Blobs as files under ``root/ab/cd/<sha256>``, written atomically and fsynced."""
 
@@ -57,8 +103,25 @@ class FileBlobStore:
     def put(self, data: bytes) -> str:
         blob_id = blob_id_of(data)
         path = self._path(blob_id)
+        if not path.exists():
+            _rename(self._write_temporary(blob_id, path, data), path, blob_id)
+        return blob_id
+
+    def stage(self, data: bytes) -> StagedBlob:
+        """Write ``data`` durably under a temporary name, invisible until committed.
+
+        The write and its fsync can then overlap other work (hashing an image) before
+        it is known whether the bytes are kept at all; committing is a rename.
+        """
+        blob_id = blob_id_of(data)
+        path = self._path(blob_id)
         if path.exists():
-            return blob_id
+            return StagedBlob(self, blob_id, data)
+        return StagedBlob(self, blob_id, data, self._write_temporary(blob_id, path, data), path)
+
+    @staticmethod
+    def _write_temporary(blob_id: str, path: Path, data: bytes) -> Path:
+        """``data`` in a new file beside ``path``, fsynced."""
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -67,13 +130,12 @@ class FileBlobStore:
                     handle.write(data)
                     handle.flush()
                     os.fsync(handle.fileno())
-                os.replace(tmp, path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
         except OSError as exc:
             raise StorageError(f"cannot write blob {blob_id}: {exc}") from exc
-        return blob_id
+        return Path(tmp)
 
     def get(self, blob_id: str) -> bytes:
         path = self._path(blob_id)
@@ -97,3 +159,12 @@ class FileBlobStore:
         except (FileNotFoundError, BlobNotFound):
             return False
         return True
+
+
+def _rename(temporary: Path, path: Path, blob_id: str) -> None:
+    """Move a written temporary file to its blob path (atomic); removed if that fails."""
+    try:
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise StorageError(f"cannot write blob {blob_id}: {exc}") from exc
