@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -189,7 +190,8 @@ class ContextEngine:
         # fire one; flags, resolutions and repro packages.
         self.hitl = install_hitl(self, s.hitl)
         self.context_builder = ContextBuilder(
-            load_events=self._service.events,
+            # The builder never changes an event: it may get the hot cache's built ones.
+            load_events=functools.partial(self._service.events, shared=True),
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,

@@ -177,3 +177,22 @@ def test_concurrent_readers_and_a_writer_agree_with_the_database(
         thread.join()
     assert not errors
     assert session.events() == plain.get_session("busy", user_id="u1").events()
+
+
+def test_shared_reads_hand_out_built_events_and_plain_reads_their_own() -> None:
+    """A reader that never changes events (the window builder) gets the same built
+    objects again; every other read gets objects of its own, so a caller editing an
+    event's payload changes nothing the cache holds. Drops forget built events too."""
+    cache = LocalCache(100, events=100, tokens=10_000)
+    scope = SessionScope("u", "s", "i1")
+    cache.put_events(scope, [_event(seq, 5, "s") for seq in (1, 2, 3)])
+    shared = cache.get_events(scope, [1, 2, 3], shared=True)
+    again = cache.get_events(scope, [1, 2, 3], shared=True)
+    assert all(again[seq] is shared[seq] for seq in (1, 2, 3))
+    own = cache.get_events(scope, [1, 2], shared=False)
+    assert own[1] == shared[1] and own[1] is not shared[1]
+    own[1].payload["edited"] = True
+    assert "edited" not in cache.get_events(scope, [1], shared=True)[1].payload
+    assert "edited" not in cache.get_events(scope, [1])[1].payload
+    cache.drop_user("u")
+    assert cache.get_events(scope, [1, 2, 3], shared=True) == {}

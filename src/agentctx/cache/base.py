@@ -76,8 +76,14 @@ class HotCache(Protocol):
         """Reads of more events than this bypass the cache."""
         ...
 
-    def get_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
-        """The cached events of ``scope`` among ``seqs`` (absent ones are left out)."""
+    def get_events(
+        self, scope: SessionScope, seqs: Sequence[int], *, shared: bool = False
+    ) -> dict[int, Event]:
+        """The cached events of ``scope`` among ``seqs`` (absent ones are left out).
+
+        ``shared``: the caller never changes the events (their payload and JSON are
+        plain dicts), so the cache may hand out the same objects again; otherwise each
+        read gets objects of its own."""
         ...
 
     def put_events(self, scope: SessionScope, events: Sequence[Event]) -> None:
@@ -129,7 +135,9 @@ class NullCache:
     def max_events(self) -> int:
         return 0
 
-    def get_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
+    def get_events(
+        self, scope: SessionScope, seqs: Sequence[int], *, shared: bool = False
+    ) -> dict[int, Event]:
         return {}
 
     def put_events(self, scope: SessionScope, events: Sequence[Event]) -> None:

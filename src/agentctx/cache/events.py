@@ -83,12 +83,14 @@ def cached_events(
     last: int | None,
     seqs: Sequence[int] | None,
     now: datetime,
+    shared: bool = False,
 ) -> list[Event] | None:
     """The events of a seq-range read (ascending), through the cache.
 
     None when the read is left to the database: the session is missing or expired
     (the caller's own read reports it), the read is larger than ``cache.max_events``, or the
-    session changed incarnation while the missing events were read.
+    session changed incarnation while the missing events were read. ``shared``: the
+    caller never changes the events (see ``HotCache.get_events``).
     """
     with db.read() as conn:
         head = _head(conn, user_id, session_id, now)
@@ -103,7 +105,7 @@ def cached_events(
     if not wanted:
         return []
     scope = SessionScope(user_id, session_id, incarnation)
-    found = cache.get_events(scope, wanted)
+    found = cache.get_events(scope, wanted, shared=shared)
     missing = [seq for seq in wanted if seq not in found]
     if missing:
         low, high = missing[0], missing[-1]

@@ -29,6 +29,12 @@ from agentctx.events import Event, PackedEvent, pack_event, unpack_event
 MEMORY_ENTRIES = 1024
 """A user's memory reads kept (list and search results, keyed by generation)."""
 
+BUILT_EVENTS = 4096
+"""Events also kept built, for readers that never change them (``shared`` reads: the
+window builder). An agent's windows read the same few hundred newest events call after
+call; unpacking them each time (their JSON parsed again) was the largest part of a
+window's reading. A few thousand built events are little for the collector to track."""
+
 
 _Held = tuple[int, PackedEvent]
 """A cached event: its estimated tokens (for the bound) and the event, packed."""
@@ -47,6 +53,7 @@ class LocalCache:
         self._events = 0
         self._tokens = 0
         self._entries: Lru[tuple[str, str, str], str] = Lru(MEMORY_ENTRIES)
+        self._built: Lru[tuple[SessionScope, int], Event] = Lru(BUILT_EVENTS)
         self._stats = CacheStats()
 
     @property
@@ -64,7 +71,11 @@ class LocalCache:
 
     # Events -----------------------------------------------------------------------------
 
-    def get_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
+    def get_events(
+        self, scope: SessionScope, seqs: Sequence[int], *, shared: bool = False
+    ) -> dict[int, Event]:
+        if shared:
+            return self._shared_events(scope, seqs)
         with self._lock:
             held = self._sessions.get(scope)
             hits: list[tuple[int, PackedEvent]] = []
@@ -77,6 +88,26 @@ class LocalCache:
             self._count(event_hits=len(hits), event_misses=len(seqs) - len(hits))
         # Unpacked outside the lock: other threads' reads need not wait for it.
         return {seq: unpack_event(packed) for seq, packed in hits}
+
+    def _shared_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
+        """:meth:`get_events` for a reader that never changes what it gets: events built
+        before are handed out again, the others unpacked once and kept built."""
+        found: dict[int, Event] = {}
+        unbuilt: list[int] = []
+        for seq in seqs:
+            event = self._built.get((scope, seq))
+            if event is None:
+                unbuilt.append(seq)
+            else:
+                found[seq] = event
+        if found:
+            with self._lock:
+                self._count(event_hits=len(found))
+        if unbuilt:
+            for seq, event in self.get_events(scope, unbuilt).items():
+                found[seq] = event
+                self._built.put((scope, seq), event)
+        return found
 
     def put_events(self, scope: SessionScope, events: Sequence[Event]) -> None:
         with self._lock:
@@ -134,6 +165,8 @@ class LocalCache:
     # Drops ------------------------------------------------------------------------------
 
     def drop_session(self, user_id: str, session_id: str) -> None:
+        session = (user_id, session_id)
+        self._built.discard(lambda key: (key[0].user_id, key[0].session_id) == session)
         with self._lock:
             for scope in [
                 s for s in self._sessions if s.user_id == user_id and s.session_id == session_id
@@ -144,6 +177,7 @@ class LocalCache:
         self._entries.discard(lambda key: key[0] == user_id)
 
     def drop_user(self, user_id: str) -> None:
+        self._built.discard(lambda key: key[0].user_id == user_id)
         with self._lock:
             for scope in [s for s in self._sessions if s.user_id == user_id]:
                 self._forget(self._sessions.pop(scope))
@@ -159,6 +193,7 @@ class LocalCache:
             return self._stats
 
     def drop_local(self) -> None:
+        self._built.clear()
         with self._lock:
             self._sessions.clear()
             self._entries.clear()

@@ -122,7 +122,9 @@ class RedisCache:
 
     # Events -----------------------------------------------------------------------------
 
-    def get_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
+    def get_events(
+        self, scope: SessionScope, seqs: Sequence[int], *, shared: bool = False
+    ) -> dict[int, Event]:
         if not seqs:
             return {}
         key = self._events_key(scope)

@@ -334,8 +334,12 @@ class SessionService:
         limit: int | None = None,
         last: int | None = None,
         seqs: Sequence[int] | None = None,
+        shared: bool = False,
     ) -> list[Event]:
-        """Events in seq order, filtered; ``last=N`` gives the newest N (still in seq order)."""
+        """Events in seq order, filtered; ``last=N`` gives the newest N (still in seq order).
+
+        ``shared``: the caller never changes the events, so the hot cache may hand out
+        objects it handed out before (the window builder reads this way)."""
         _check_session_ids(user_id, session_id)
         check_optional_count(start_seq, "start_seq", maximum=MAX_INT64)
         check_optional_count(end_seq, "end_seq", maximum=MAX_INT64)
@@ -360,6 +364,7 @@ class SessionService:
                 last=last,
                 seqs=seqs,
                 now=now,
+                shared=shared,
             )
             if hot is not None:
                 return hot
