@@ -1,7 +1,8 @@
 """Dense side of the memory index: a user's memory vectors, stored and searched.
 
-Vectors live in sqlite-vec or pgvector (:mod:`agentctx.memory.index_tables`),
-partitioned by the user. A user with few memories is searched there exactly. Both
+Vectors live in a plain table (SQLite, float32) or pgvector
+(:mod:`agentctx.memory.index_tables`), indexed by the user. A user with few memories is
+searched there exactly (sqlite-vec's ``vec_distance_cosine``, pgvector's ``<=>``). Both
 exact searches read every vector of the user (about 1 µs a vector on sqlite-vec, 20 µs
 on pgvector), too slow at 100k memories, so for a larger user :class:`CodeCache` keeps
 the sign bits and an int8 copy of every vector in memory (the retrieval index's
@@ -47,7 +48,7 @@ def insert_vectors(
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(
-            f'INSERT INTO "{table}" (rowid, uid, embedding) VALUES (?, ?, ?)',
+            f'INSERT INTO "{table}" (doc_id, uid, embedding) VALUES (?, ?, ?)',
             [(doc, uid, float32_bytes(vector)) for doc, vector in items],
         )
         return
@@ -66,12 +67,14 @@ def exact_search(
     """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first."""
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
+        # Undefined distances (a zero vector) last; of equal ones the newest first.
         rows = conn.execute(
             text(
-                f'SELECT rowid, distance FROM "{table}" WHERE embedding MATCH :q '
-                "AND k = :k AND uid = :uid ORDER BY distance"
+                f"SELECT doc_id, vec_distance_cosine(embedding, :q) AS distance "
+                f'FROM "{table}" WHERE uid = :uid '
+                "ORDER BY distance IS NULL, distance, doc_id DESC LIMIT :k"
             ),
-            {"q": float32_bytes(query), "k": min(k, 4096), "uid": uid},
+            {"q": float32_bytes(query), "k": k, "uid": uid},
         ).all()
     else:
         rows = conn.execute(
@@ -90,7 +93,7 @@ def vectors_of(conn: Connection, embedder_id: int, doc_ids: Sequence[int]) -> di
         return {}
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
-        sql = f'SELECT rowid, embedding FROM "{table}" WHERE rowid IN :ids'
+        sql = f'SELECT doc_id, embedding FROM "{table}" WHERE doc_id IN :ids'
     else:
         sql = f'SELECT doc_id, CAST(embedding AS real[]) FROM "{table}" WHERE doc_id IN :ids'
     statement = text(sql).bindparams(bindparam("ids", expanding=True))
@@ -166,7 +169,7 @@ class CodeCache:
         if conn.dialect.name == "sqlite":
             table = vector_table(embedder_id)
             rows = conn.execute(
-                text(f'SELECT rowid, embedding FROM "{table}" WHERE uid = :uid'), {"uid": uid}
+                text(f'SELECT doc_id, embedding FROM "{table}" WHERE uid = :uid'), {"uid": uid}
             ).all()
             matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
             doc_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))

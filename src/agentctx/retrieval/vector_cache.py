@@ -4,15 +4,15 @@ sqlite-vec answers a session's k nearest exactly, but it pays for every row it
 returns: about 4 µs a result, so a context window that asks for several hundred
 candidates from two vector tables spends 5-6 ms there on a 1,500-event session.
 Numpy ranks the same 1,500 vectors in well under a millisecond. So the float
-vectors of a small session are read once (by primary key, through ``search_codes``)
-and kept, normalized, in memory; each search is one matrix product.
+vectors of a small session are read once (through the vector table's ``(sid, seq)``
+index) and kept, normalized, in memory; each search is one matrix product.
 
 The distances are the same cosine distances sqlite-vec computes (up to float
 rounding), events of equal distance come newest first, and zero vectors, whose
-distance is undefined, are left out, as in the database. Stored vectors never
-change and a session's number is never reused, so an entry only grows by the newer
-rows of its session; least recently used sessions are dropped first once more than
-``max_vectors`` are held.
+distance is undefined, are left out, as in :func:`agentctx.retrieval.dense.exact_search`.
+Stored vectors never change and a session's number is never reused, so an entry only
+grows by the newer rows of its session; least recently used sessions are dropped first
+once more than ``max_vectors`` are held.
 """
 
 from __future__ import annotations
@@ -21,15 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 
 from agentctx.retrieval.blas import one_blas_thread
-from agentctx.retrieval.dense import DenseHit, NumpyCache, rows_after
+from agentctx.retrieval.dense import DenseHit, NumpyCache
 from agentctx.retrieval.tables import vector_table
-from agentctx.storage.schema import search_codes
-
-# Rows fetched per ``rowid IN (…)`` statement (SQLite's default variable limit is 32,766).
-_CHUNK = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +51,17 @@ class VectorCache(NumpyCache[_Vectors]):
         if entry is not None and entry.upto_seq >= upto_seq:
             return entry
         after = entry.upto_seq if entry is not None else 0
-        docs = rows_after(
-            conn, sid, embedder_id, search_codes.c.doc_id, after=after, upto_seq=upto_seq
-        )
-        vectors: dict[int, bytes] = {}
-        statement = text(
-            f'SELECT rowid, embedding FROM "{vector_table(embedder_id)}" WHERE rowid IN :docs'
-        ).bindparams(bindparam("docs", expanding=True))
-        for start in range(0, len(docs), _CHUNK):
-            chunk = [int(doc) for _, doc in docs[start : start + _CHUNK]]
-            for doc, blob in conn.execute(statement, {"docs": chunk}):
-                vectors[int(doc)] = bytes(blob)
-        present = [(int(seq), int(doc)) for seq, doc in docs if int(doc) in vectors]
-        seqs = np.fromiter((seq for seq, _ in present), dtype=np.int64, count=len(present))
-        doc_ids = np.fromiter((doc for _, doc in present), dtype=np.int64, count=len(present))
+        present = conn.execute(
+            text(
+                f'SELECT seq, doc_id, embedding FROM "{vector_table(embedder_id)}" '
+                "WHERE sid = :sid AND seq > :after AND seq <= :upto ORDER BY seq"
+            ),
+            {"sid": sid, "after": after, "upto": upto_seq},
+        ).all()
+        seqs = np.fromiter((row[0] for row in present), dtype=np.int64, count=len(present))
+        doc_ids = np.fromiter((row[1] for row in present), dtype=np.int64, count=len(present))
         if present:
-            raw = np.frombuffer(b"".join(vectors[doc] for _, doc in present), dtype=np.float32)
+            raw = np.frombuffer(b"".join(bytes(row[2]) for row in present), dtype=np.float32)
             matrix = raw.reshape(len(present), -1)
         else:
             width = entry.unit.shape[1] if entry is not None else 0
