@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import Connection, text
 
 from agentctx import ContextEngine
-from agentctx.bench.store_disk import VECTOR_BYTES_MAX_RATIO, VECTOR_SLACK_BYTES, database_sizes
+from agentctx.bench.store_disk import database_sizes
+from agentctx.bench.targets import DISK_VECTOR_MAX_RATIO, DISK_VECTOR_SLACK_BYTES
 from agentctx.memory.index_tables import DOCS_TABLE
+from agentctx.memory.index_tables import vector_table as memory_vector_table
 from agentctx.retrieval.tables import LEXICAL_TABLE, refresh_cleanup_trigger
 
 SESSIONS = 200
@@ -47,7 +49,7 @@ def test_disk_grows_with_the_vectors_not_with_the_sessions(
     raw = vectors * dimensions * 4
     # Within the target: 2x raw plus one page a session (about 2 MB here). A vec0 table
     # partitioned by session took 1,024 vectors' room a session a table (over 600 MB).
-    bound = VECTOR_BYTES_MAX_RATIO * raw + VECTOR_SLACK_BYTES * SESSIONS
+    bound = DISK_VECTOR_MAX_RATIO * raw + DISK_VECTOR_SLACK_BYTES * SESSIONS
     grown = after["vectors"] - before["vectors"]
     assert 0 < grown <= bound, (grown, bound)
     assert after["total"] - before["total"] <= 3 * bound
@@ -179,3 +181,24 @@ def test_an_erased_users_vectors_leave_the_sqlite_file(tmp_path: Path) -> None:
     files = b"".join(p.read_bytes() for p in tmp_path.glob("erase.db*"))
     assert all(blob in files for blob in kept)  # so a vector left behind would be seen
     assert not any(blob in files for blob in gone)
+
+
+def test_memory_vectors_take_disk_by_the_memory_not_by_the_user(
+    embedding_engine: ContextEngine,
+) -> None:
+    engine = embedding_engine
+    engine.memory.add("u0", "a first memory, so that the tables exist")
+    before = database_sizes(engine)
+    users = 100
+    for i in range(users):
+        engine.memory.add(f"user{i}", f"prefers delivery number {i} before noon")
+    after = database_sizes(engine)
+    index = engine.memory.index
+    assert index is not None and index._embedder_id is not None
+    with engine.db.read() as conn:
+        table = memory_vector_table(index._embedder_id)
+        stored = int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
+    assert stored == users + 1
+    bound = DISK_VECTOR_MAX_RATIO * users * 384 * 4 + DISK_VECTOR_SLACK_BYTES * users
+    grown = after["vectors"] - before["vectors"]
+    assert 0 < grown <= bound, (grown, bound)  # vec0: 1.5 MB a user, 150 MB here

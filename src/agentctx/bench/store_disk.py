@@ -12,11 +12,12 @@ PostgreSQL
     A database of its own on the same server: ``pg_database_size`` before and after,
     split by each table's ``pg_total_relation_size`` (indexes and TOAST included).
 
-"Vectors" are the vector tables (``search_vec_<id>``) and the sign codes and int8
-copies kept beside them (``search_codes``); "events" the event log and its indexes.
-The target (:data:`VECTOR_BYTES_MAX_RATIO`, :data:`VECTOR_SLACK_BYTES`): vectors take
-at most twice their raw size (dimensions x 4 bytes each) plus a small constant per
-session, so that disk grows with the vectors stored, not with the sessions.
+"Vectors" are the vector tables (``search_vec_<id>``, ``memory_vec_<id>``) and the
+sign codes and int8 copies kept beside them (``search_codes``); "events" the event log
+and its indexes. The target (``DISK_VECTOR_MAX_RATIO`` and ``DISK_VECTOR_SLACK_BYTES``
+in :mod:`agentctx.bench.targets`): vectors take at most twice their raw size
+(dimensions x 4 bytes each) plus a small constant per session, so that disk grows with
+the vectors stored, not with the sessions.
 
 Texts are synthetic (the store benchmark's corpus) unless conversations are given
 (:func:`agentctx.bench.agentloop_data.load_conversations`'s format), whose messages are
@@ -37,20 +38,18 @@ from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
 
 from agentctx.bench.stats import chat_messages
+from agentctx.bench.subjects import AgentctxSubject, StoreSubject
+from agentctx.bench.targets import DISK_VECTOR_MAX_RATIO, DISK_VECTOR_SLACK_BYTES
 from agentctx.engine import ContextEngine
 
 Progress = Callable[[str], None]
 
 MIN_MESSAGES = 20
 MAX_MESSAGES = 60
-VECTOR_BYTES_MAX_RATIO = 2.0
-"""Vectors may take at most this many times their raw size on disk."""
-VECTOR_SLACK_BYTES = 4096
-"""Plus at most this much per session (one SQLite page): the bound's small constant."""
 
 _USER = "bench-disk"
 _EVENT_TABLES = ("events",)
-_VECTOR_PREFIXES = ("search_vec_", "search_codes")
+_VECTOR_PREFIXES = ("search_vec_", "search_codes", "memory_vec_")
 
 
 class DiskResult(BaseModel):
@@ -71,7 +70,7 @@ class DiskResult(BaseModel):
     @property
     def vector_bound(self) -> float:
         """The most vector bytes a session may take (the target)."""
-        return VECTOR_BYTES_MAX_RATIO * self.raw_vector_bytes_per_session + VECTOR_SLACK_BYTES
+        return DISK_VECTOR_MAX_RATIO * self.raw_vector_bytes_per_session + DISK_VECTOR_SLACK_BYTES
 
 
 def session_texts(count: int, *, seed: int = 0, data: Path | None = None) -> list[list[str]]:
@@ -232,3 +231,27 @@ def measure_disk(
         raw_vector_bytes_per_session=vectors * embedder.dimensions * 4 / n,
         data="synthetic" if data is None else data.name,
     )
+
+
+def measure_subjects(
+    subjects: Sequence[StoreSubject],
+    *,
+    sessions: int,
+    workdir: Path | None,
+    data: Path | None,
+    progress: Progress | None = None,
+) -> list[DiskResult]:
+    """:func:`measure_disk` for the backend of each agentctx subject (none when
+    ``sessions`` is 0); on PostgreSQL, on the subject's server."""
+    results = []
+    for subject in subjects:
+        if not isinstance(subject, AgentctxSubject) or sessions < 1:
+            continue
+        db = subject.engine.db
+        url = None if db.dialect == "sqlite" else db.engine.url.render_as_string(False)
+        results.append(
+            measure_disk(
+                db.dialect, url, sessions=sessions, workdir=workdir, data=data, progress=progress
+            )
+        )
+    return results
