@@ -67,12 +67,13 @@ def exact_search(
     """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first."""
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
-        # Undefined distances (a zero vector) last; of equal ones the newest first.
+        # Of equal distances the newest first. Zero vectors, whose distance is undefined
+        # (null), are not stored: only a zero query gives nulls, all of them.
         rows = conn.execute(
             text(
                 f"SELECT doc_id, vec_distance_cosine(embedding, :q) AS distance "
                 f'FROM "{table}" WHERE uid = :uid '
-                "ORDER BY distance IS NULL, distance, doc_id DESC LIMIT :k"
+                "ORDER BY distance, doc_id DESC LIMIT :k"
             ),
             {"q": float32_bytes(query), "k": k, "uid": uid},
         ).all()

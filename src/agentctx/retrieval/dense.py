@@ -136,12 +136,13 @@ def exact_search(
     params: dict[str, Any] = {"sid": sid, "k": k, "before": before_seq}
     if conn.dialect.name == "sqlite":
         params["q"] = float32_bytes(query)
-        # Undefined distances (a zero vector) last; of equal ones the newest first, as the
-        # in-memory search (agentctx.retrieval.vector_cache) ranks them.
+        # Of equal distances the newest first, as the in-memory search ranks them
+        # (agentctx.retrieval.vector_cache). A zero vector's distance is undefined (null),
+        # but zero vectors are not stored: only a zero query gives nulls, all of them.
         sql = (
             f"SELECT seq, doc_id, vec_distance_cosine(embedding, :q) AS distance "
             f'FROM "{table}" WHERE sid = :sid{bound} '
-            "ORDER BY distance IS NULL, distance, seq DESC LIMIT :k"
+            "ORDER BY distance, seq DESC LIMIT :k"
         )
     else:
         params["q"] = pgvector_literal(query)
