@@ -37,6 +37,42 @@ class _Vectors:
     nonzero: Any  # bool[n]
 
 
+def nearest_rows(
+    np: Any, unit: Any, nonzero: Any, newer: Any, query: Sequence[float], *, k: int
+) -> tuple[Any, Any]:
+    """The indices of the ``k`` rows of ``unit`` (float32, each of length 1 or 0) nearest
+    to ``query`` by cosine distance, nearest first, and every row's distance. Of equal
+    distances the row with the larger ``newer`` comes first; rows not ``nonzero`` (whose
+    distance is undefined) are left out. Nothing for a zero query."""
+    q = np.asarray(query, dtype=np.float32)
+    norm = float(np.linalg.norm(q))
+    if len(unit) == 0 or k < 1 or norm == 0.0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    with one_blas_thread():
+        distance = 1.0 - unit @ (q / norm)
+    candidates = np.flatnonzero(nonzero)
+    if len(candidates) > k:
+        # The k smallest (ties at the cut kept whole, so that the order below decides).
+        cut = np.partition(distance[candidates], k - 1)[k - 1]
+        candidates = candidates[distance[candidates] <= cut]
+    # Nearest first; of equal distances (rare with a real model) the newest first.
+    order = candidates[np.lexsort((-newer[candidates], distance[candidates]))][:k]
+    return order, distance
+
+
+def unit_rows(np: Any, blobs: Sequence[bytes], *, width: int = 0) -> tuple[Any, Any]:
+    """Little-endian float32 vectors as ``float32[n, dims]`` rows scaled to length 1 (zero
+    rows stay zero), and which rows are not zero (``width``: dims when there are none)."""
+    if blobs:
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    else:
+        matrix = np.zeros((0, width), dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1)
+    nonzero = norms > 0
+    unit = matrix / np.where(nonzero, norms, 1.0)[:, None]
+    return unit.astype(np.float32, copy=False), nonzero
+
+
 class VectorCache(NumpyCache[_Vectors]):
     """Normalized float vectors of small sessions, for exact search with numpy (SQLite)."""
 
@@ -60,21 +96,14 @@ class VectorCache(NumpyCache[_Vectors]):
         ).all()
         seqs = np.fromiter((row[0] for row in present), dtype=np.int64, count=len(present))
         doc_ids = np.fromiter((row[1] for row in present), dtype=np.int64, count=len(present))
-        if present:
-            raw = np.frombuffer(b"".join(bytes(row[2]) for row in present), dtype=np.float32)
-            matrix = raw.reshape(len(present), -1)
-        else:
-            width = entry.unit.shape[1] if entry is not None else 0
-            matrix = np.zeros((0, width), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1)
-        nonzero = norms > 0
-        unit = matrix / np.where(nonzero, norms, 1.0)[:, None]
+        width = entry.unit.shape[1] if entry is not None else 0
+        unit, nonzero = unit_rows(np, [bytes(row[2]) for row in present], width=width)
         if entry is not None and len(entry.seqs):
             seqs = np.concatenate([entry.seqs, seqs])
             doc_ids = np.concatenate([entry.docs, doc_ids])
             unit = np.concatenate([entry.unit, unit]) if present else entry.unit
             nonzero = np.concatenate([entry.nonzero, nonzero])
-        fresh = _Vectors(upto_seq, seqs, doc_ids, unit.astype(np.float32, copy=False), nonzero)
+        fresh = _Vectors(upto_seq, seqs, doc_ids, unit, nonzero)
         self._keep(key, fresh)
         return fresh
 
@@ -96,19 +125,11 @@ class VectorCache(NumpyCache[_Vectors]):
         n = len(entry.seqs)
         if before_seq is not None:
             n = int(np.searchsorted(entry.seqs, before_seq, side="left"))
-        q = np.asarray(query, dtype=np.float32)
-        norm = float(np.linalg.norm(q))
-        if n == 0 or k < 1 or norm == 0.0:
+        if n == 0:
             return []
-        with one_blas_thread():
-            distance = 1.0 - entry.unit[:n] @ (q / norm)
-        candidates = np.flatnonzero(entry.nonzero[:n])
-        if len(candidates) > k:
-            # The k smallest (ties at the cut kept whole, so that the order below decides).
-            cut = np.partition(distance[candidates], k - 1)[k - 1]
-            candidates = candidates[distance[candidates] <= cut]
-        # Nearest first; of equal distances (rare with a real model) the newest first.
-        order = candidates[np.lexsort((-entry.seqs[candidates], distance[candidates]))][:k]
+        order, distance = nearest_rows(
+            np, entry.unit[:n], entry.nonzero[:n], entry.seqs[:n], query, k=k
+        )
         # Plain Python numbers, converted in bulk (one per hit, up to hundreds a search).
         return list(
             map(
