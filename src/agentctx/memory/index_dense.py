@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection, bindparam, text
 
@@ -131,24 +131,27 @@ def cosines(query: Sequence[float], vectors: dict[int, Any]) -> dict[int, float]
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class _Floats:
-    stamp: tuple[int, int]  # as _Codes'
-    doc_ids: Any  # int64[n], ascending
-    unit: Any  # float32[n, dimensions], rows of length 1 (zero rows stay zero)
-    nonzero: Any  # bool[n]
+class _Stamped(Protocol):
+    @property
+    def stamp(self) -> tuple[int, int]: ...
+
+    @property
+    def doc_ids(self) -> Any: ...
 
 
-class FloatCache:
-    """The float vectors of users searched exactly, scaled to length 1, in memory (SQLite,
-    numpy): a matrix product ranks a few thousand in well under a millisecond, where
-    ``vec_distance_cosine`` over the table's rows takes about 1 µs a row. The ranking is
-    :func:`exact_search`'s (up to float rounding, ties newest first). Entries are stamped
-    and dropped as :class:`CodeCache`'s; at most ``max_vectors`` are held."""
+StampedT = TypeVar("StampedT", bound=_Stamped)
 
-    def __init__(self, max_vectors: int = 50_000) -> None:
+
+class _UserCache(Generic[StampedT]):
+    """Base of the in-memory caches of a user's vectors (numpy needed): entries keyed by
+    (uid, embedder_id), each checked against the user's (document count, newest doc_id)
+    stamp: doc_ids are never reused and a changed memory gets a new one, so any index
+    change moves the stamp and the entry is loaded again. At most ``max_vectors`` rows
+    are held, least recently used users dropped first."""
+
+    def __init__(self, max_vectors: int) -> None:
         self.max_vectors = max_vectors
-        self._entries: WeightedLru[tuple[int, int], _Floats] = WeightedLru(
+        self._entries: WeightedLru[tuple[int, int], StampedT] = WeightedLru(
             max_vectors, weigh=lambda entry: len(entry.doc_ids)
         )
         self._np = _numpy()
@@ -159,15 +162,41 @@ class FloatCache:
         return self._np is not None and self.max_vectors > 0
 
     def __len__(self) -> int:
-        """Vectors held, of all users."""
+        """Rows held, of all users."""
         return self._entries.weight
 
+    def held(self) -> list[tuple[int, int]]:
+        """The (uid, embedder_id) of the partitions held, least recently used first."""
+        return self._entries.keys()
+
     def drop(self, uid: int | None = None) -> None:
-        """Forget the vectors of partition ``uid`` (of every partition when None)."""
+        """Forget partition ``uid`` (every partition when None)."""
         if uid is None:
             self._entries.clear()
         else:
             self._entries.discard(lambda key: key[0] == uid)
+
+    def _fresh(self, key: tuple[int, int], stamp: tuple[int, int]) -> StampedT | None:
+        entry = self._entries.get(key)
+        return entry if entry is not None and entry.stamp == stamp else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Floats:
+    stamp: tuple[int, int]  # as _Codes'
+    doc_ids: Any  # int64[n], ascending
+    unit: Any  # float32[n, dimensions], rows of length 1 (zero rows stay zero)
+    nonzero: Any  # bool[n]
+
+
+class FloatCache(_UserCache[_Floats]):
+    """The float vectors of users searched exactly, scaled to length 1, in memory (SQLite,
+    numpy): a matrix product ranks a few thousand in well under a millisecond, where
+    ``vec_distance_cosine`` over the table's rows takes about 1 µs a row. The ranking is
+    :func:`exact_search`'s (up to float rounding, ties newest first)."""
+
+    def __init__(self, max_vectors: int = 50_000) -> None:
+        super().__init__(max_vectors)
 
     def search(
         self,
@@ -183,8 +212,8 @@ class FloatCache:
         np = self._np
         assert np is not None
         key = (uid, embedder_id)
-        entry = self._entries.get(key)
-        if entry is None or entry.stamp != stamp:
+        entry = self._fresh(key, stamp)
+        if entry is None:
             rows = conn.execute(
                 text(
                     f'SELECT doc_id, embedding FROM "{vector_table(embedder_id)}" '
@@ -208,34 +237,20 @@ class _Codes:
     quantized: Any  # int8[n, dimensions]: each row scaled so its largest magnitude is 127
 
 
-class CodeCache:
-    """Sign codes of large users' memory vectors, in memory (needs numpy).
-
-    Keyed by (uid, embedder_id) and checked against the user's (document count, newest
-    doc_id): doc_ids are never reused and a changed memory gets a new one, so any index
-    change moves the stamp and the entry is loaded again. At most ``max_vectors`` codes
-    are kept, least recently used users dropped first.
-    """
+class CodeCache(_UserCache[_Codes]):
+    """Sign codes of large users' memory vectors, in memory (needs numpy), stamped as
+    :class:`_UserCache` says."""
 
     def __init__(self, max_vectors: int = 2_000_000) -> None:
-        self.max_vectors = max_vectors
-        self._entries: WeightedLru[tuple[int, int], _Codes] = WeightedLru(
-            max_vectors, weigh=lambda entry: len(entry.doc_ids)
-        )
-        self._np = _numpy()
-
-    @property
-    def enabled(self) -> bool:
-        """Whether numpy is available."""
-        return self._np is not None and self.max_vectors > 0
+        super().__init__(max_vectors)
 
     def entry(self, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]) -> _Codes:
         """The user's codes, loaded through ``conn`` unless cached with this stamp."""
         np = self._np
         assert np is not None
         key = (uid, embedder_id)
-        entry = self._entries.get(key)
-        if entry is not None and entry.stamp == stamp:
+        entry = self._fresh(key, stamp)
+        if entry is not None:
             return entry
         if conn.dialect.name == "sqlite":
             table = vector_table(embedder_id)
@@ -250,17 +265,6 @@ class CodeCache:
             fresh = _load_pg(np, conn, embedder_id, uid, stamp)
         self._entries.put(key, fresh)
         return fresh
-
-    def held(self) -> list[tuple[int, int]]:
-        """The (uid, embedder_id) of the partitions held, least recently used first."""
-        return self._entries.keys()
-
-    def drop(self, uid: int | None = None) -> None:
-        """Forget the codes of partition ``uid`` (of every partition when None)."""
-        if uid is None:
-            self._entries.clear()
-        else:
-            self._entries.discard(lambda key: key[0] == uid)
 
     def scan(
         self, entry: _Codes, query: Sequence[float], *, take: int, k: int
