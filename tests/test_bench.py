@@ -28,6 +28,7 @@ def tiny(**overrides: object) -> StoreConfig:
         "appends_per_thread": 10,
         "sizes": [1_000, 2_000],
         "reads": 50,
+        "disk_sessions": 8,
     }
     values.update(overrides)
     return StoreConfig.quick(**values)
@@ -79,8 +80,19 @@ def assert_complete(report: StoreReport, config: StoreConfig) -> None:
         assert_latency(read.latency, config.reads)
     ours = [key for key in keys if key != PEER]
     assert {(t.system, t.metric) for t in report.targets} == {
-        (key, metric) for key in ours for metric in ("single", "batched", "read")
+        (key, metric) for key in ours for metric in ("single", "batched", "read", "disk")
     }
+    # (f) for each agentctx backend: every event embedded twice, vectors within the bound
+    assert [d.system for d in report.disk] == ours
+    for disk in report.disk:
+        assert disk.sessions == config.disk_sessions
+        assert 20 * disk.sessions <= disk.events <= 60 * disk.sessions
+        assert disk.vectors == 2 * disk.events
+        assert disk.raw_vector_bytes_per_session == disk.vectors * 384 * 4 / disk.sessions
+        assert 0 < disk.vector_bytes_per_session <= disk.vector_bound
+    for target in report.targets:
+        if target.metric == "disk":
+            assert target.passed is True, target
     machine = report.machine
     assert machine.nproc >= 1 and machine.cpu_model and machine.python
     assert machine.sqlite == sqlite3.sqlite_version
@@ -112,6 +124,7 @@ def test_store_quick_sqlite_against_peer(sqlite_report: StoreReport) -> None:
     markdown = store_markdown(report)
     assert "agentctx (sqlite)" in markdown and "openai-agents SQLiteSession" in markdown
     assert "(e) Single appends beside a session's finished jobs" in markdown
+    assert "(f) Disk per short session, with its vectors" in markdown
 
 
 def test_store_quick_postgresql(pg_server: pgserver.PostgresServer) -> None:

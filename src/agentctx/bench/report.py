@@ -41,12 +41,19 @@ def _ratio(ours: float | None, peer: float | None) -> str:
     return f"{ours / peer:.2f}x"
 
 
+def _kib(value: float) -> str:
+    return f"{value / 1024:,.1f} KiB"
+
+
 def _verdict(target: Target | None) -> str:
     if target is None:
         return ""
     if target.passed is None:
         return f"n/a ({target.note})"
     figure = target.figure or 0.0
+    if target.unit == "bytes":
+        verdict = "PASS" if target.passed else "FAIL"
+        return f"{verdict} ({_kib(figure)} {target.direction} {_kib(target.bound)})"
     shown = (
         f"{figure:.2f}x"
         if target.unit == "x peer"
@@ -213,7 +220,41 @@ def store_tables(report: StoreReport) -> list[TableSpec]:
     for t in report.targets:
         summary.rows.append([t.name, label[t.system], _verdict(t)])
     tables = [single, batched, concurrent, reads]
-    return [*tables, beside, summary] if report.beside_jobs else [*tables, summary]
+    if report.beside_jobs:
+        tables.append(beside)
+    if report.disk:
+        tables.append(_disk_table(report, label))
+    return [*tables, summary]
+
+
+def _disk_table(report: StoreReport, label: dict[str, str]) -> TableSpec:
+    """(f) Disk bytes per short session."""
+    disk = TableSpec(
+        "(f) Disk per short session, with its vectors",
+        ["system", "sessions", "total", "events", "vectors", "raw vectors", "other", "target"],
+    )
+    targets = {t.system: t for t in report.targets if t.metric == "disk"}
+    for d in report.disk:
+        disk.rows.append(
+            [
+                label[d.system],
+                f"{d.sessions:,}",
+                _kib(d.bytes_per_session),
+                _kib(d.event_bytes_per_session),
+                _kib(d.vector_bytes_per_session),
+                _kib(d.raw_vector_bytes_per_session),
+                _kib(d.other_bytes_per_session),
+                _verdict(targets.get(d.system)),
+            ]
+        )
+    first = report.disk[0]
+    disk.notes.append(
+        f"growth of a fresh database per session, {first.sessions:,} sessions of "
+        f"{first.events / max(first.sessions, 1):.0f} events on average ({first.data} texts), "
+        f"each event embedded twice ({first.dimensions} dimensions: alone and after the "
+        "event before); vectors: the vector tables and their sign codes and int8 copies."
+    )
+    return disk
 
 
 def _style(cell: str) -> str:

@@ -10,7 +10,8 @@ d. reading the newest 100 events of sessions holding 1k, 10k and 100k events;
 e. agentctx only: (a) in a session that already has 50,000 finished jobs (a long
    session's turn-end work), which an append must not pay for; then again with a
    turn-end hook that queues a (no-op) job after every append, run inline (measured
-   last: a hook stays registered).
+   last: a hook stays registered);
+f. agentctx only: disk bytes per short session with its vectors (``bench.store_disk``).
 
 ``run_store_benchmark`` returns a ``StoreReport``; rendering lives in ``bench.report``.
 """
@@ -35,6 +36,7 @@ from agentctx.bench.machine import (
 )
 from agentctx.bench.peer import PEER_INSTALL_HINT, PeerSubject, load_peer, peer_version
 from agentctx.bench.stats import Latency, chat_messages, summarize
+from agentctx.bench.store_disk import DiskResult, measure_subjects
 from agentctx.bench.subjects import AgentctxSubject, StoreSubject
 from agentctx.bench.targets import Target, evaluate_targets
 from agentctx.engine import ContextEngine
@@ -63,6 +65,8 @@ class StoreConfig(BaseModel):
     read_limit: int = Field(default=100, ge=1)
     reads: int = Field(default=500, ge=1)
     read_warmup: int = Field(default=50, ge=0)
+    disk_sessions: int = Field(default=200, ge=0)  # (f); 0 skips it
+    disk_data: Path | None = None  # (f): conversations to replay (default: synthetic)
 
     @model_validator(mode="after")
     def _check(self) -> StoreConfig:
@@ -84,6 +88,7 @@ class StoreConfig(BaseModel):
             "sizes": [1_000, 5_000],
             "reads": 100,
             "read_warmup": 10,
+            "disk_sessions": 30,
         }
         values.update(overrides)
         return cls.model_validate(values)
@@ -160,6 +165,7 @@ class StoreReport(BaseModel):
     concurrent: list[ConcurrentAppendResult] = Field(default_factory=list)
     reads: list[ReadLastResult] = Field(default_factory=list)
     beside_jobs: list[JobsAppendResult] = Field(default_factory=list)
+    disk: list[DiskResult] = Field(default_factory=list)
     targets: list[Target] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -180,6 +186,13 @@ def run_store_benchmark(config: StoreConfig, progress: Progress | None = None) -
             for subject in subjects:
                 report.systems[subject.key] = subject.label
             _measure(config, subjects, report, say)
+            report.disk = measure_subjects(
+                subjects,
+                sessions=config.disk_sessions,
+                workdir=workdir,
+                data=config.disk_data,
+                progress=say,
+            )
         report.machine.load_average_end = load_average()
         report.targets = evaluate_targets(report)
         return report

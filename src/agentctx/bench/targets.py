@@ -2,7 +2,9 @@
 
 * single-append p50 within 1.5x the peer's;
 * batched-append throughput of at least 20,000 events/s;
-* newest-100 read p95 of at most 1 ms on a 100k-event session.
+* newest-100 read p95 of at most 1 ms on a 100k-event session;
+* vectors of a short session on disk within 2x their raw size plus 4 KiB
+  (``agentctx.bench.store_disk``).
 
 A target is judged per agentctx backend. When a run lacks what a target needs (no peer,
 no 100k-event session) the target is reported as not measured, never as passed.
@@ -22,12 +24,16 @@ BATCH_MIN_EVENTS_PER_S = 20_000.0
 READ_P95_MAX_MS = 1.0
 READ_TARGET_SIZE = 100_000
 READ_TARGET_LIMIT = 100
+DISK_VECTOR_MAX_RATIO = 2.0
+"""Vectors may take at most this many times their raw size (dimensions x 4 bytes) on disk."""
+DISK_VECTOR_SLACK_BYTES = 4096
+"""Plus at most this much per session (one SQLite page): the bound's small constant."""
 
 
 class Target(BaseModel):
     """One target for one system: the figure, the bound, and the verdict."""
 
-    metric: Literal["single", "batched", "read"]
+    metric: Literal["single", "batched", "read", "disk"]
     name: str
     system: str
     figure: float | None
@@ -40,7 +46,7 @@ class Target(BaseModel):
 
 def _judge(
     *,
-    metric: Literal["single", "batched", "read"],
+    metric: Literal["single", "batched", "read", "disk"],
     name: str,
     system: str,
     figure: float | None,
@@ -84,6 +90,7 @@ def evaluate_targets(report: StoreReport) -> list[Target]:
         for r in report.reads
         if r.size == READ_TARGET_SIZE and r.limit == READ_TARGET_LIMIT
     }
+    disks = {r.system: r for r in report.disk}
     peer_p50 = single.get(report.peer_key) if report.peer_key else None
     targets = []
     for key in ours:
@@ -125,6 +132,22 @@ def evaluate_targets(report: StoreReport) -> list[Target]:
                 unit="ms",
                 direction="<=",
                 missing=f"no {READ_TARGET_SIZE:,}-event session in this run",
+            )
+        )
+        disk = disks.get(key)
+        targets.append(
+            _judge(
+                metric="disk",
+                name=(
+                    f"vector bytes a short session <= {DISK_VECTOR_MAX_RATIO:g}x raw "
+                    f"+ {DISK_VECTOR_SLACK_BYTES:,} B"
+                ),
+                system=key,
+                figure=disk.vector_bytes_per_session if disk else None,
+                bound=disk.vector_bound if disk else DISK_VECTOR_SLACK_BYTES,
+                unit="bytes",
+                direction="<=",
+                missing="disk per session not measured",
             )
         )
     return targets

@@ -42,13 +42,28 @@ def store(  # noqa: PLR0917 - one parameter per command-line option
     workdir: Path | None = typer.Option(
         None, "--dir", help="Put the temporary databases under this folder."
     ),
+    disk_sessions: int | None = typer.Option(
+        None, "--disk-sessions", min=0, help="Short sessions for disk per session (0 skips)."
+    ),
+    disk_data: Path | None = typer.Option(
+        None,
+        "--disk-data",
+        exists=True,
+        dir_okay=False,
+        help="Conversations (JSON, as bench agentloop reads) to replay for disk per session.",
+    ),
 ) -> None:
-    """Session store: append latency and throughput, concurrency, reads vs. history size."""
+    """Session store: append latency and throughput, concurrency, reads vs. history size,
+    disk per session."""
     console = Console()
     backends = ["sqlite", "postgresql"] if backend is BackendChoice.all else [backend.value]
     overrides: dict[str, object] = {"backends": backends, "peer": peer, "pg_url": pg_url}
     if workdir is not None:
         overrides["workdir"] = workdir
+    if disk_sessions is not None:
+        overrides["disk_sessions"] = disk_sessions
+    if disk_data is not None:
+        overrides["disk_data"] = disk_data
     parsed = parse_sizes(sizes)
     if parsed is not None:
         overrides["sizes"] = parsed

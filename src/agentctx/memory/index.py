@@ -137,6 +137,7 @@ class MemoryIndex:
         self._dense_ready: bool | None = None
         self._setup_lock = threading.Lock()
         self._codes = index_dense.CodeCache()
+        self._floats = index_dense.FloatCache()
         self._recent = index_terms.RecentBounds()
 
     # Setup ------------------------------------------------------------------------------
@@ -225,10 +226,12 @@ class MemoryIndex:
             remove_documents(own, memory_ids)
 
     def forget_user(self, user_id: str | None) -> None:
-        """Drop the vector codes this process holds in memory of the user's memories (of
-        every user's when None), read again on the next search that needs them, and every
-        query embedding held (kept by text, not by user)."""
-        self._codes.drop(None if user_id is None else user_partition(user_id))
+        """Drop the vectors and codes this process holds in memory of the user's memories
+        (of every user's when None), read again on the next search that needs them, and
+        every query embedding held (kept by text, not by user)."""
+        partition = None if user_id is None else user_partition(user_id)
+        self._codes.drop(partition)
+        self._floats.drop(partition)
         if self.query_vectors is not None:
             self.query_vectors.clear()
 
@@ -382,6 +385,7 @@ class MemoryIndex:
             k=depth,
             exact_limit=limit,
             rescore=self.rescore_candidates,
+            floats=self._floats,
             background=conn.dialect.name == "postgresql",
         )
 

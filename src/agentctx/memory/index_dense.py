@@ -1,7 +1,8 @@
 """Dense side of the memory index: a user's memory vectors, stored and searched.
 
-Vectors live in sqlite-vec or pgvector (:mod:`agentctx.memory.index_tables`),
-partitioned by the user. A user with few memories is searched there exactly. Both
+Vectors live in a plain table (SQLite, float32) or pgvector
+(:mod:`agentctx.memory.index_tables`), indexed by the user. A user with few memories is
+searched there exactly (sqlite-vec's ``vec_distance_cosine``, pgvector's ``<=>``). Both
 exact searches read every vector of the user (about 1 µs a vector on sqlite-vec, 20 µs
 on pgvector), too slow at 100k memories, so for a larger user :class:`CodeCache` keeps
 the sign bits and an int8 copy of every vector in memory (the retrieval index's
@@ -20,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection, bindparam, text
 
@@ -29,6 +30,7 @@ from agentctx.memory.index_tables import vector_table
 from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.codes import closest, hamming, sign_words
 from agentctx.retrieval.dense import float32_bytes, pgvector_literal
+from agentctx.retrieval.vector_cache import nearest_rows, unit_rows
 
 
 def _numpy() -> Any | None:
@@ -47,7 +49,7 @@ def insert_vectors(
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(
-            f'INSERT INTO "{table}" (rowid, uid, embedding) VALUES (?, ?, ?)',
+            f'INSERT INTO "{table}" (doc_id, uid, embedding) VALUES (?, ?, ?)',
             [(doc, uid, float32_bytes(vector)) for doc, vector in items],
         )
         return
@@ -66,12 +68,15 @@ def exact_search(
     """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first."""
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
+        # Of equal distances the newest first. Zero vectors, whose distance is undefined
+        # (null), are not stored: only a zero query gives nulls, all of them.
         rows = conn.execute(
             text(
-                f'SELECT rowid, distance FROM "{table}" WHERE embedding MATCH :q '
-                "AND k = :k AND uid = :uid ORDER BY distance"
+                f"SELECT doc_id, vec_distance_cosine(embedding, :q) AS distance "
+                f'FROM "{table}" WHERE uid = :uid '
+                "ORDER BY distance, doc_id DESC LIMIT :k"
             ),
-            {"q": float32_bytes(query), "k": min(k, 4096), "uid": uid},
+            {"q": float32_bytes(query), "k": k, "uid": uid},
         ).all()
     else:
         rows = conn.execute(
@@ -90,7 +95,7 @@ def vectors_of(conn: Connection, embedder_id: int, doc_ids: Sequence[int]) -> di
         return {}
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
-        sql = f'SELECT rowid, embedding FROM "{table}" WHERE rowid IN :ids'
+        sql = f'SELECT doc_id, embedding FROM "{table}" WHERE doc_id IN :ids'
     else:
         sql = f'SELECT doc_id, CAST(embedding AS real[]) FROM "{table}" WHERE doc_id IN :ids'
     statement = text(sql).bindparams(bindparam("ids", expanding=True))
@@ -126,6 +131,104 @@ def cosines(query: Sequence[float], vectors: dict[int, Any]) -> dict[int, float]
     return found
 
 
+class _Stamped(Protocol):
+    @property
+    def stamp(self) -> tuple[int, int]: ...
+
+    @property
+    def doc_ids(self) -> Any: ...
+
+
+StampedT = TypeVar("StampedT", bound=_Stamped)
+
+
+class _UserCache(Generic[StampedT]):
+    """Base of the in-memory caches of a user's vectors (numpy needed): entries keyed by
+    (uid, embedder_id), each checked against the user's (document count, newest doc_id)
+    stamp: doc_ids are never reused and a changed memory gets a new one, so any index
+    change moves the stamp and the entry is loaded again. At most ``max_vectors`` rows
+    are held, least recently used users dropped first."""
+
+    def __init__(self, max_vectors: int) -> None:
+        self.max_vectors = max_vectors
+        self._entries: WeightedLru[tuple[int, int], StampedT] = WeightedLru(
+            max_vectors, weigh=lambda entry: len(entry.doc_ids)
+        )
+        self._np = _numpy()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether numpy is available and the cache may hold anything."""
+        return self._np is not None and self.max_vectors > 0
+
+    def __len__(self) -> int:
+        """Rows held, of all users."""
+        return self._entries.weight
+
+    def held(self) -> list[tuple[int, int]]:
+        """The (uid, embedder_id) of the partitions held, least recently used first."""
+        return self._entries.keys()
+
+    def drop(self, uid: int | None = None) -> None:
+        """Forget partition ``uid`` (every partition when None)."""
+        if uid is None:
+            self._entries.clear()
+        else:
+            self._entries.discard(lambda key: key[0] == uid)
+
+    def _fresh(self, key: tuple[int, int], stamp: tuple[int, int]) -> StampedT | None:
+        entry = self._entries.get(key)
+        return entry if entry is not None and entry.stamp == stamp else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Floats:
+    stamp: tuple[int, int]  # as _Codes'
+    doc_ids: Any  # int64[n], ascending
+    unit: Any  # float32[n, dimensions], rows of length 1 (zero rows stay zero)
+    nonzero: Any  # bool[n]
+
+
+class FloatCache(_UserCache[_Floats]):
+    """The float vectors of users searched exactly, scaled to length 1, in memory (SQLite,
+    numpy): a matrix product ranks a few thousand in well under a millisecond, where
+    ``vec_distance_cosine`` over the table's rows takes about 1 µs a row. The ranking is
+    :func:`exact_search`'s (up to float rounding, ties newest first)."""
+
+    def __init__(self, max_vectors: int = 50_000) -> None:
+        super().__init__(max_vectors)
+
+    def search(
+        self,
+        conn: Connection,
+        embedder_id: int,
+        uid: int,
+        stamp: tuple[int, int],
+        query: Sequence[float],
+        *,
+        k: int,
+    ) -> list[tuple[int, float]]:
+        """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first."""
+        np = self._np
+        assert np is not None
+        key = (uid, embedder_id)
+        entry = self._fresh(key, stamp)
+        if entry is None:
+            rows = conn.execute(
+                text(
+                    f'SELECT doc_id, embedding FROM "{vector_table(embedder_id)}" '
+                    "WHERE uid = :uid ORDER BY doc_id"
+                ),
+                {"uid": uid},
+            ).all()
+            doc_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            unit, nonzero = unit_rows(np, [bytes(row[1]) for row in rows])
+            entry = _Floats(stamp, doc_ids, unit, nonzero)
+            self._entries.put(key, entry)
+        order, distance = nearest_rows(np, entry.unit, entry.nonzero, entry.doc_ids, query, k=k)
+        return list(zip(entry.doc_ids[order].tolist(), distance[order].tolist(), strict=True))
+
+
 @dataclass(frozen=True, slots=True)
 class _Codes:
     stamp: tuple[int, int]  # (documents, newest doc_id) of the user when loaded
@@ -134,39 +237,25 @@ class _Codes:
     quantized: Any  # int8[n, dimensions]: each row scaled so its largest magnitude is 127
 
 
-class CodeCache:
-    """Sign codes of large users' memory vectors, in memory (needs numpy).
-
-    Keyed by (uid, embedder_id) and checked against the user's (document count, newest
-    doc_id): doc_ids are never reused and a changed memory gets a new one, so any index
-    change moves the stamp and the entry is loaded again. At most ``max_vectors`` codes
-    are kept, least recently used users dropped first.
-    """
+class CodeCache(_UserCache[_Codes]):
+    """Sign codes of large users' memory vectors, in memory (needs numpy), stamped as
+    :class:`_UserCache` says."""
 
     def __init__(self, max_vectors: int = 2_000_000) -> None:
-        self.max_vectors = max_vectors
-        self._entries: WeightedLru[tuple[int, int], _Codes] = WeightedLru(
-            max_vectors, weigh=lambda entry: len(entry.doc_ids)
-        )
-        self._np = _numpy()
-
-    @property
-    def enabled(self) -> bool:
-        """Whether numpy is available."""
-        return self._np is not None and self.max_vectors > 0
+        super().__init__(max_vectors)
 
     def entry(self, conn: Connection, embedder_id: int, uid: int, stamp: tuple[int, int]) -> _Codes:
         """The user's codes, loaded through ``conn`` unless cached with this stamp."""
         np = self._np
         assert np is not None
         key = (uid, embedder_id)
-        entry = self._entries.get(key)
-        if entry is not None and entry.stamp == stamp:
+        entry = self._fresh(key, stamp)
+        if entry is not None:
             return entry
         if conn.dialect.name == "sqlite":
             table = vector_table(embedder_id)
             rows = conn.execute(
-                text(f'SELECT rowid, embedding FROM "{table}" WHERE uid = :uid'), {"uid": uid}
+                text(f'SELECT doc_id, embedding FROM "{table}" WHERE uid = :uid'), {"uid": uid}
             ).all()
             matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
             doc_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -176,17 +265,6 @@ class CodeCache:
             fresh = _load_pg(np, conn, embedder_id, uid, stamp)
         self._entries.put(key, fresh)
         return fresh
-
-    def held(self) -> list[tuple[int, int]]:
-        """The (uid, embedder_id) of the partitions held, least recently used first."""
-        return self._entries.keys()
-
-    def drop(self, uid: int | None = None) -> None:
-        """Forget the codes of partition ``uid`` (of every partition when None)."""
-        if uid is None:
-            self._entries.clear()
-        else:
-            self._entries.discard(lambda key: key[0] == uid)
 
     def scan(
         self, entry: _Codes, query: Sequence[float], *, take: int, k: int
@@ -297,11 +375,13 @@ def start_search(
     exact_limit: int,
     rescore: int,
     background: bool = True,
+    floats: FloatCache | None = None,
 ) -> Callable[[], list[tuple[int, float]]]:
     """The user's ``k`` nearest documents as (doc_id, cosine distance), nearest first,
     started: returns a function that waits for them. Exact for a user with at most
-    ``exact_limit`` documents, else the sign-code first pass over ``max(rescore, k)``
-    candidates ranked by their int8 cosine (:meth:`CodeCache.scan`).
+    ``exact_limit`` documents (on SQLite in memory, with ``floats``), else the sign-code
+    first pass over ``max(rescore, k)`` candidates ranked by their int8 cosine
+    (:meth:`CodeCache.scan`).
 
     Whatever needs ``conn`` (the exact search of a small user, loading a stale code
     entry) is done before this returns. With ``background`` a scan of at least
@@ -310,7 +390,10 @@ def start_search(
     scan keeps a core busy). The result is the same either way; an exception in the
     scan is raised by the returned function."""
     if stamp[0] <= exact_limit or not cache.enabled:
-        exact = exact_search(conn, embedder_id, uid, query, k=k)
+        if floats is not None and floats.enabled and conn.dialect.name == "sqlite":
+            exact = floats.search(conn, embedder_id, uid, stamp, query, k=k)
+        else:
+            exact = exact_search(conn, embedder_id, uid, query, k=k)
         return lambda: exact
     entry = cache.entry(conn, embedder_id, uid, stamp)
     take = max(rescore, k)

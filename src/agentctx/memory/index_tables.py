@@ -8,10 +8,13 @@ Both databases
     unchanged memory does nothing). Indexed by ``(uid, doc_id)``.
 SQLite
     ``memory_fts``: FTS5 over the terms, each prefixed with the user's partition number
-    (rowid = ``doc_id``). ``memory_vec_<embedder_id>``: sqlite-vec ``vec0`` partitioned
-    by ``uid``, cosine distance (rowid = ``doc_id``). A trigger on ``memory_fts_docs``
-    deletes a document's rows from both, so deleting a memory (or a user's memories)
-    cleans every derived table.
+    (rowid = ``doc_id``). ``memory_vec_<embedder_id>``: ``(doc_id INTEGER PRIMARY KEY,
+    uid, embedding BLOB)``, float32, indexed by ``uid``, referencing ``memory_fts_docs``
+    ON DELETE CASCADE (a ``vec0`` table of earlier releases, which took 1.5 MB a user
+    however few memories they had, is converted on first use: see
+    :func:`agentctx.retrieval.tables.ensure_sqlite_vectors`). A trigger on
+    ``memory_fts_docs`` deletes a document's terms from ``memory_fts``, so deleting a
+    memory (or a user's memories) cleans every derived table.
 PostgreSQL
     ``memory_fts``: ``(doc_id, terms tsvector)`` with a GIN index.
     ``memory_vec_<embedder_id>``: ``(doc_id, uid, embedding vector(n))`` (pgvector)
@@ -30,7 +33,13 @@ import hashlib
 
 from sqlalchemy import Connection, text
 
-from agentctx.retrieval.tables import ensure_pgvector, refresh_cleanup_trigger, table_exists
+from agentctx.retrieval.tables import (
+    ensure_pgvector,
+    ensure_sqlite_vectors,
+    refresh_cleanup_trigger,
+    sqlite_vector_tables,
+    table_exists,
+)
 
 DOCS_TABLE = "memory_fts_docs"
 LEXICAL_TABLE = "memory_fts"
@@ -172,14 +181,10 @@ def ensure_vectors(conn: Connection, embedder_id: int, dimensions: int) -> bool:
 
         if not sqlitevec.available(conn.connection.dbapi_connection):
             return False
-        if table_exists(conn, name):
-            return True
-        conn.exec_driver_sql(
-            f'CREATE VIRTUAL TABLE IF NOT EXISTS "{name}" USING vec0('
-            f"uid integer partition key, embedding float[{int(dimensions)}] "
-            "distance_metric=cosine)"
-        )
-        _refresh_sqlite_trigger(conn)
+        for table in sorted({*sqlite_vector_tables(conn, "memory_vec_"), name}):
+            ensure_sqlite_vectors(
+                conn, table, docs_table=DOCS_TABLE, keys=("uid",), refresh=_refresh_sqlite_trigger
+            )
         return True
     if table_exists(conn, name):
         return True

@@ -1,8 +1,10 @@
 """Dense search: nearest events by cosine distance between embeddings, within one session.
 
-Vectors are stored in sqlite-vec (``vec0``, partitioned by session) or pgvector, and
-a session's nearest neighbours come from there, exactly, while the session is small
-(``RetrievalConfig.exact_vector_limit``). Both read every vector of the session to do
+Vectors are stored as float32 in a plain table (SQLite, see
+:mod:`agentctx.retrieval.tables`) or as pgvector's ``vector``, and a session's nearest
+neighbours come from there, exactly, while the session is small
+(``RetrievalConfig.exact_vector_limit``): sqlite-vec's ``vec_distance_cosine`` or
+pgvector's ``<=>`` over the session's rows. Both read every vector of the session to do
 it: measured, about 1 µs a vector for sqlite-vec and 20 µs for pgvector 0.6, so 85 ms
 and 200 ms at 100k events. So each vector is also kept in ``search_codes`` as its
 sign bits (48 bytes for 384 dimensions) and as int8. For a larger session,
@@ -89,8 +91,8 @@ def insert_vectors(
     table = vector_table(embedder_id)
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(
-            f'INSERT INTO "{table}" (rowid, sid, embedding, seq) VALUES (?, ?, ?, ?)',
-            [(doc, sid, float32_bytes(vector), seq) for doc, seq, vector in items],
+            f'INSERT INTO "{table}" (doc_id, sid, seq, embedding) VALUES (?, ?, ?, ?)',
+            [(doc, sid, seq, float32_bytes(vector)) for doc, seq, vector in items],
         )
     else:
         conn.execute(
@@ -134,10 +136,13 @@ def exact_search(
     params: dict[str, Any] = {"sid": sid, "k": k, "before": before_seq}
     if conn.dialect.name == "sqlite":
         params["q"] = float32_bytes(query)
-        params["k"] = min(k, 4096)  # vec0's ceiling
+        # Of equal distances the newest first, as the in-memory search ranks them
+        # (agentctx.retrieval.vector_cache). A zero vector's distance is undefined (null),
+        # but zero vectors are not stored: only a zero query gives nulls, all of them.
         sql = (
-            f'SELECT seq, rowid, distance FROM "{table}" WHERE embedding MATCH :q AND k = :k '
-            f"AND sid = :sid{bound} ORDER BY distance"
+            f"SELECT seq, doc_id, vec_distance_cosine(embedding, :q) AS distance "
+            f'FROM "{table}" WHERE sid = :sid{bound} '
+            "ORDER BY distance, seq DESC LIMIT :k"
         )
     else:
         params["q"] = pgvector_literal(query)

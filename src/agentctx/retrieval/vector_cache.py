@@ -4,15 +4,15 @@ sqlite-vec answers a session's k nearest exactly, but it pays for every row it
 returns: about 4 µs a result, so a context window that asks for several hundred
 candidates from two vector tables spends 5-6 ms there on a 1,500-event session.
 Numpy ranks the same 1,500 vectors in well under a millisecond. So the float
-vectors of a small session are read once (by primary key, through ``search_codes``)
-and kept, normalized, in memory; each search is one matrix product.
+vectors of a small session are read once (through the vector table's ``(sid, seq)``
+index) and kept, normalized, in memory; each search is one matrix product.
 
 The distances are the same cosine distances sqlite-vec computes (up to float
 rounding), events of equal distance come newest first, and zero vectors, whose
-distance is undefined, are left out, as in the database. Stored vectors never
-change and a session's number is never reused, so an entry only grows by the newer
-rows of its session; least recently used sessions are dropped first once more than
-``max_vectors`` are held.
+distance is undefined, are left out, as in :func:`agentctx.retrieval.dense.exact_search`.
+Stored vectors never change and a session's number is never reused, so an entry only
+grows by the newer rows of its session; least recently used sessions are dropped first
+once more than ``max_vectors`` are held.
 """
 
 from __future__ import annotations
@@ -21,15 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 
 from agentctx.retrieval.blas import one_blas_thread
-from agentctx.retrieval.dense import DenseHit, NumpyCache, rows_after
+from agentctx.retrieval.dense import DenseHit, NumpyCache
 from agentctx.retrieval.tables import vector_table
-from agentctx.storage.schema import search_codes
-
-# Rows fetched per ``rowid IN (…)`` statement (SQLite's default variable limit is 32,766).
-_CHUNK = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +35,42 @@ class _Vectors:
     docs: Any  # int64[n]
     unit: Any  # float32[n, dims], rows of length 1 (zero rows stay zero)
     nonzero: Any  # bool[n]
+
+
+def nearest_rows(
+    np: Any, unit: Any, nonzero: Any, newer: Any, query: Sequence[float], *, k: int
+) -> tuple[Any, Any]:
+    """The indices of the ``k`` rows of ``unit`` (float32, each of length 1 or 0) nearest
+    to ``query`` by cosine distance, nearest first, and every row's distance. Of equal
+    distances the row with the larger ``newer`` comes first; rows not ``nonzero`` (whose
+    distance is undefined) are left out. Nothing for a zero query."""
+    q = np.asarray(query, dtype=np.float32)
+    norm = float(np.linalg.norm(q))
+    if len(unit) == 0 or k < 1 or norm == 0.0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    with one_blas_thread():
+        distance = 1.0 - unit @ (q / norm)
+    candidates = np.flatnonzero(nonzero)
+    if len(candidates) > k:
+        # The k smallest (ties at the cut kept whole, so that the order below decides).
+        cut = np.partition(distance[candidates], k - 1)[k - 1]
+        candidates = candidates[distance[candidates] <= cut]
+    # Nearest first; of equal distances (rare with a real model) the newest first.
+    order = candidates[np.lexsort((-newer[candidates], distance[candidates]))][:k]
+    return order, distance
+
+
+def unit_rows(np: Any, blobs: Sequence[bytes], *, width: int = 0) -> tuple[Any, Any]:
+    """Little-endian float32 vectors as ``float32[n, dims]`` rows scaled to length 1 (zero
+    rows stay zero), and which rows are not zero (``width``: dims when there are none)."""
+    if blobs:
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    else:
+        matrix = np.zeros((0, width), dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1)
+    nonzero = norms > 0
+    unit = matrix / np.where(nonzero, norms, 1.0)[:, None]
+    return unit.astype(np.float32, copy=False), nonzero
 
 
 class VectorCache(NumpyCache[_Vectors]):
@@ -55,35 +87,23 @@ class VectorCache(NumpyCache[_Vectors]):
         if entry is not None and entry.upto_seq >= upto_seq:
             return entry
         after = entry.upto_seq if entry is not None else 0
-        docs = rows_after(
-            conn, sid, embedder_id, search_codes.c.doc_id, after=after, upto_seq=upto_seq
-        )
-        vectors: dict[int, bytes] = {}
-        statement = text(
-            f'SELECT rowid, embedding FROM "{vector_table(embedder_id)}" WHERE rowid IN :docs'
-        ).bindparams(bindparam("docs", expanding=True))
-        for start in range(0, len(docs), _CHUNK):
-            chunk = [int(doc) for _, doc in docs[start : start + _CHUNK]]
-            for doc, blob in conn.execute(statement, {"docs": chunk}):
-                vectors[int(doc)] = bytes(blob)
-        present = [(int(seq), int(doc)) for seq, doc in docs if int(doc) in vectors]
-        seqs = np.fromiter((seq for seq, _ in present), dtype=np.int64, count=len(present))
-        doc_ids = np.fromiter((doc for _, doc in present), dtype=np.int64, count=len(present))
-        if present:
-            raw = np.frombuffer(b"".join(vectors[doc] for _, doc in present), dtype=np.float32)
-            matrix = raw.reshape(len(present), -1)
-        else:
-            width = entry.unit.shape[1] if entry is not None else 0
-            matrix = np.zeros((0, width), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1)
-        nonzero = norms > 0
-        unit = matrix / np.where(nonzero, norms, 1.0)[:, None]
+        present = conn.execute(
+            text(
+                f'SELECT seq, doc_id, embedding FROM "{vector_table(embedder_id)}" '
+                "WHERE sid = :sid AND seq > :after AND seq <= :upto ORDER BY seq"
+            ),
+            {"sid": sid, "after": after, "upto": upto_seq},
+        ).all()
+        seqs = np.fromiter((row[0] for row in present), dtype=np.int64, count=len(present))
+        doc_ids = np.fromiter((row[1] for row in present), dtype=np.int64, count=len(present))
+        width = entry.unit.shape[1] if entry is not None else 0
+        unit, nonzero = unit_rows(np, [bytes(row[2]) for row in present], width=width)
         if entry is not None and len(entry.seqs):
             seqs = np.concatenate([entry.seqs, seqs])
             doc_ids = np.concatenate([entry.docs, doc_ids])
             unit = np.concatenate([entry.unit, unit]) if present else entry.unit
             nonzero = np.concatenate([entry.nonzero, nonzero])
-        fresh = _Vectors(upto_seq, seqs, doc_ids, unit.astype(np.float32, copy=False), nonzero)
+        fresh = _Vectors(upto_seq, seqs, doc_ids, unit, nonzero)
         self._keep(key, fresh)
         return fresh
 
@@ -105,19 +125,11 @@ class VectorCache(NumpyCache[_Vectors]):
         n = len(entry.seqs)
         if before_seq is not None:
             n = int(np.searchsorted(entry.seqs, before_seq, side="left"))
-        q = np.asarray(query, dtype=np.float32)
-        norm = float(np.linalg.norm(q))
-        if n == 0 or k < 1 or norm == 0.0:
+        if n == 0:
             return []
-        with one_blas_thread():
-            distance = 1.0 - entry.unit[:n] @ (q / norm)
-        candidates = np.flatnonzero(entry.nonzero[:n])
-        if len(candidates) > k:
-            # The k smallest (ties at the cut kept whole, so that the order below decides).
-            cut = np.partition(distance[candidates], k - 1)[k - 1]
-            candidates = candidates[distance[candidates] <= cut]
-        # Nearest first; of equal distances (rare with a real model) the newest first.
-        order = candidates[np.lexsort((-entry.seqs[candidates], distance[candidates]))][:k]
+        order, distance = nearest_rows(
+            np, entry.unit[:n], entry.nonzero[:n], entry.seqs[:n], query, k=k
+        )
         # Plain Python numbers, converted in bulk (one per hit, up to hundreds a search).
         return list(
             map(
