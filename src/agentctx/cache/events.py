@@ -90,7 +90,7 @@ def cached_events(
     (the caller's own read reports it), the read is larger than ``cache.max_events``, or the
     session changed incarnation while the missing events were read.
     """
-    with db.read() as conn:
+    with db.read_one() as conn:
         head = _head(conn, user_id, session_id, now)
     if head is None:
         return None
