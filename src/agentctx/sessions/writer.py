@@ -300,11 +300,12 @@ class EventWriter:
 
     def _pipelinable(self, prepared: Sequence[PreparedEvent], own_turn: bool) -> bool:
         """Whether the transaction of ``prepared`` reads results only through compiled
-        statements (:meth:`Database.pipeline`): on PostgreSQL an append then takes two or
-        three round trips (BEGIN with the head, the turn-end jobs check, the rest with the
-        COMMIT) instead of one per statement. Not so for what reads with SQLAlchemy: a
-        stored-event lookup (idempotency keys, chosen ids), tool links, blob rows, and a
-        turn-end condition that reads the turn from the database."""
+        statements, so it can be pipelined (:meth:`Database.pipeline`): on PostgreSQL an
+        append outside a turn then waits for the server five times (BEGIN, the head, the
+        turn, events and head update with the turn-end jobs check, the audit record with
+        the COMMIT, the pipeline's end) instead of eight. Not so for what reads with
+        SQLAlchemy: a stored-event lookup (idempotency keys, chosen ids), tool links, blob
+        rows, and a turn-end condition that reads the turn from the database."""
         for item in prepared:
             row = item.row
             if item.blobs or item.chosen_id or row["idempotency_key"] or row["call_id"]:

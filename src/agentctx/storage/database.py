@@ -100,7 +100,9 @@ class Database:
         # Closing: no transaction starts once closed; close() waits for those under way.
         self._closed = False
         self._active = 0
-        self._idle = threading.Condition()
+        # A plain lock (Condition's default is re-entrant, which costs more): it is
+        # taken twice per transaction, and nothing holding it takes it again.
+        self._idle = threading.Condition(threading.Lock())
         kwargs: dict[str, Any] = {
             "json_serializer": jsonvalue.dumps,
             "json_deserializer": jsonvalue.loads,
