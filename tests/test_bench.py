@@ -13,7 +13,12 @@ from typer.testing import CliRunner
 from agentctx.bench.report import store_markdown
 from agentctx.bench.stats import Latency, chat_messages, percentile
 from agentctx.bench.store import StoreConfig, StoreReport, run_store_benchmark
-from agentctx.bench.targets import Target, evaluate_targets
+from agentctx.bench.targets import (
+    BATCH_MIN_EVENTS_PER_S,
+    POSTGRES_MAX_RATIO,
+    Target,
+    evaluate_targets,
+)
 from agentctx.cli.bench import bench_app
 from conftest import new_pg_database
 
@@ -79,9 +84,12 @@ def assert_complete(report: StoreReport, config: StoreConfig) -> None:
         assert read.fill_events_per_s > 0
         assert_latency(read.latency, config.reads)
     ours = [key for key in keys if key != PEER]
+    against_sqlite = {
+        ("agentctx-postgresql", metric) for metric in ("single_vs_sqlite", "read_vs_sqlite")
+    }
     assert {(t.system, t.metric) for t in report.targets} == {
         (key, metric) for key in ours for metric in ("single", "batched", "read", "disk")
-    }
+    } | (against_sqlite if "agentctx-postgresql" in ours else set())
     # (f) for each agentctx backend: every event embedded twice, vectors within the bound
     assert [d.system for d in report.disk] == ours
     for disk in report.disk:
@@ -140,6 +148,10 @@ def test_store_quick_postgresql(pg_server: pgserver.PostgresServer) -> None:
     assert report.machine.postgres_settings["fsync"] in ("on", "off")
     single = next(t for t in report.targets if t.metric == "single")
     assert single.passed is None and single.note == "the peer was not measured"
+    # Without SQLite in the run there is nothing to compare PostgreSQL with.
+    for metric in ("single_vs_sqlite", "read_vs_sqlite"):
+        target = next(t for t in report.targets if t.metric == metric)
+        assert target.passed is None and target.figure is None
 
 
 def test_cli_store_writes_json_and_prints_tables(tmp_path: Path) -> None:
@@ -197,7 +209,7 @@ def test_targets_judge_each_bound_and_never_pass_what_was_not_measured(
         return next(t for t in evaluate_targets(report) if t.metric == metric)
 
     # Move the measured figures to either side of each bound and re-judge.
-    for rate, expected in ((20_000.0, True), (19_999.0, False)):
+    for rate, expected in ((BATCH_MIN_EVENTS_PER_S, True), (BATCH_MIN_EVENTS_PER_S - 1, False)):
         batched.events_per_s = rate
         assert judge("batched").passed is expected
     read.size = 100_000
@@ -211,6 +223,38 @@ def test_targets_judge_each_bound_and_never_pass_what_was_not_measured(
     report.peer_key = None
     del report.systems[PEER]
     assert judge("single").passed is None
+
+
+def test_postgresql_is_judged_against_sqlite_of_the_same_run(sqlite_report: StoreReport) -> None:
+    report = sqlite_report.model_copy(deep=True)
+    # The SQLite figures, copied as a PostgreSQL backend's, then moved around the bound.
+    sqlite_single = next(r for r in report.single if r.system == "agentctx-sqlite")
+    sqlite_read = next(r for r in report.reads if r.system == "agentctx-sqlite")
+    sqlite_read.size = 100_000
+    pg_single = sqlite_single.model_copy(deep=True, update={"system": "agentctx-postgresql"})
+    pg_read = sqlite_read.model_copy(deep=True, update={"system": "agentctx-postgresql"})
+    report.single.append(pg_single)
+    report.reads.append(pg_read)
+    report.systems["agentctx-postgresql"] = "agentctx (postgresql)"
+
+    def judge(metric: str) -> Target:
+        found = [t for t in evaluate_targets(report) if t.metric == metric]
+        assert [t.system for t in found] == ["agentctx-postgresql"]  # judged for PostgreSQL only
+        return found[0]
+
+    base_p50, base_p95 = sqlite_single.latency.p50_ms, sqlite_read.latency.p95_ms
+    for factor, expected in ((POSTGRES_MAX_RATIO, True), (POSTGRES_MAX_RATIO * 1.01, False)):
+        pg_single.latency.p50_ms = base_p50 * factor
+        pg_read.latency.p95_ms = base_p95 * factor
+        single, read = judge("single_vs_sqlite"), judge("read_vs_sqlite")
+        assert single.passed is expected and single.figure == pytest.approx(factor)
+        assert read.passed is expected and read.figure == pytest.approx(factor)
+    # A read of another size does not count.
+    pg_read.size = 2_000
+    assert judge("read_vs_sqlite").passed is None
+    report.targets = evaluate_targets(report)
+    markdown = store_markdown(report)
+    assert "single-append p50 <= 2x SQLite's" in markdown
 
 
 def test_corpus_and_percentiles() -> None:

@@ -115,6 +115,13 @@ class JobRunStats:
     failed: int = 0
 
 
+def _enqueue_statement(conn: Connection, deduped: bool) -> Any:
+    if not deduped:
+        return insert(jobs)
+    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    return dialect_insert(jobs).on_conflict_do_nothing(index_elements=["dedupe_key"])
+
+
 class JobQueue:
     """The durable job table and the handlers that run its jobs."""
 
@@ -181,16 +188,14 @@ class JobQueue:
             "created_at": now,
             "updated_at": now,
         }
-        if dedupe_key is None:
-            conn.execute(insert(jobs), [row])
-            return
         # A job with this key queued already (by a retry, or by another writer first):
         # nothing to add. One statement; PostgreSQL waits for a concurrent writer of the
-        # same key to finish and then skips, with no error to catch.
-        dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        conn.execute(
-            dialect_insert(jobs).on_conflict_do_nothing(index_elements=["dedupe_key"]), [row]
-        )
+        # same key to finish and then skips, with no error to catch. Compiled once and
+        # reading nothing back, so it may run in a pipelined append (Database.pipeline).
+        deduped = dedupe_key is not None
+        fastsql.statement(
+            conn, ("enqueue_job", deduped), lambda: _enqueue_statement(conn, deduped), list(row)
+        ).execute(conn, row).close()
 
     @staticmethod
     def session_has_jobs(conn: Connection, user_id: str, session_id: str) -> bool:

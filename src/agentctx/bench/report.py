@@ -54,14 +54,15 @@ def _verdict(target: Target | None) -> str:
     if target.unit == "bytes":
         verdict = "PASS" if target.passed else "FAIL"
         return f"{verdict} ({_kib(figure)} {target.direction} {_kib(target.bound)})"
+    ratio = target.unit.startswith("x ")  # a multiple of the peer's or of SQLite's figure
     shown = (
         f"{figure:.2f}x"
-        if target.unit == "x peer"
+        if ratio
         else (_rate(figure) if target.unit == "events/s" else f"{_ms(figure)} ms")
     )
     bound = (
         f"{target.bound:g}x"
-        if target.unit == "x peer"
+        if ratio
         else (_rate(target.bound) if target.unit == "events/s" else f"{target.bound:g} ms")
     )
     return f"{'PASS' if target.passed else 'FAIL'} ({shown} {target.direction} {bound})"

@@ -92,7 +92,7 @@ def cached_events(
     session changed incarnation while the missing events were read. ``shared``: the
     caller never changes the events (see ``HotCache.get_events``).
     """
-    with db.read() as conn:
+    with db.read_one() as conn:
         head = _head(conn, user_id, session_id, now)
     if head is None:
         return None

@@ -13,6 +13,7 @@ stable tokens, so a redacted call id still links a call with its result.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ from agentctx.events import (
     utcnow,
 )
 from agentctx.ids import check_optional_id, image_id_for, new_id
-from agentctx.inputs import check_label, check_number, check_text
+from agentctx.inputs import check_label, check_number, check_text, text_problem
 from agentctx.perception import (
     DedupConfig,
     ImageHashes,
@@ -41,7 +42,7 @@ from agentctx.perception import (
     hash_in_background,
 )
 from agentctx.perception.header import read_header
-from agentctx.privacy.redactor import Redactor, redact_identifier
+from agentctx.privacy.redactor import Redacted, Redactor, redact_identifier
 from agentctx.storage.blobs import BlobStore, StagedBlob, stage_blob
 from agentctx.tokens import estimate_image_tokens, estimate_text_tokens
 
@@ -119,6 +120,35 @@ def _part_identity(part: dict[str, Any]) -> Any:
     return ["image", part.get("source_blob_id") or part["blob_id"]]
 
 
+class Redactions:
+    """The redactions of one write: a text or an identifier that recurs in it (the
+    request id every event of a batch carries, a repeated tool name) is redacted once.
+
+    One per write, with the write's redactor: results depend on the redactor only.
+    """
+
+    __slots__ = ("_identifiers", "_texts", "redactor")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._texts: dict[str, Redacted] = {}
+        self._identifiers: dict[str, Redacted] = {}
+
+    def text(self, value: str) -> Redacted:
+        """``redactor.redact_text(value)``, once per distinct value."""
+        found = self._texts.get(value)
+        if found is None:
+            found = self._texts[value] = self.redactor.redact_text(value)
+        return found
+
+    def identifier(self, value: str) -> Redacted:
+        """``redact_identifier(redactor, value)``, once per distinct value."""
+        found = self._identifiers.get(value)
+        if found is None:
+            found = self._identifiers[value] = redact_identifier(self.redactor, value)
+        return found
+
+
 class Preparer:
     """Validates, redacts, offloads and measures drafts."""
 
@@ -141,6 +171,26 @@ class Preparer:
         self.preview_chars = preview_chars
         self.dedup = dedup or DedupConfig(enabled=False)
 
+    def prepare_batch(
+        self,
+        user_id: str,
+        session_id: str,
+        drafts: Sequence[EventDraft],
+        request_id: str | None,
+        redactor: Redactor | None = None,
+        *,
+        images: SessionImages | None = None,
+    ) -> list[PreparedEvent]:
+        """The drafts of one write, prepared with one :class:`Redactions` (see
+        :meth:`prepare`); the first bad draft raises, and nothing is written."""
+        redactions = Redactions(redactor or self.redactor)
+        return [
+            self.prepare(
+                user_id, session_id, draft, request_id, redactions=redactions, images=images
+            )
+            for draft in drafts
+        ]
+
     def prepare(
         self,
         user_id: str,
@@ -150,15 +200,28 @@ class Preparer:
         redactor: Redactor | None = None,
         *,
         images: SessionImages | None = None,
+        redactions: Redactions | None = None,
     ) -> PreparedEvent:
         """One draft → a prepared event (raises InvalidEvent on bad input).
 
-        ``redactor`` replaces the engine's (the session's, with its allow-lists).
+        ``redactor`` replaces the engine's (the session's, with its allow-lists);
+        ``redactions``, the write's memo of them (its redactor then is the one used).
         ``images``: the session's latest image, the baseline of perceptual dedup (one
         per write, shared by its drafts); without it images are never deduplicated.
         """
         _validate(draft)
-        redactor = redactor or self.redactor
+        # Every JSON value is checked (and put in storable form: one walk) before any
+        # content is offloaded; redaction then changes only strings.
+        payload_in = _checked(draft.payload, "payload")
+        extra_in = _checked(draft.meta.extra, "metadata")
+        json_data = {
+            index: _checked(part.data, f"parts[{index}].data")
+            for index, part in enumerate(draft.parts)
+            if isinstance(part, JsonPart)
+        }
+        if redactions is None:
+            redactions = Redactions(redactor or self.redactor)
+        redactor = redactions.redactor
         found: set[str] = set()
         prepared = PreparedEvent(
             row={}, chosen_id=draft.event_id is not None, chosen_ts=draft.ts is not None
@@ -168,7 +231,7 @@ class Preparer:
         for part in draft.parts:
             index = len(parts)
             if isinstance(part, TextPart):
-                clean = redactor.redact_text(part.text)
+                clean = redactions.text(part.text)
                 found |= clean.entity_types
                 text = str(clean.value)
                 if (
@@ -185,7 +248,7 @@ class Preparer:
                     parts.append({"kind": "text", "text": text})
                     tokens += estimate_text_tokens(text)
             elif isinstance(part, JsonPart):
-                clean = redactor.redact_json(part.data)
+                clean = redactor.redact_json(json_data[index])
                 found |= clean.entity_types
                 encoded = jsonvalue.canonical_json(clean.value)
                 if len(encoded) > self.max_inline_bytes:
@@ -194,7 +257,7 @@ class Preparer:
                     parts.append(_blob_part(blob, "json", preview))
                     tokens += estimate_text_tokens(preview) + _POINTER_TOKENS
                 else:
-                    parts.append({"kind": "json", "data": jsonvalue.storable(clean.value)})
+                    parts.append({"kind": "json", "data": clean.value})
                     tokens += estimate_text_tokens(encoded.decode())
             else:
                 image = self._store_image(part, index, prepared, images)
@@ -204,7 +267,7 @@ class Preparer:
         def identifier(value: str | None, max_length: int = 128) -> str | None:
             if value is None:
                 return None
-            clean = redact_identifier(redactor, value)
+            clean = redactions.identifier(value)
             found.update(clean.entity_types)
             token = str(clean.value)
             if len(token) > max_length:
@@ -212,9 +275,9 @@ class Preparer:
                 raise InvalidEvent(f"an identifier is longer than {max_length} once redacted")
             return token
 
-        payload = redactor.redact_json(draft.payload)
+        payload = redactor.redact_json(payload_in)
         found |= payload.entity_types
-        payload_value: dict[str, Any] = jsonvalue.storable(payload.value)
+        payload_value: dict[str, Any] = payload.value
         tool_name = draft.payload.get("name")
         if draft.type is EventType.TOOL_CALL and isinstance(tool_name, str):
             # The same token as meta.tool_name: one tool has one name everywhere.
@@ -233,7 +296,7 @@ class Preparer:
             tokens += estimate_text_tokens(encoded_payload.decode()) if payload_value else 0
 
         # By hand, not model_dump(mode="json"): the same dict at a tenth of the cost.
-        extra = redactor.redact_json(draft.meta.extra)
+        extra = redactor.redact_json(extra_in)
         found |= extra.entity_types
 
         meta = {
@@ -241,7 +304,7 @@ class Preparer:
             "tool_name": identifier(draft.meta.tool_name),
             "duration_ms": jsonvalue.storable(draft.meta.duration_ms),
             "status": draft.meta.status,
-            "extra": jsonvalue.storable(extra.value),
+            "extra": extra.value,
         }
 
         role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
@@ -437,13 +500,18 @@ def _validate(draft: EventDraft) -> None:
         draft.meta.tool_name or draft.payload.get("name")
     ):
         raise InvalidEvent("a tool_call event needs a tool name")
+    # JSON values (payload, metadata, JSON parts) are checked by ``Preparer.prepare``,
+    # in the same walk that puts them in storable form.
+    for index, part in enumerate(draft.parts):
+        if isinstance(part, TextPart):
+            problem = text_problem(part.text)
+            if problem is not None:
+                raise InvalidEvent(f"parts[{index}].text: a string {problem}")
+
+
+def _checked(value: Any, where: str) -> Any:
+    """``value`` checked (``InvalidEvent`` naming ``where``) and in its storable form."""
     try:
-        jsonvalue.check_json(draft.payload, where="payload")
-        jsonvalue.check_json(draft.meta.extra, where="metadata")
-        for index, part in enumerate(draft.parts):
-            if isinstance(part, TextPart):
-                jsonvalue.check_json(part.text, where=f"parts[{index}].text")
-            elif isinstance(part, JsonPart):
-                jsonvalue.check_json(part.data, where=f"parts[{index}].data")
+        return jsonvalue.checked(value, where=where)
     except InvalidInput as exc:
         raise InvalidEvent(str(exc)) from None

@@ -305,10 +305,9 @@ class SessionService:
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
         images = SessionImages(lambda: self._latest_image(user_id, session_id))
-        prepared = [
-            self.preparer.prepare(user_id, session_id, draft, request_id, redactor, images=images)
-            for draft in drafts
-        ]
+        prepared = self.preparer.prepare_batch(
+            user_id, session_id, drafts, request_id, redactor, images=images
+        )
         result = self.writer.write(
             user_id,
             session_id,

@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - Windows
 
 
 _BLOB_GATE_KEY = 0x61676374_626C6F62  # "agctblob"
+_UNTIL_ENDED = "agentctx_until_transaction_ended"  # Connection.info key (see pipeline())
 
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")}
 
@@ -99,7 +100,9 @@ class Database:
         # Closing: no transaction starts once closed; close() waits for those under way.
         self._closed = False
         self._active = 0
-        self._idle = threading.Condition()
+        # A plain lock (Condition's default is re-entrant, which costs more): it is
+        # taken twice per transaction, and nothing holding it takes it again.
+        self._idle = threading.Condition(threading.Lock())
         kwargs: dict[str, Any] = {
             "json_serializer": jsonvalue.dumps,
             "json_deserializer": jsonvalue.loads,
@@ -219,8 +222,19 @@ class Database:
         ``EngineClosed`` after :meth:`close`."""
         with self._open():
             if self.dialect != "sqlite":
-                with _lost_connection_as_storage_error(), self.engine.begin() as connection:
-                    yield connection
+                with (
+                    _lost_connection_as_storage_error(),
+                    self.engine.connect() as connection,
+                    contextlib.ExitStack() as until_ended,
+                ):
+                    # What pipeline() enters ends here, after the COMMIT (or ROLLBACK).
+                    connection.info[_UNTIL_ENDED] = until_ended
+                    try:
+                        with connection.begin():
+                            yield connection
+                    finally:
+                        # A lost connection's info went with it: nothing to remove then.
+                        connection.info.pop(_UNTIL_ENDED, None)
                 return
             with self._writer_queue(), self.engine.connect() as connection:
                 connection.execution_options(sqlite_begin="IMMEDIATE")
@@ -229,10 +243,49 @@ class Database:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read transaction: a consistent snapshot, always rolled back. A lost
-        connection raises ``StorageError``; ``EngineClosed`` after :meth:`close`."""
+        """A read transaction: a consistent snapshot. A lost connection raises
+        ``StorageError``; ``EngineClosed`` after :meth:`close`.
+
+        SQLite rolls it back. PostgreSQL commits it when the block ends without an error
+        (it wrote nothing, so that is the same): psycopg forgets every prepared statement
+        of a connection on ROLLBACK and then deallocates them on the server, a round trip
+        of its own, so a rolled-back read made the next statement of each kind be parsed
+        and planned again.
+        """
         with self._open(), _lost_connection_as_storage_error(), self.engine.connect() as connection:
             yield connection
+            if self.dialect == "postgresql":
+                # On the driver's connection: statements of agentctx.storage.fastsql begin
+                # its transaction without SQLAlchemy knowing (no transaction: a no-op).
+                connection.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+
+    @contextlib.contextmanager
+    def read_one(self) -> Iterator[Connection]:
+        """A read of one statement. PostgreSQL runs it outside a transaction block: one
+        round trip instead of three (BEGIN, the statement, COMMIT), and a statement
+        reads one snapshot either way. SQLite: :meth:`read`."""
+        if self.dialect != "postgresql":
+            with self.read() as connection:
+                yield connection
+            return
+        with self._open(), _lost_connection_as_storage_error(), self.engine.connect() as connection:
+            yield connection.execution_options(isolation_level="AUTOCOMMIT")
+
+    def pipeline(self, conn: Connection) -> None:
+        """PostgreSQL: from here to the end of ``conn``'s write transaction (its COMMIT
+        included), statements go to the server together, each batch when a result is
+        read, instead of one round trip each. SQLite: nothing.
+
+        After it, the transaction may only run statements whose results it reads through
+        :mod:`agentctx.storage.fastsql` or that return no rows: SQLAlchemy reads the
+        result of a statement as soon as it has sent it, which a pipeline has not got yet.
+        """
+        if self.dialect != "postgresql":
+            return
+        until_ended: contextlib.ExitStack | None = conn.info.get(_UNTIL_ENDED)
+        if until_ended is None:
+            raise StorageError("pipeline() needs a connection of Database.write()")
+        until_ended.enter_context(conn.connection.dbapi_connection.pipeline())  # type: ignore[union-attr]
 
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:

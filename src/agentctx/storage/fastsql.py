@@ -14,6 +14,7 @@ Statements run inside the caller's SQLAlchemy transaction, on its connection.
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -80,16 +81,35 @@ class FastStatement:
         for column in getattr(statement, "selected_columns", ()):
             self.columns.append(column.key)
             self._results.append(_result_processor(column.type, dialect))
+        # The parameters in driver order, taken from the caller's values in one C call
+        # (statements with a rendered literal, rare, take them one by one); only the
+        # columns with a processor are then converted.
+        self._names = [name for name, *_ in self._binds]
+        keys = [key for _, key, _, _ in self._binds]
+        self._take: Callable[[Mapping[str, Any]], Any]
+        if None in keys:
+            self._take = lambda values: [
+                values[key] if key is not None else literal for _, key, _, literal in self._binds
+            ]
+        elif len(keys) == 1:
+            only = str(keys[0])
+            self._take = lambda values: (values[only],)
+        else:
+            self._take = operator.itemgetter(*keys) if keys else lambda _values: ()
+        self._converters = [
+            (i, processor)
+            for i, (_, _, processor, _) in enumerate(self._binds)
+            if processor is not None
+        ]
 
     def params(self, values: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
         """Driver parameters for ``values`` (keyed by bind name), converted per column type."""
-        converted = []
-        for _, key, processor, literal in self._binds:
-            value = values[key] if key is not None else literal
-            converted.append(processor(value) if processor is not None else value)
+        converted = list(self._take(values))
+        for index, processor in self._converters:
+            converted[index] = processor(converted[index])
         if self._positional:
             return converted
-        return {name: value for (name, *_), value in zip(self._binds, converted, strict=True)}
+        return dict(zip(self._names, converted, strict=True))
 
     def execute(self, conn: Connection, values: Mapping[str, Any]) -> Any:
         """Run once; returns the DBAPI cursor."""
