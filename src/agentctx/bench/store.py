@@ -212,7 +212,10 @@ def _subjects(
                 else:
                     say("starting a temporary PostgreSQL server")
                     url = stack.enter_context(temporary_postgres(workdir))
-            engine = ContextEngine(url=url, home=workdir / f"home-{backend}")
+            # The store alone: follow-up work inline, so that no background embedding of
+            # what is appended competes with the appends measured (bench agentstep
+            # measures the defaults, background work and all).
+            engine = ContextEngine(url=url, home=workdir / f"home-{backend}", jobs="inline")
             subject = AgentctxSubject(engine, backend)
             stack.callback(subject.close)
             subjects.append(subject)
@@ -223,6 +226,7 @@ def _subjects(
                 report.machine.agentctx_settings = {
                     "sqlite_synchronous": engine.settings.sqlite_synchronous,
                     "audit_file": str(engine.settings.audit_file_enabled).lower(),
+                    "jobs": engine.settings.jobs,
                     "jobs": engine.settings.jobs,
                 }
         if config.peer:
