@@ -227,7 +227,6 @@ def _subjects(
                     "sqlite_synchronous": engine.settings.sqlite_synchronous,
                     "audit_file": str(engine.settings.audit_file_enabled).lower(),
                     "jobs": engine.settings.jobs,
-                    "jobs": engine.settings.jobs,
                 }
         if config.peer:
             session_class = load_peer()

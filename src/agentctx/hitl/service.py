@@ -445,7 +445,8 @@ class HitlService:
             redactor = self._redactor(info)
         report = record.report
         report_json = report if isinstance(report, dict) else report.model_dump(mode="json")
-        with contextlib.suppress(IntegrityError), self.db.write() as conn:  # session gone
+        # A diagnostic copy of what the model was sent: not synced to disk on its own.
+        with contextlib.suppress(IntegrityError), self.db.write(durable=False) as conn:
             store_window(
                 conn,
                 user_id=record.user_id,

@@ -198,7 +198,7 @@ def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, bat
             for seq, part, load, meta in rows
         ]
         last = int(rows[-1][0])
-        with db.write() as conn:
+        with db.write(durable=False) as conn:  # derived: rebuilt from the log
             head = _lock_session(conn, user_id, session_id)
             if head is None:  # deleted meanwhile
                 return added
@@ -279,7 +279,7 @@ def sync_dense(
         vectors = embedder.embed(texts) if texts else []
         # Read in the same snapshot as indexed_seq: a short batch covers every document.
         covered = int(rows[-1][1]) if len(rows) == take else state.indexed_seq
-        with db.write() as conn:
+        with db.write(durable=False) as conn:  # derived: rebuilt from the log
             done = _lock_dense(conn, sid, embedder_id)
             if done is None:  # deleted meanwhile
                 return added

@@ -129,6 +129,9 @@ class Database:
             self.engine: Engine = create_engine(self.url, **kwargs)
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
             raise MissingExtra("postgres", "psycopg") from exc
+        # Derived data (the search index, a window kept for diagnosis) may be written
+        # without a disk sync where the log itself is synced: see write(durable=False).
+        self._synchronous = synchronous.upper()
         if self.dialect == "sqlite":
             self._configure_sqlite(synchronous, busy_timeout_ms)
         else:
@@ -216,10 +219,23 @@ class Database:
                         self._close_lock_file()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, *, durable: bool = True) -> Iterator[Connection]:
         """A write transaction; commits on success, rolls back on any exception. A lost
         connection raises ``StorageError`` (the pool reconnects for the next one);
-        ``EngineClosed`` after :meth:`close`."""
+        ``EngineClosed`` after :meth:`close`.
+
+        ``durable=False`` is for data derived from the log and rebuilt from it (the
+        search index's rows and progress, written in one transaction): on SQLite its
+        commit does not wait for a disk sync (``synchronous=NORMAL`` for this one
+        transaction; the next synced commit syncs it too). A power cut may lose such a
+        transaction whole, never part of one, and the index then catches up again. The
+        agent's own writes, which wait behind this one for SQLite's single writer, no
+        longer wait for its sync as well. PostgreSQL: no difference.
+        """
+        if not durable and self.dialect == "sqlite" and self._synchronous in ("FULL", "EXTRA"):
+            with self._unsynced_write() as connection:
+                yield connection
+            return
         with self._open():
             if self.dialect != "sqlite":
                 with (
@@ -240,6 +256,26 @@ class Database:
                 connection.execution_options(sqlite_begin="IMMEDIATE")
                 with connection.begin():
                     yield connection
+
+    @contextlib.contextmanager
+    def _unsynced_write(self) -> Iterator[Connection]:
+        """A SQLite write transaction committed with ``synchronous=NORMAL``; the
+        connection gets the configured level back before it returns to the pool."""
+        with self._open(), self._writer_queue(), self.engine.connect() as connection:
+            driver = connection.connection.dbapi_connection
+            assert driver is not None
+            driver.execute("PRAGMA synchronous = NORMAL")
+            try:
+                connection.execution_options(sqlite_begin="IMMEDIATE")
+                with connection.begin():
+                    yield connection
+            finally:
+                try:
+                    driver.execute(f"PRAGMA synchronous = {self._synchronous}")
+                except Exception:
+                    # Never let a connection that does not sync go back to the pool.
+                    connection.invalidate()
+                    raise
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
