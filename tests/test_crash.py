@@ -191,9 +191,16 @@ def test_kill_mid_batch_leaves_only_whole_batches(
     assert session.verify().ok
 
 
+NO_EMBEDDER = {"provider": "none"}
+
+
 @pytest.fixture
 def manual_engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
-    with ContextEngine(url=db_url, home=home, jobs="manual", job_max_attempts=2) as eng:
+    # No embedder: the jobs these tests count are their own (with one, the search index
+    # queues a turn-end job too).
+    with ContextEngine(
+        url=db_url, home=home, jobs="manual", job_max_attempts=2, embeddings=NO_EMBEDDER
+    ) as eng:
         yield eng
 
 
@@ -232,7 +239,7 @@ def test_turn_end_job_survives_a_crash(
     ]
     assert not (home / "summarize.child-ran").exists()
 
-    with ContextEngine(url=db_url, home=home, jobs="manual") as restarted:
+    with ContextEngine(url=db_url, home=home, jobs="manual", embeddings=NO_EMBEDDER) as restarted:
         ran: list[Job] = []
         restarted.on_turn_end("summarize", ran.append)
         stats = restarted.jobs.run_pending()
@@ -312,7 +319,7 @@ def test_job_of_a_dead_worker_is_rerun_after_its_lease(
 
     make_due(manual_engine, row["job_id"], "lease_until")
     # Two live workers race for the expired job: exactly one runs it.
-    with ContextEngine(url=db_url, home=home, jobs="manual") as other:
+    with ContextEngine(url=db_url, home=home, jobs="manual", embeddings=NO_EMBEDDER) as other:
         other_ran: list[Job] = []
         other.on_turn_end("index", other_ran.append)
         barrier = threading.Barrier(2)

@@ -133,7 +133,7 @@ def test_the_turn_end_job_reflects_each_assistant_message_once(eng: ContextEngin
         turn.add_message("user", "Compare the two laptop offers?")
         first = turn.add_message("assistant", "The first is cheaper.")
         last = turn.add_event(EventType.FINAL, "Pick the first offer.", role="assistant")
-    assert eng.jobs.run_pending().done == 1
+    assert eng.jobs.run_pending().done == 2  # the reflection's and the search index's
     assert [x.seq for x in r.reflections("u1", session.id)] == [first.seq, last.seq]
     assert r.pending("u1", session.id) == []
     before = r.reflections("u1", session.id)

@@ -25,7 +25,10 @@ def wait_to_be_killed() -> None:
 
 def main(argv: list[str]) -> int:
     mode, url, home, user_id, session_id, hook = argv
-    with ContextEngine(url=url, home=home, jobs="manual") as engine:
+    # No embedder, as in the parent: only the test's own jobs are queued.
+    with ContextEngine(
+        url=url, home=home, jobs="manual", embeddings={"provider": "none"}
+    ) as engine:
         if mode == "end-turn":
 
             def never(job: Job) -> None:
