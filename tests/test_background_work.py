@@ -86,6 +86,7 @@ def test_window_while_the_model_loads(
     assert "invoice 1005 is paid" in text
     assert "1002" in text
     assert gated.embed_calls == 0  # nothing waited for (or ran) the model
+    _words_indexed(background_engine)
     hits = background_engine.search_index.search("u1", session.id, "invoice 1002")
     assert hits and hits[0].dense_rank is None
 
@@ -211,3 +212,36 @@ def test_windows_are_recorded_off_the_call_path(background_engine: ContextEngine
     recorded = background_engine.hitl.window("u1", session.id, turn.turn_id)
     assert recorded is not None
     assert [m["content"] for m in recorded.messages] == [m["content"] for m in built]
+
+
+def test_words_are_indexed_while_the_model_loads(
+    background_engine: ContextEngine, gated: GatedEmbedder
+) -> None:
+    """The worker indexes a session's words while the model loads (a search then finds
+    them without indexing them itself), and its vectors once the model is ready."""
+    worker = background_engine.embedding
+    assert worker is not None
+    session = background_engine.create_session("u1")
+    _chat(session, 4)
+    _words_indexed(background_engine)
+    from agentctx.retrieval.sync import read_state
+
+    with background_engine.db.read() as conn:
+        state = read_state(conn, "u1", session.id, None)
+    assert state is not None and state.indexed_seq == state.last_seq
+    assert gated.embed_calls == 0
+    gated.loaded.set()
+    assert background_engine.model_warmup is not None
+    assert background_engine.model_warmup.wait(GATE_TIMEOUT)
+    assert worker.wait_idle(GATE_TIMEOUT)
+    assert _vectors(background_engine, "u1", session.id) > 0
+
+
+def _words_indexed(engine: ContextEngine) -> None:
+    """Wait until the worker has nothing queued (while the model loads: words indexed)."""
+    worker = engine.embedding
+    assert worker is not None
+    deadline = time.monotonic() + GATE_TIMEOUT
+    while worker.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not worker.pending

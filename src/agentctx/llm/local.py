@@ -143,7 +143,9 @@ def load_model(path: Path, *, freeze_gc: bool = False, threads: int | None = Non
                 raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
             if freeze_gc:
                 model.encode(["warm up"], show_progress_bar=False)  # imports the rest lazily
-                freeze_long_lived()
+                # Often on the background thread that loads the model, beside an agent's
+                # calls: no full collection (see freeze_long_lived).
+                freeze_long_lived(full=False)
             _models[path] = model
     return model
 

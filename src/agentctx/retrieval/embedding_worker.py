@@ -16,9 +16,11 @@ writer: the session is asked for again by the next search that finds it behind, 
 its turn-end job, which survives a crash. Nothing is lost by shedding, and an agent never
 waits for the worker.
 
-The worker first waits for the model's background load (:mod:`agentctx.llm.warmup`);
-a failed embedding (an endpoint down) drops the session from the queue after a pause,
-and the next request brings it back.
+While the model loads in the background (:mod:`agentctx.llm.warmup`) the worker
+indexes each requested session's words at once and parks the session; once the model is
+ready the parked sessions are queued again for their vectors (after a failed load, words
+only). A failed embedding (an endpoint down) drops the session from the queue after a
+pause, and the next request brings it back.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class EmbeddingWorker:
         self._settle = settle
         self._queue: OrderedDict[SessionKey, None] = OrderedDict()
         self._busy: SessionKey | None = None  # the session being embedded now
+        self._parked: set[SessionKey] = set()  # words indexed, vectors wait for the model
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -98,8 +101,6 @@ class EmbeddingWorker:
         queue was full and the request was shed (the session is asked for again later:
         see the module's docstring). A session already queued keeps its place."""
         key = (user_id, session_id)
-        if self.warmup.state == "failed":
-            return False  # nothing will embed it: searches stay lexical
         with self._lock:
             if key in self._queue:
                 return True
@@ -122,15 +123,21 @@ class EmbeddingWorker:
         tests; a window never waits); True when idle before ``timeout``."""
         with self._lock:
             return self._lock.wait_for(
-                lambda: not self._queue and self._busy is None, timeout=timeout
+                lambda: (
+                    not self._queue
+                    and self._busy is None
+                    and not (self._parked and self.warmup.state == "ready")
+                ),
+                timeout=timeout,
             )
 
     def forget(self, user_id: str | None, session_id: str | None = None) -> None:
         """Drop queued requests of a deleted user (every user's when None) or session."""
         with self._lock:
-            for key in list(self._queue):
+            for key in [*self._queue, *self._parked]:
                 if user_id is None or (key[0] == user_id and session_id in (None, key[1])):
-                    del self._queue[key]
+                    self._queue.pop(key, None)
+                    self._parked.discard(key)
             self._lock.notify_all()
 
     def close(self, timeout: float = 10.0) -> None:
@@ -139,6 +146,7 @@ class EmbeddingWorker:
         self._stop.set()
         with self._lock:
             self._queue.clear()
+            self._parked.clear()
             self._lock.notify_all()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -148,18 +156,15 @@ class EmbeddingWorker:
     def _run(self) -> None:
         lower_this_thread()
         while not self._stop.is_set():
-            if self.warmup.wait(0.5):
-                break
-            if self.warmup.state == "failed":
-                self._discard()  # no model: nothing will be embedded; searches stay lexical
-                return
-        while not self._stop.is_set():
+            self._unpark()
             key = self._next()
             if key is None:
                 continue
+            ready = self.warmup.ready
             more = False
             try:
-                more = self._embed_step(key[0], key[1], self.batch)
+                # Words at once; vectors once the model is ready.
+                more = self._embed_step(key[0], key[1], self.batch if ready else 0)
                 self.stats.steps += 1
             except EngineClosed:
                 return
@@ -172,11 +177,26 @@ class EmbeddingWorker:
                 log.exception("background embedding failed")
                 self._stop.wait(self._failure_pause)
             finally:
-                self._done(key, more)
+                self._done(key, more and ready, park=more and self.warmup.state == "loading")
+
+    def _unpark(self) -> None:
+        """Once the model's load ended: queue the parked sessions for their vectors (or,
+        after a failed load, forget them: their words are indexed)."""
+        state = self.warmup.state
+        if state == "loading":
+            return
+        with self._lock:
+            if not self._parked:
+                return
+            if state == "ready":
+                for key in self._parked:
+                    self._queue.setdefault(key, None)
+            self._parked.clear()
+            self._lock.notify_all()
 
     def _next(self) -> SessionKey | None:
         with self._lock:
-            self._lock.wait_for(lambda: self._queue or self._stop.is_set(), timeout=1.0)
+            self._lock.wait_for(lambda: self._queue or self._stop.is_set(), timeout=0.5)
             if self._stop.is_set() or not self._queue:
                 return None
         if self._settle > 0:
@@ -188,14 +208,12 @@ class EmbeddingWorker:
             self._busy = key
             return key
 
-    def _done(self, key: SessionKey, more: bool) -> None:
+    def _done(self, key: SessionKey, more: bool, *, park: bool = False) -> None:
         with self._lock:
             self._busy = None
-            if more and not self._stop.is_set() and key not in self._queue:
-                self._queue[key] = None  # to the back: sessions take turns
-            self._lock.notify_all()
-
-    def _discard(self) -> None:
-        with self._lock:
-            self._queue.clear()
+            if not self._stop.is_set():
+                if park:
+                    self._parked.add(key)
+                elif more and key not in self._queue:
+                    self._queue[key] = None  # to the back: sessions take turns
             self._lock.notify_all()
