@@ -20,16 +20,17 @@ _lock = threading.Lock()
 _started = False
 
 
-def freeze_long_lived(*, full: bool = True) -> None:
+def freeze_long_lived(*, collect: bool = True) -> None:
     """Collect once, then freeze every object the process holds now.
 
-    ``full=False`` collects only the young generations first: a full collection holds
-    the interpreter lock for as long as it walks every object (0.3-0.4 s once a model is
-    loaded), so one run by a background thread stalls the agent's thread for that long.
-    Cycles already in the oldest generation are then frozen with the rest, a small leak
-    paid once.
+    ``collect=False`` freezes without collecting: a collection holds the interpreter
+    lock for as long as it walks the objects it looks at (0.25-0.3 s over a freshly
+    loaded model's half a million), so one run by a background thread stalls the agent's
+    thread for that long. Garbage cycles alive at that moment are frozen with the rest,
+    a small leak paid once.
     """
-    gc.collect() if full else gc.collect(1)
+    if collect:
+        gc.collect()
     gc.freeze()
 
 

@@ -144,8 +144,8 @@ def load_model(path: Path, *, freeze_gc: bool = False, threads: int | None = Non
             if freeze_gc:
                 model.encode(["warm up"], show_progress_bar=False)  # imports the rest lazily
                 # Often on the background thread that loads the model, beside an agent's
-                # calls: no full collection (see freeze_long_lived).
-                freeze_long_lived(full=False)
+                # calls: no collection (see freeze_long_lived).
+                freeze_long_lived(collect=False)
             _models[path] = model
     return model
 

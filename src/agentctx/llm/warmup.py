@@ -12,7 +12,9 @@ one without it (feature hashing, a remote endpoint) is ready at once.
 
 from __future__ import annotations
 
+import gc
 import logging
+import sys
 import threading
 import time
 from typing import Literal
@@ -23,6 +25,10 @@ from agentctx.priority import lower_this_thread
 log = logging.getLogger(__name__)
 
 ModelState = Literal["loading", "ready", "failed"]
+
+LOAD_SWITCH_INTERVAL = 0.0005
+"""The interpreter's thread switch interval while a model loads (seconds; 0.005 is
+Python's default), restored once it is loaded."""
 
 
 class ModelWarmup:
@@ -52,12 +58,27 @@ class ModelWarmup:
     def _load(self) -> None:
         # The model's thread pool starts here and inherits the lowered priority.
         lower_this_thread()
+        # Loading creates half a million objects, which set off full collections of the
+        # whole process, each a stall of every thread (50-200 ms on 2 cores) that lands
+        # on the agent's calls; the collector rests until the model is in, and the load
+        # then freezes what it made (agentctx.gc_freeze).
+        collecting = gc.isenabled()
+        gc.disable()
+        # Importing and building the model is pure Python for seconds: a thread waiting for
+        # the interpreter lock gets it only when the loader's switch interval ends, so
+        # each of the agent's database calls (which release the lock) waited up to 5 ms to
+        # resume. A shorter interval for the load's duration shortens each such wait.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, LOAD_SWITCH_INTERVAL))
         try:
             self.embedder.load()  # type: ignore[attr-defined]  # checked in __init__
         except Exception as exc:
             self._failed = True
             log.warning("the embedding model failed to load; ranking stays lexical: %s", exc)
         finally:
+            sys.setswitchinterval(interval)
+            if collecting:
+                gc.enable()
             assert self._started_at is not None
             self.load_seconds = time.perf_counter() - self._started_at
             self._done.set()
