@@ -411,7 +411,7 @@ def _verdicts(report: VisualReport) -> list[Verdict]:
         ("perceptual hash per 2560x1600 PNG", writes.hash_png_hidpi, HASH_HIDPI_P95_TARGET_MS),
         ("screenshot append at 1280x800, in a turn", writes.append_in_turn, APPEND_P95_TARGET_MS),
         (
-            "screenshot append at 1280x800, one-event turn (turn-end jobs inline)",
+            "screenshot append at 1280x800, one-event turn (its jobs queued)",
             writes.append_own_turn,
             APPEND_P95_TARGET_MS,
         ),

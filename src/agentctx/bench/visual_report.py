@@ -112,14 +112,14 @@ def visual_tables(report: VisualReport) -> list[TableSpec]:
     )
     latency.rows.append(
         _latency_row(
-            "screenshot append, one-event turn, turn-end jobs inline", writes.append_own_turn
+            "screenshot append, one-event turn (its jobs queued)", writes.append_own_turn
         )
     )
     latency.notes.append(
         "appends: engine defaults on SQLite (redaction on, dedup on), each frame with a "
         f"photograph pasted in (mean {writes.append_png_bytes_mean / 1024:,.0f} KiB), "
-        "add_tool_result timed from call to return; a one-event turn also runs the "
-        "turn-end hooks (visual compaction, HITL) before it returns"
+        "add_tool_result timed from call to return; a one-event turn also queues its "
+        "turn-end jobs (visual compaction, HITL), run by the job worker"
     )
     for result in report.results[1:]:
         latency.rows.append(

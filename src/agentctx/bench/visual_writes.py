@@ -11,9 +11,9 @@ is paid at every step. Measured on the task's frames (``bench.visual_frames``):
   data), appended as a computer tool's result through the public API, timed from call
   to return: once inside the task's turns (``session.turn()``, as an agent loop
   records), once as one-event turns (``session.add_tool_result`` outside a turn: each
-  ends a turn, and with the default ``jobs="inline"`` the turn-end hooks, visual
-  compaction and HITL evaluation, run before the call returns). The engine is the
-  defaults (redaction on, dedup on) on SQLite in a temporary folder.
+  ends a turn and queues the turn-end jobs, visual compaction and HITL evaluation,
+  which the default ``jobs="background"`` runs in the job worker). The engine is the
+  defaults (redaction on, dedup on, background work) on SQLite in a temporary folder.
 """
 
 from __future__ import annotations
