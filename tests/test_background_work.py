@@ -96,9 +96,16 @@ def test_window_while_the_model_loads(
     worker = background_engine.embedding
     assert worker is not None
     assert worker.wait_idle(GATE_TIMEOUT)
+    # A query new since the model is ready: its vector is computed for the next window.
+    window = session.build_context(budget=2000, query="what about invoice 1002?")
+    assert window.report.dense_ranking == "pending"
+    assert any("in the background" in note for note in window.report.notes)
+    assert worker.wait_idle(GATE_TIMEOUT)
     window = session.build_context(budget=2000, query="what about invoice 1002?")
     assert window.report.dense_ranking == "used"
     assert window.report.unembedded_events == 0
+    background_engine.search_index.search("u1", session.id, "invoice 1002")  # asks
+    assert worker.wait_idle(GATE_TIMEOUT)
     hits = background_engine.search_index.search("u1", session.id, "invoice 1002")
     assert any(hit.dense_rank is not None for hit in hits)
 
@@ -124,7 +131,7 @@ def test_window_while_the_worker_is_behind(
     elapsed = time.perf_counter() - started
     assert elapsed < GATE_TIMEOUT / 2  # it did not wait for the gate
     report = window.report
-    assert report.dense_ranking == "used"
+    assert report.dense_ranking == "pending"  # the worker is busy: the query waits too
     assert report.unembedded_events >= 3
     assert "pending since May" in str(window.messages)
     hits = background_engine.search_index.search("u1", session.id, "refund 77-alpha")
@@ -134,6 +141,7 @@ def test_window_while_the_worker_is_behind(
     gated.embedding.set()
     assert worker.wait_idle(GATE_TIMEOUT)
     window = session.build_context(budget=2000, query="refund of order 77-alpha")
+    assert window.report.dense_ranking == "used"
     assert window.report.unembedded_events == 0
 
 

@@ -246,7 +246,8 @@ class ContextEngine:
     def _embed_off_the_call_path(self) -> None:
         """Who embeds new events. ``background``: a worker thread, asked after every
         write and by the turn-end job (durable), so a window only ranks by the vectors
-        already there; ``manual``: the turn-end job, when the caller runs pending jobs;
+        already there (a new query's vector too is computed by the worker, for the next
+        window); ``manual``: the turn-end job, when the caller runs pending jobs;
         ``inline``: the searches themselves (at most ``retrieval.inline_embed_limit``
         events each), for tests and scripts."""
         s, index = self.settings, self.search_index
@@ -254,11 +255,13 @@ class ContextEngine:
             return
         if s.jobs == "background":
             assert self.model_warmup is not None
+            assert index.query_vectors is not None
             self.embedding = EmbeddingWorker(
                 index.embed_step,
                 self.model_warmup,
                 queue_size=s.retrieval.embed_queue_size,
                 batch=s.retrieval.embed_batch,
+                embed_query=index.query_vectors.vector,
             )
             self._service.after_write = index.request_embedding
         index.embed_in_background(s.jobs, self.embedding)

@@ -111,9 +111,7 @@ def visual_tables(report: VisualReport) -> list[TableSpec]:
         _latency_row("screenshot append, in a turn (1280x800)", writes.append_in_turn)
     )
     latency.rows.append(
-        _latency_row(
-            "screenshot append, one-event turn (its jobs queued)", writes.append_own_turn
-        )
+        _latency_row("screenshot append, one-event turn (its jobs queued)", writes.append_own_turn)
     )
     latency.notes.append(
         "appends: engine defaults on SQLite (redaction on, dedup on), each frame with a "

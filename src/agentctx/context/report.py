@@ -61,6 +61,8 @@ def report_of(  # noqa: PLR0917 - the finished build's parts
     notes = [*build.sources.notes, *plan.notes]
     if searched is not None and searched.dense == "loading":
         notes.append("ranked without vectors: the embedding model is still loading")
+    elif searched is not None and searched.dense == "pending":
+        notes.append("ranked without vectors: the query's vector is computed in the background")
     included = sorted([*recent_events, *block_events], key=lambda e: e.seq)
     considered = len(build.recent.events) if build.recent is not None else 0
     considered += len(build.reader.fetched)

@@ -15,10 +15,12 @@ from typing import Literal, Protocol, runtime_checkable
 from agentctx.events import Event
 from agentctx.tokens import TokenCounter
 
-DenseState = Literal["used", "loading", "failed", "off"]
-"""Whether a search ranked by vectors: ``used``; ``loading`` while the embedding model
-loads in the background (the search did not wait for it); ``failed`` when the model or
-endpoint failed; ``off`` without an embedder or vector search."""
+DenseState = Literal["used", "pending", "loading", "failed", "off"]
+"""Whether a search ranked by vectors: ``used``; ``pending`` when the query's vector was
+not computed yet (the background worker computes it, for the next window); ``loading``
+while the embedding model loads in the background (the search did not wait for either);
+``failed`` when the model or endpoint failed; ``off`` without an embedder or vector
+search."""
 
 
 @dataclass(frozen=True, slots=True)

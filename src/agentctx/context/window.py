@@ -89,8 +89,10 @@ class ContextReport(_Frozen):
     dense_ranking: DenseState | None = Field(
         default=None,
         description="Whether the search for older events ranked by vectors: 'used'; "
-        "'loading' while the embedding model loads in the background (the window did not "
-        "wait for it); 'failed'; 'off' (no embedder). None when no search ran.",
+        "'pending' when the query's vector was not computed yet (computed in the "
+        "background for the next window); 'loading' while the embedding model loads in "
+        "the background (the window waited for neither); 'failed'; 'off' (no embedder). "
+        "None when no search ran.",
     )
     unembedded_events: int = Field(
         default=0,

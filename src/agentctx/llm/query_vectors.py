@@ -47,6 +47,14 @@ class QueryVectors:
             self._vectors.put(query, vector)
         return vector if any(vector) else None
 
+    def cached(self, query: str) -> tuple[bool, list[float] | None]:
+        """(whether ``query``'s vector is held, the vector or None for the zero vector),
+        never embedding: for a window that does not wait for the model."""
+        vector = self._vectors.get(query)
+        if vector is None:
+            return False, None
+        return True, vector if any(vector) else None
+
     def queries(self) -> list[str]:
         """The queries held, least recently used first."""
         return self._vectors.keys()

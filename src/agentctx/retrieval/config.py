@@ -87,11 +87,11 @@ class RetrievalConfig(BaseModel):
         "its next search or turn end. See agentctx.retrieval.embedding_worker.",
     )
     embed_batch: int = Field(
-        default=32,
+        default=8,
         ge=1,
         le=10_000,
         description="Events the background worker embeds of one session before the next "
-        "queued session's turn.",
+        "queued session's turn, and before it answers a query a window asked for.",
     )
     max_postings: int = Field(
         default=8000,

@@ -41,6 +41,11 @@ log = logging.getLogger(__name__)
 SessionKey = tuple[str, str]
 EmbedStep = Callable[[str, str, int], bool]
 """Embeds at most ``n`` documents of (user, session); True when more are left."""
+EmbedQuery = Callable[[str], object]
+"""Computes a query's vector into the shared query cache (what it returns is unused)."""
+
+QUERY_QUEUE = 64
+"""Queries waiting for their vectors, at most (the newest are kept)."""
 
 
 @dataclass(slots=True)
@@ -69,8 +74,13 @@ class EmbeddingWorker:
         batch: int = 64,
         failure_pause: float = 1.0,
         settle: float = 0.05,
+        embed_query: EmbedQuery | None = None,
     ) -> None:
         self._embed_step = embed_step
+        self._embed_query = embed_query
+        # Queries a window asked about before their vector existed: computed first, so
+        # that the agent's next call ranks by vectors.
+        self._queries: OrderedDict[str, None] = OrderedDict()
         self.warmup = warmup
         self.queue_size = queue_size
         self.batch = batch
@@ -112,11 +122,23 @@ class EmbeddingWorker:
             self._lock.notify()
         return True
 
+    def request_query(self, text: str) -> None:
+        """Ask for ``text``'s vector as a query (never blocks; the oldest of more than
+        :data:`QUERY_QUEUE` waiting queries is dropped)."""
+        if self._embed_query is None:
+            return
+        with self._lock:
+            self._queries[text] = None
+            self._queries.move_to_end(text)
+            while len(self._queries) > QUERY_QUEUE:
+                self._queries.popitem(last=False)
+            self._lock.notify()
+
     @property
     def pending(self) -> int:
         """Sessions queued or being embedded."""
         with self._lock:
-            return len(self._queue) + (self._busy is not None)
+            return len(self._queue) + len(self._queries) + (self._busy is not None)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is queued or being embedded (for scripts, benchmarks and
@@ -125,6 +147,7 @@ class EmbeddingWorker:
             return self._lock.wait_for(
                 lambda: (
                     not self._queue
+                    and not self._queries
                     and self._busy is None
                     and not (self._parked and self.warmup.state == "ready")
                 ),
@@ -147,6 +170,7 @@ class EmbeddingWorker:
         with self._lock:
             self._queue.clear()
             self._parked.clear()
+            self._queries.clear()
             self._lock.notify_all()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -157,6 +181,7 @@ class EmbeddingWorker:
         lower_this_thread()
         while not self._stop.is_set():
             self._unpark()
+            self._answer_queries()
             key = self._next()
             if key is None:
                 continue
@@ -179,6 +204,25 @@ class EmbeddingWorker:
             finally:
                 self._done(key, more and ready, park=more and self.warmup.state == "loading")
 
+    def _answer_queries(self) -> None:
+        """Compute the waiting queries' vectors (once the model is ready), newest first."""
+        while self._embed_query is not None and self.warmup.ready and not self._stop.is_set():
+            with self._lock:
+                if not self._queries:
+                    return
+                text, _ = self._queries.popitem(last=True)
+                self._busy = ("", "")
+            try:
+                self._embed_query(text)
+            except EmbeddingError as exc:
+                log.warning("embedding a query in the background failed: %s", exc)
+            except EngineClosed:
+                return
+            finally:
+                with self._lock:
+                    self._busy = None
+                    self._lock.notify_all()
+
     def _unpark(self) -> None:
         """Once the model's load ended: queue the parked sessions for their vectors (or,
         after a failed load, forget them: their words are indexed)."""
@@ -196,11 +240,14 @@ class EmbeddingWorker:
 
     def _next(self) -> SessionKey | None:
         with self._lock:
-            self._lock.wait_for(lambda: self._queue or self._stop.is_set(), timeout=0.5)
+            self._lock.wait_for(
+                lambda: self._queue or self._queries or self._stop.is_set(), timeout=0.5
+            )
             if self._stop.is_set() or not self._queue:
-                return None
+                return None  # (queries are answered at the top of the loop)
         if self._settle > 0:
             self._stop.wait(self._settle)
+        self._answer_queries()  # one asked for while settling goes first
         with self._lock:
             if self._stop.is_set() or not self._queue:
                 return None

@@ -402,12 +402,7 @@ class SearchIndex:
             named = []  # the query is ranked and embedded as it was asked
         focus = subject if named else None
         if dense_state == "used" and embedder_id is not None and query.strip():
-            try:
-                assert self.query_vectors is not None
-                vector = self.query_vectors.vector(as_asked_by(query, named, aliases))
-            except EmbeddingError as exc:
-                log.warning("embedding the query failed, lexical ranking only: %s", exc)
-                dense_state = "failed"
+            vector, dense_state = self._query_vector(as_asked_by(query, named, aliases))
         terms = query_terms(query) if lexical else []
         ranking = _Ranking(
             user_id,
@@ -448,6 +443,23 @@ class SearchIndex:
             rankings = self._rankings(conn, state, embedder_id, ranking, context)
             return finish(conn, self._counted(ranking, state), rankings)
 
+    def _query_vector(self, text: str) -> tuple[list[float] | None, DenseState]:
+        """The query's vector and whether vectors take part. With a background worker a
+        search never runs the model: a query seen before has its vector; a new one is
+        handed to the worker (the agent's next call has it) and ranked without."""
+        assert self.query_vectors is not None
+        if self._worker is not None:
+            known, vector = self.query_vectors.cached(text)
+            if known:
+                return vector, "used"
+            self._worker.request_query(text)
+            return None, "pending"
+        try:
+            return self.query_vectors.vector(text), "used"
+        except EmbeddingError as exc:
+            log.warning("embedding the query failed, lexical ranking only: %s", exc)
+            return None, "failed"
+
     def _search_embed_limit(self) -> int:
         """Documents a search embeds itself: none unless embedding is inline."""
         return self.config.inline_embed_limit if self._embedding == "inline" else 0
@@ -460,7 +472,7 @@ class SearchIndex:
     @staticmethod
     def _counted(ranking: _Ranking, state: IndexState) -> _Ranking:
         """The ranking with the number of events searched without their vector."""
-        if ranking.dense != "used":
+        if ranking.dense not in ("used", "pending"):
             return ranking
         return replace(ranking, unembedded=max(0, state.last_seq - state.embedded_seq))
 
