@@ -54,7 +54,14 @@ def gated() -> GatedEmbedder:
 
 @pytest.fixture
 def background_engine(db_url: str, home: Path, gated: GatedEmbedder) -> Iterator[ContextEngine]:
-    with ContextEngine(url=db_url, home=home, embedder=gated, jobs="background") as engine:
+    # Queries embedded in the background too: nothing runs the model in a window.
+    with ContextEngine(
+        url=db_url,
+        home=home,
+        embedder=gated,
+        jobs="background",
+        retrieval={"query_embedding": "background"},
+    ) as engine:
         yield engine
     gated.loaded.set()
     gated.embedding.set()
@@ -253,3 +260,18 @@ def _words_indexed(engine: ContextEngine) -> None:
     while worker.pending and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not worker.pending
+
+
+def test_by_default_a_ready_model_embeds_the_query_in_the_window(
+    db_url: str, home: Path, gated: GatedEmbedder
+) -> None:
+    """The default (query_embedding inline): once the model is ready the window embeds
+    a new query itself, and ranks by vectors at once."""
+    gated.loaded.set()
+    with ContextEngine(url=db_url, home=home, embedder=gated, jobs="background") as engine:
+        assert engine.model_warmup is not None and engine.model_warmup.wait(GATE_TIMEOUT)
+        session = engine.create_session("u1")
+        _chat(session, 3)
+        assert engine.embedding is not None and engine.embedding.wait_idle(GATE_TIMEOUT)
+        window = session.build_context(budget=2000, query="a question never asked before")
+        assert window.report.dense_ranking == "used"

@@ -246,8 +246,9 @@ class ContextEngine:
     def _embed_off_the_call_path(self) -> None:
         """Who embeds new events. ``background``: a worker thread, asked after every
         write and by the turn-end job (durable), so a window only ranks by the vectors
-        already there (a new query's vector too is computed by the worker, for the next
-        window); ``manual``: the turn-end job, when the caller runs pending jobs;
+        already there (with ``retrieval.query_embedding: background`` a new query's
+        vector too is computed by the worker, for the next window); ``manual``: the
+        turn-end job, when the caller runs pending jobs;
         ``inline``: the searches themselves (at most ``retrieval.inline_embed_limit``
         events each), for tests and scripts."""
         s, index = self.settings, self.search_index

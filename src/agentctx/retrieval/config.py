@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -78,6 +80,14 @@ class RetrievalConfig(BaseModel):
         description="With jobs='inline' only: documents a search embeds itself before "
         "answering; the rest are left to the turn-end job (lexical indexing always "
         "completes). With a background worker or jobs='manual' a search embeds nothing.",
+    )
+    query_embedding: Literal["inline", "background"] = Field(
+        default="inline",
+        description="With the background worker: 'inline' embeds a new query in the "
+        "search once the model is loaded (one short text, about 12 ms on one core), so "
+        "the call that brings a new request ranks by vectors; 'background' never runs "
+        "the model in a window: a new query is ranked by words and recency and its vector "
+        "is computed by the worker for the next call (dense_ranking 'pending').",
     )
     embed_queue_size: int = Field(
         default=1024,

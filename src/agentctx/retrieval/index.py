@@ -444,11 +444,12 @@ class SearchIndex:
             return finish(conn, self._counted(ranking, state), rankings)
 
     def _query_vector(self, text: str) -> tuple[list[float] | None, DenseState]:
-        """The query's vector and whether vectors take part. With a background worker a
-        search never runs the model: a query seen before has its vector; a new one is
-        handed to the worker (the agent's next call has it) and ranked without."""
+        """The query's vector and whether vectors take part. With a background worker
+        and ``query_embedding: background`` a search never runs the model: a query seen
+        before has its vector; a new one is handed to the worker (the agent's next call
+        has it) and ranked without."""
         assert self.query_vectors is not None
-        if self._worker is not None:
+        if self._worker is not None and self.config.query_embedding == "background":
             known, vector = self.query_vectors.cached(text)
             if known:
                 return vector, "used"
