@@ -26,11 +26,10 @@ from agentctx.jobs import Job
 from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.llm.query_vectors import QueryVectors
 from agentctx.llm.warmup import ModelWarmup
-from agentctx.retrieval import dense as dense_index
 from agentctx.retrieval import lexical as lexical_index
 from agentctx.retrieval.aliases import AliasBook
 from agentctx.retrieval.config import RetrievalConfig
-from agentctx.retrieval.dates import QueryDays, query_days, restrict_to_days
+from agentctx.retrieval.dates import query_days
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.event_rows import (
     event_column,
@@ -38,7 +37,7 @@ from agentctx.retrieval.event_rows import (
     session_authors,
     turn_neighbours,
 )
-from agentctx.retrieval.fusion import best_fused, fuse, top_fused
+from agentctx.retrieval.fusion import fuse, top_fused
 from agentctx.retrieval.participants import (
     ParticipantCache,
     as_asked_by,
@@ -47,6 +46,7 @@ from agentctx.retrieval.participants import (
     named_with_someone_else,
     unnamed_words,
 )
+from agentctx.retrieval.rankings import Ranking, Rankings, rankings_of
 from agentctx.retrieval.sync import (
     IndexState,
     SyncReport,
@@ -71,9 +71,7 @@ _SEARCH_CATCH_UP = 64
 writes a few events between two windows (a tool call, its result); more is a backlog,
 whose words the search indexes itself (fast, unlike vectors) so that it finds them."""
 _Found = TypeVar("_Found")
-_Rankings = list[tuple[Sequence[int], float]]
-"""Rankings to fuse, each as (seqs best first, weight)."""
-_Finish = Callable[[Connection, "_Ranking", _Rankings], _Found]
+_Finish = Callable[[Connection, Ranking, Rankings], _Found]
 """Makes what a search returns from its rankings (``SearchIndex._ranked``,
 ``_retrieved``); called with no rankings when the session has nothing indexed."""
 
@@ -93,24 +91,6 @@ class SearchHit:
     lexical_rank: int | None
     dense_rank: int | None
     token_estimate: int | None = None  # the event's stored token estimate
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranking:
-    """What one search asks of the index."""
-
-    user_id: str
-    session_id: str
-    terms: list[str]
-    vector: list[float] | None
-    depth: int  # candidates per ranking
-    limit: int
-    before_seq: int | None
-    subject: str | None = None  # the one participant the query names (see participants)
-    focus: str | None = None  # the subject, when their own events are ranked on their own
-    days: QueryDays | None = None  # the days the query names (see dates)
-    dense: DenseState = "off"  # whether vectors took part, or why not
-    unembedded: int = 0  # indexed documents still waiting for their vector
 
 
 class SearchIndex:
@@ -404,7 +384,7 @@ class SearchIndex:
         if dense_state == "used" and embedder_id is not None and query.strip():
             vector, dense_state = self._query_vector(as_asked_by(query, named, aliases))
         terms = query_terms(query) if lexical else []
-        ranking = _Ranking(
+        ranking = Ranking(
             user_id,
             session_id,
             terms,
@@ -465,27 +445,27 @@ class SearchIndex:
         """Documents a search embeds itself: none unless embedding is inline."""
         return self.config.inline_embed_limit if self._embedding == "inline" else 0
 
-    def _ask_for_vectors(self, ranking: _Ranking, state: IndexState) -> None:
+    def _ask_for_vectors(self, ranking: Ranking, state: IndexState) -> None:
         """Hand a session whose vectors lag to the background worker."""
         if self._worker is not None and state.embedded_seq < state.last_seq:
             self._worker.request(ranking.user_id, ranking.session_id)
 
     @staticmethod
-    def _counted(ranking: _Ranking, state: IndexState) -> _Ranking:
+    def _counted(ranking: Ranking, state: IndexState) -> Ranking:
         """The ranking with the number of events searched without their vector."""
         if ranking.dense not in ("used", "pending"):
             return ranking
         return replace(ranking, unembedded=max(0, state.last_seq - state.embedded_seq))
 
     def _context_state(
-        self, conn: Connection, ranking: _Ranking, embedder_id: int | None
+        self, conn: Connection, ranking: Ranking, embedder_id: int | None
     ) -> IndexState | None:
         """How far the contextual vectors have got (None when they are not kept)."""
         if embedder_id is None or self._context_id is None or ranking.vector is None:
             return None
         return read_state(conn, ranking.user_id, ranking.session_id, self._context_id)
 
-    def _ranked(self, conn: Connection, ranking: _Ranking, rankings: _Rankings) -> list[SearchHit]:
+    def _ranked(self, conn: Connection, ranking: Ranking, rankings: Rankings) -> list[SearchHit]:
         """The fused rankings as :class:`SearchHit`, best first (for :meth:`search`)."""
         fused = fuse(rankings, self.config.rrf_k)[: ranking.limit]
         if not fused:
@@ -508,7 +488,7 @@ class SearchIndex:
             if seq in rows
         ]
 
-    def _retrieved(self, conn: Connection, ranking: _Ranking, rankings: _Rankings) -> Retrieval:
+    def _retrieved(self, conn: Connection, ranking: Ranking, rankings: Rankings) -> Retrieval:
         """The fused rankings as the context builder takes them, best first: seq, score
         and token estimate only (it reads the events it keeps itself), with the author
         the query is about."""
@@ -537,103 +517,14 @@ class SearchIndex:
         conn: Connection,
         state: IndexState,
         embedder_id: int | None,
-        ranking: _Ranking,
+        ranking: Ranking,
         context: IndexState | None,
-    ) -> _Rankings:
-        """The rankings to fuse: lexical, dense, the contextual vectors', the named
-        participant's own, and the feedback ranking."""
-        if state.sid is None:
-            return []
-        lexical_hits = lexical_index.search_session(
-            conn,
-            lexical_index.SessionStats(state.sid, state.doc_count, state.term_count),
-            ranking.terms,
-            limit=ranking.depth,
-            before_seq=ranking.before_seq,
-            max_postings=self.config.max_postings,
-        )
-        dense_hits: list[dense_index.DenseHit] = []
-        if ranking.vector is not None and embedder_id is not None and state.vector_count:
-            dense_hits = self._vector_search.search(
-                conn,
-                state,
-                embedder_id,
-                ranking.vector,
-                depth=ranking.depth,
-                before_seq=ranking.before_seq,
-            )
-        lexical_seqs = [h.seq for h in lexical_hits]
-        dense_seqs = [h.seq for h in dense_hits]
-        weights = self.config.lexical_weight, self.config.dense_weight
-        rankings: _Rankings = [
-            (lexical_seqs, weights[0]),
-            (dense_seqs, weights[1]),
-        ]
-        if (
-            context is not None
-            and self._context_id is not None
-            and ranking.vector is not None
-            and context.vector_count
-        ):
-            # The same query against each event embedded after the one before it: a
-            # short answer ("They said 6") is found through the question it answers.
-            context_hits = self._vector_search.search(
-                conn,
-                context,
-                self._context_id,
-                ranking.vector,
-                depth=ranking.depth,
-                before_seq=ranking.before_seq,
-            )
-            rankings.append(([h.seq for h in context_hits], weights[1]))
-        base = list(rankings)
-        if ranking.days is not None:
-            # The events of the days the query names ranked on their own: the same
-            # rankings, restricted to what was written on those days. The newest event
-            # is the present that "yesterday" counts from.
-            ranked = {seq for seqs, _ in base for seq in seqs} | {state.last_seq}
-            written = event_column(conn, ranking.user_id, ranking.session_id, ranked, "ts")
-            present = written.get(state.last_seq)
-            days = ranking.days.resolve(present.date() if present is not None else None)
-            rankings.extend(restrict_to_days(base, written, days, self.config.date_weight))
-        if ranking.focus is not None:
-            # The named participant's events ranked on their own: the same two rankings,
-            # restricted to what they wrote.
-            authors = event_column(
-                conn,
-                ranking.user_id,
-                ranking.session_id,
-                set(lexical_seqs) | set(dense_seqs),
-                "author",
-            )
-            focus = ranking.focus
-            boost = self.config.participant_weight
-            for seqs, weight in base:
-                own = [seq for seq in seqs if authors.get(seq) == focus]
-                rankings.append((own, weight * boost))
-        if (
-            self.config.feedback_weight
-            and ranking.vector is not None
-            and embedder_id is not None
-            and state.vector_count
-        ):
-            best = best_fused(rankings, self.config.rrf_k, self.config.feedback_docs)
-            feedback = (
-                self._vector_search.feedback(
-                    conn,
-                    state,
-                    embedder_id,
-                    ranking.vector,
-                    best,
-                    depth=ranking.depth,
-                    before_seq=ranking.before_seq,
-                )
-                if best
-                else []
-            )
-            if feedback:
-                rankings.append(([h.seq for h in feedback], self.config.feedback_weight))
-        return rankings
+    ) -> Rankings:
+        """The rankings to fuse (:func:`~agentctx.retrieval.rankings.rankings_of`)."""
+        return rankings_of(
+            conn, state, embedder_id, ranking, context, self._context_id,
+            config=self.config, vectors=self._vector_search,
+        )  # fmt: skip
 
     def _named(self, user_id: str, session_id: str, query: str) -> tuple[list[str], dict[str, str]]:
         """The authors of the session that ``query`` names, and the aliases it names them
