@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from agentctx.bench.compaction_session import ToolCall
 from agentctx.bench.visual_frames import desktop_screenshot
 
 MIN_OUTPUT = 2_000
@@ -62,21 +63,10 @@ _ANSWERS = (
 
 
 @dataclass(frozen=True, slots=True)
-class ToolStep:
+class ToolStep(ToolCall):
     """One tool call and its result: ``text`` or JSON ``data``, and an ``image`` (PNG)."""
 
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    text: str | None = None
-    data: Any = None
     image: bytes | None = None
-
-    def output(self) -> str:
-        """The result as text (JSON compactly serialized)."""
-        if self.text is not None:
-            return self.text
-        return json.dumps(self.data, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
