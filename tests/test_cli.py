@@ -356,3 +356,18 @@ def test_sweep_deletes_expired_sessions_and_their_blobs(tmp_path: Path) -> None:
         assert engine.restore_image(image.image_id, user_id="bob") == make_png(seed=0)
     code, out, _ = cli(url, home, "sessions", "sweep")
     assert counts(out)["expired sessions deleted"] == 0
+
+
+def test_one_shot_commands_run_follow_up_work_inline_unless_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command opens an engine and exits: its follow-up work runs inline (no worker
+    threads or model load left behind), unless the configuration names ``jobs``."""
+    from agentctx.cli._common import one_shot
+    from agentctx.config import load_settings
+
+    monkeypatch.delenv("AGENTCTX_JOBS", raising=False)
+    assert load_settings().jobs == "background"
+    assert one_shot(load_settings()).jobs == "inline"
+    monkeypatch.setenv("AGENTCTX_JOBS", "background")
+    assert one_shot(load_settings()).jobs == "background"

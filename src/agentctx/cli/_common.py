@@ -88,13 +88,18 @@ def open_engine(ctx: typer.Context) -> Iterator[ContextEngine]:
 
     Errors agentctx raises inside the block are reported by :func:`expected_errors`.
     """
-    settings = load(ctx)
-    if "jobs" not in settings.model_fields_set:
-        # A command is a script: it does its follow-up work before it exits, and a window
-        # it prints ranks by vectors (unless the configuration says otherwise).
-        settings = settings.model_copy(update={"jobs": "inline"})
-    with expected_errors(), ContextEngine(settings=settings) as engine:
+    with expected_errors(), ContextEngine(settings=one_shot(load(ctx))) as engine:
         yield engine
+
+
+def one_shot(settings: Settings) -> Settings:
+    """``settings`` for a command that opens an engine and exits: follow-up work inline
+    unless ``jobs`` is configured. A command is a script: it does its follow-up work
+    before it exits, a window it prints ranks by vectors, and it starts no worker
+    threads (nor a model load) it would leave behind."""
+    if "jobs" in settings.model_fields_set:
+        return settings
+    return settings.model_copy(update={"jobs": "inline"})
 
 
 def safe_url(url: str) -> str:

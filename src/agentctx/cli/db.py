@@ -8,7 +8,7 @@ import typer
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from agentctx.cli._common import expected_errors, load, out, safe_url
+from agentctx.cli._common import expected_errors, load, one_shot, out, safe_url
 from agentctx.engine import ContextEngine
 from agentctx.errors import ConfigError, StorageError
 from agentctx.storage import migrate as migrations
@@ -43,7 +43,7 @@ def migrate(ctx: typer.Context) -> None:
     with expected_errors():
         before = _current(url)
         # Opening an engine migrates: the same path every process takes, under the same lock.
-        with ContextEngine(settings=settings) as engine:
+        with ContextEngine(settings=one_shot(settings)) as engine:
             after = migrations.current_revision(engine.db)
         head = migrations.head_revision()
     console = out()
