@@ -125,16 +125,17 @@ def scrub_secrets(value: Any) -> Any:
 # Windows ---------------------------------------------------------------------------------
 
 
-def _without_image_bytes(value: Any) -> Any:
-    """``value`` with base64 data URLs (inline images) replaced by a short marker."""
+def without_image_bytes(value: Any) -> Any:
+    """``value`` with base64 data URLs (inline images) replaced by a short marker: a copy
+    of its dicts and lists, which a caller may go on changing."""
     if isinstance(value, str):
         if _DATA_URL.match(value):
             return f"[image data omitted: {len(value)} chars]"
         return value
     if isinstance(value, dict):
-        return {k: _without_image_bytes(v) for k, v in value.items()}
+        return {k: without_image_bytes(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without_image_bytes(v) for v in value]
+        return [without_image_bytes(v) for v in value]
     return value
 
 
@@ -190,7 +191,7 @@ def store_window(
     """
     swaps = redacted_query_swaps(query, redactor)
     clean_query = swaps.get(query, query) if query else query
-    stored_messages = _without_image_bytes(messages)
+    stored_messages = without_image_bytes(messages)
     stored_report = dict(report, query=clean_query)
     if swaps:
         stored_messages = _replace_text(stored_messages, swaps)

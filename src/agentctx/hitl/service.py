@@ -29,7 +29,13 @@ from sqlalchemy.exc import IntegrityError
 from agentctx.errors import IdempotencyConflict, InvalidInput, SessionNotFound, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType, utcnow
 from agentctx.hitl.config import HitlConfig
-from agentctx.hitl.repro import RecordedWindow, ReproPackage, load_window, store_window
+from agentctx.hitl.repro import (
+    RecordedWindow,
+    ReproPackage,
+    load_window,
+    store_window,
+    without_image_bytes,
+)
 from agentctx.hitl.tables import hitl_flags
 from agentctx.hitl.triggers import (
     UNKNOWN_TOOL,
@@ -39,7 +45,7 @@ from agentctx.hitl.triggers import (
     scan,
 )
 from agentctx.hitl.turn_condition import turn_may_need_human
-from agentctx.hitl.window_recorder import WindowRecord, WindowRecorder, snapshot
+from agentctx.hitl.window_recorder import WindowRecord, WindowRecorder
 from agentctx.jobs import Job
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.models import SessionInfo
@@ -428,7 +434,8 @@ class HitlService:
                 query=query,
                 budget=budget,
                 strategy=strategy,
-                messages=snapshot(messages),
+                # Copied now (the agent goes on editing its window), image bytes left out.
+                messages=without_image_bytes(messages),
                 tokens=tokens,
                 report=report,
                 redactor=redactor,

@@ -47,20 +47,6 @@ class WindowRecord:
         return self.user_id, self.session_id, self.turn_id
 
 
-def snapshot(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages copied as deep as a caller may change them (the list, each message
-    and its content parts), so that a window the agent goes on editing is recorded as
-    it was built."""
-    copied = []
-    for message in messages:
-        copy = dict(message)
-        content = copy.get("content")
-        if isinstance(content, list):
-            copy["content"] = [dict(p) if isinstance(p, dict) else p for p in content]
-        copied.append(copy)
-    return copied
-
-
 class WindowRecorder:
     """Writes :class:`WindowRecord` s with ``write``: on a thread of its own when
     ``background``, else at once. Thread-safe."""
