@@ -182,6 +182,7 @@ class ContextEngine:
             on_llm_failure=self._llm_failed,
             query_vectors=self.search_index.query_vectors,
             redactor=self.redactor,
+            audit=self.audit,
         )
         self.memory.use_cache(self.cache)
         if s.memory.enabled:

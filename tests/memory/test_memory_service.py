@@ -81,56 +81,49 @@ def test_duplicates_merge_provenance_support_and_confidence(eng: ContextEngine) 
     assert actions == ["create", "merge"]
 
 
-def test_a_contradiction_keeps_the_fresher_confident_memory_and_marks_the_other_stale(
+def test_a_later_contradiction_supersedes_unless_the_fact_has_clearly_more_support(
     eng: ContextEngine,
 ) -> None:
     memory = eng.memory
-    old = memory.consolidator.apply(
-        "u1",
-        [
-            candidate(
-                "User lives in Lisbon",
-                source("s1"),
-                kind="profile",
-                subject="home town",
-                confidence=0.6,
-            )
-        ],
-    ).created[0]
-    report = memory.consolidator.apply(
-        "u1",
-        [
-            candidate(
-                "User lives in Porto",
-                source("s2"),
-                kind="profile",
-                subject="home town",
-                confidence=0.7,
-            )
-        ],
-    )
-    new = report.created[0]
-    assert report.staled == [old]
+
+    def say(city: str, session: str, confidence: float = 0.7) -> list[str]:
+        report = memory.consolidator.apply(
+            "u1",
+            [
+                candidate(
+                    f"User lives in {city}",
+                    source(session),
+                    kind="profile",
+                    subject="home town",
+                    confidence=confidence,
+                )
+            ],
+        )
+        return report.created or report.merged
+
+    old = say("Lisbon", "s1", 0.9)[0]
+    new = say("Porto", "s2", 0.2)[0]  # later wins, however unsure its wording
     assert memory.get("u1", old).status == "stale"
     assert memory.get("u1", new).status == "active"
     stale_change = memory.history("u1", old)[-1]
-    assert stale_change.action == "stale" and new in stale_change.reason
-    # A less confident contradiction is kept, but stale: never silently lost.
-    weak = memory.consolidator.apply(
-        "u1",
-        [
-            candidate(
-                "User lives in Faro",
-                source("s3"),
-                kind="profile",
-                subject="home town",
-                confidence=0.2,
-            )
-        ],
-    )
-    assert weak.staled == weak.created
-    assert memory.get("u1", weak.created[0]).status == "stale"
+    assert stale_change.action == "supersede" and new in stale_change.reason
+    assert memory.get("u1", old).superseded_by == new
+    assert memory.get("u1", old).valid_to is not None
+    # Porto said in two more sessions: three sessions against one.
+    say("Porto", "s3")
+    say("Porto", "s4")
+    assert memory.get("u1", new).support_count == 3
+    weak = say("Faro", "s5")[0]
+    # Kept, never silently lost, but contested: not what is believed.
+    assert memory.get("u1", weak).status == "stale"
+    assert memory.get("u1", weak).valid_to is None
     assert memory.get("u1", new).status == "active"
+    assert "clearly more support" in memory.history("u1", weak)[-1].reason
+    # Said again, it gains support; with two sessions against three it outweighs.
+    assert say("Faro", "s6") == [weak]
+    assert memory.get("u1", weak).status == "active"
+    assert memory.get("u1", weak).support_count == 2
+    assert memory.get("u1", new).superseded_by == weak
 
 
 def test_procedural_counts_add_and_success_rate_is_the_weighted_average(

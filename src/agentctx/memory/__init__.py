@@ -21,6 +21,7 @@ from agentctx.events import Event
 from agentctx.llm.chat import LLM, LLMFailureHook
 from agentctx.llm.embeddings import Embedder
 from agentctx.llm.query_vectors import QueryVectors
+from agentctx.memory.audit import AuditSink
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import (
@@ -63,12 +64,14 @@ def build_memory_service(
     on_llm_failure: LLMFailureHook | None = None,
     query_vectors: QueryVectors | None = None,
     redactor: Redactor | None = None,
+    audit: AuditSink | None = None,
 ) -> MemoryService:
     """The engine's memory: the index over ``embedder``, rules (or ``llm``) for
         declarative memory and event replay for procedural memory. A model failure is
         reported to ``on_llm_failure`` (the rules stand in). ``query_vectors``, when given,
         are the event index's, so a query both indexes search is embedded once. ``redactor``
-    cleans every memory before it is written."""
+    cleans every memory before it is written; ``audit`` records every memory write and
+    injection decision."""
     declarative_kinds = frozenset(DECLARATIVE_KINDS)
     if llm is not None:
         extractor = LLMExtractor(llm)
@@ -93,6 +96,7 @@ def build_memory_service(
         ],
         model=llm.name if llm is not None else None,
         redactor=redactor,
+        audit=audit,
     )
 
 

@@ -39,6 +39,18 @@ class MemoryConfig(BaseModel):
         le=1.0,
         description="A candidate this similar to a memory of the same kind merges into it.",
     )
+    supersede_support_ratio: float = Field(
+        default=3.0,
+        ge=1.0,
+        description="A later statement contradicting a fact supersedes it unless the fact "
+        "has clearly more independent support: at least this many times the sessions …",
+    )
+    supersede_support_margin: int = Field(
+        default=2,
+        ge=0,
+        description="… and this many sessions more. Outweighed, the later statement is kept "
+        "as contested and gains support each time it is said again.",
+    )
     inject_tokens: int = Field(
         default=400, ge=0, description="Most tokens of the ## Memory (Verified) block."
     )

@@ -1,21 +1,26 @@
 """Consolidation: candidates become new memories, merge into duplicates, or resolve
-contradictions (seed 003 A.1.4, A.1.8).
+contradictions in time (seed 003 A.1.4, A.1.8).
 
-For each candidate of a user:
+For each candidate of a user, one rule:
 
-1. **Duplicate** (a memory of the same kind whose text is at least
-   ``duplicate_similarity`` similar, or a procedural memory of the same scenario and
-   tool path): merge. Provenance and support (independent sessions) add up, counts
-   add, so success rates become weighted averages, keywords are united, and
-   confidence grows with independent evidence.
-2. **Contradiction** (an active memory of the same kind and subject saying something
-   else): the fresher and more confident one stays active, the other is marked
-   ``stale``; both stay, with the reason in their history.
+1. **Duplicate** (an active memory saying the same: for a statement of a subject, the
+   same value; otherwise the same text, or an embedding at least
+   ``duplicate_similarity`` similar; a procedural memory of the same scenario and tool
+   path): merge. Provenance and support (independent sessions) add up, counts add (so
+   success rates become weighted averages), keywords are united, confidence grows with
+   independent evidence, and a procedural memory's text is made again from the merged
+   counts.
+2. **A statement of a subject** that no active memory says the same as: resolved in
+   time against the subject's current memory (:mod:`agentctx.memory.timeline`): it
+   supersedes it (which ends its validity), is kept as contested, or is stored as what
+   was true before. A contested statement said again gains support and may outweigh;
+   a superseded fact said again is true again, from then on.
 3. Otherwise a new memory.
 
 Every candidate is redacted first (content, subject, keywords, data keys and values),
 whichever path it came by (the API, the memory tools, extraction), so memories, their
-history and their index hold no personal data.
+history and their index hold no personal data. Every write, merge and supersession is
+in the memory's history (with the reason) and in the audit log (ids and outcomes).
 
 Guarantees: one run (the candidates of one session's new events, for one extractor
 and kind) is applied in one transaction together with its idempotency row, so a rerun
@@ -27,7 +32,6 @@ reloads, merges again and retries.
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,17 +44,30 @@ from agentctx.errors import StaleMemory
 from agentctx.events import utcnow
 from agentctx.ids import new_id
 from agentctx.memory import store
+from agentctx.memory.audit import AuditSink, memory_record
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.models import (
     DECLARATIVE_KINDS,
+    RETRACTED,
     Memory,
     MemoryCandidate,
     MemoryKind,
     ProceduralData,
+    Provenance,
     procedural_data,
     procedural_record,
 )
+from agentctx.memory.timeline import (
+    began,
+    in_time,
+    normalized,
+    same_statement,
+    verdict,
+    why,
+    word_similarity,
+)
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
+from agentctx.sessions.audit import AuditRecord
 from agentctx.storage.database import Database
 from agentctx.storage.schema import memories, memory_runs
 
@@ -63,7 +80,6 @@ similarity in [0, 1]."""
 ONE_OFF_CONFIDENCE_CAP = 0.8
 _MAX_KEYWORDS = 20
 _MAX_RETRIES = 8
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass
@@ -82,17 +98,33 @@ class ConsolidationReport:
         return list(dict.fromkeys(self.created + self.merged + self.staled))
 
 
-def normalized(text_value: str) -> str:
-    """Lower-cased words: what exact-duplicate checks compare."""
-    return " ".join(_WORD.findall(text_value.lower()))
+@dataclass
+class _Run:
+    """One attempt at applying a run: what it writes, and its audit records (written in
+    its transaction, emitted once it committed)."""
 
+    user_id: str
+    session_id: str | None
+    extractor_version: str
+    model: str | None
+    now: datetime
+    sink: AuditSink | None
+    report: ConsolidationReport = field(default_factory=ConsolidationReport)
+    records: list[AuditRecord] = field(default_factory=list)
 
-def word_similarity(first: str, second: str) -> float:
-    """Jaccard similarity of the two texts' word sets."""
-    a, b = set(_WORD.findall(first.lower())), set(_WORD.findall(second.lower()))
-    if not a or not b:
-        return 1.0 if a == b else 0.0
-    return len(a & b) / len(a | b)
+    def audit(self, conn: Connection, action: str, memory_id: str, **meta: Any) -> None:
+        if self.sink is None:
+            return
+        record = memory_record(
+            action,
+            self.user_id,
+            memory_id,
+            session_id=self.session_id,
+            extractor=self.extractor_version,
+            **meta,
+        )
+        self.sink.write(record, conn)
+        self.records.append(record)
 
 
 def merged_confidence(existing: float, incoming: float) -> float:
@@ -132,11 +164,13 @@ class Consolidator:
         config: MemoryConfig,
         similar: SimilarFinder | None = None,
         redactor: Redactor | None = None,
+        audit: AuditSink | None = None,
     ) -> None:
         self.db = db
         self.config = config
         self._similar = similar
         self.redactor: Redactor = redactor or PassThroughRedactor()
+        self.audit = audit
 
     def apply(
         self,
@@ -171,7 +205,16 @@ class Consolidator:
             for c in unique
         ]
         for attempt in range(_MAX_RETRIES):
-            report = ConsolidationReport(retries=attempt)
+            run = _Run(
+                user_id=user_id,
+                session_id=session_id,
+                extractor_version=extractor_version,
+                model=model,
+                now=now or utcnow(),
+                sink=self.audit,
+                report=ConsolidationReport(retries=attempt),
+            )
+            report = run.report
             try:
                 with self.db.write() as conn:
                     self._lock_user(conn, user_id)
@@ -183,16 +226,7 @@ class Consolidator:
                         if opted_out and candidate.kind in DECLARATIVE_KINDS:
                             report.skipped += 1
                             continue
-                        self._one(
-                            conn,
-                            user_id,
-                            candidate,
-                            report,
-                            similar=similar,
-                            extractor_version=extractor_version,
-                            model=model,
-                            now=now or utcnow(),
-                        )
+                        self._one(conn, user_id, candidate, run, similar=similar)
                     if run_key is not None:
                         self._record_run(
                             conn,
@@ -201,11 +235,14 @@ class Consolidator:
                             session_id=session_id or "",
                             through_seq=through_seq,
                             memory_ids=report.touched,
-                            now=now or utcnow(),
+                            now=run.now,
                         )
-                return report
             except StaleMemory:
                 continue  # reload, merge again, retry
+            for record in run.records:
+                if self.audit is not None:
+                    self.audit.emit(record)
+            return report
         raise StaleMemory("(consolidation)", expected=-1, actual=-1)
 
     # One candidate -------------------------------------------------------------------
@@ -215,36 +252,78 @@ class Consolidator:
         conn: Connection,
         user_id: str,
         candidate: MemoryCandidate,
-        report: ConsolidationReport,
+        run: _Run,
         *,
         similar: list[str],
-        extractor_version: str,
-        model: str | None,
-        now: datetime,
     ) -> None:
         duplicate = self._duplicate(conn, user_id, candidate, similar)
         if duplicate is not None:
-            self._merge(conn, user_id, duplicate, candidate, now)
-            report.merged.append(duplicate.memory_id)
+            self._merge(conn, run, duplicate, candidate)
             return
-        rival = self._contradicted(conn, user_id, candidate)
-        memory_id = self._create(
-            conn, user_id, candidate, extractor_version=extractor_version, model=model, now=now
+        if in_time(candidate):
+            self._statement(conn, user_id, candidate, run)
+            return
+        self._create(conn, run, candidate)
+
+    def _statement(
+        self, conn: Connection, user_id: str, candidate: MemoryCandidate, run: _Run
+    ) -> None:
+        """A statement of a subject that no active memory says the same as: resolved
+        against the subject's current memory by :func:`agentctx.memory.timeline.verdict`."""
+        threshold = self.config.duplicate_similarity
+        said = candidate.ts or run.now
+        sessions = {s.session_id for s in candidate.sources}
+        of_subject = self._of_subject(conn, user_id, candidate)
+        rival = next(
+            (m for m in of_subject if m.status == "active"),
+            None,
         )
-        report.created.append(memory_id)
-        if rival is None:
-            return
-        # The fresher and more confident memory stays; the candidate is the fresher one.
-        incoming = _capped(candidate.confidence, len({s.session_id for s in candidate.sources}))
-        if incoming >= rival.confidence:
-            self._mark_stale(conn, user_id, rival, f"contradicted by {memory_id}", now)
-            report.staled.append(rival.memory_id)
-        else:
-            row = store.load(conn, user_id, [memory_id])[0]
-            self._mark_stale(
-                conn, user_id, row, f"contradicts {rival.memory_id}, which is more confident", now
+        earlier = next(
+            (
+                m
+                for m in of_subject
+                if m.status == "stale" and same_statement(m, candidate, threshold)
+            ),
+            None,
+        )
+        if earlier is not None and earlier.valid_to is None:
+            # A contested statement said again: it gains support, and may now outweigh.
+            statement = self._merge(conn, run, earlier, candidate)
+            if rival is None:
+                self._restore(conn, run, statement, "no other statement of its subject")
+                return
+            again = verdict(
+                said=said,
+                sessions=sessions,
+                support=statement.support_count,
+                rival=rival,
+                config=self.config,
             )
-            report.staled.append(memory_id)
+            if again == "supersede":
+                statement = self._restore(conn, run, statement, f"now outweighs {rival.memory_id}")
+                self._supersede(conn, run, rival, statement, said=began(statement))
+            return
+        # A new statement; one that restates a fact superseded earlier continues it (a new
+        # period of validity, with the earlier statement's sources and support).
+        inherited = earlier.sources if earlier is not None else ()
+        support = len(sessions | {s.session_id for s in inherited})
+        outcome = (
+            verdict(said=said, sessions=sessions, support=support, rival=rival, config=self.config)
+            if rival is not None
+            else None
+        )
+        validity: dict[str, Any] = {"valid_from": said}
+        reason = f"restates {earlier.memory_id}" if earlier is not None else None
+        if rival is not None and outcome is not None and outcome != "supersede":
+            reason = why(outcome, statement="", rival=rival, support=support, said=said)
+            validity["status"] = "stale"
+            if outcome == "earlier":
+                validity.update(valid_to=began(rival), superseded_by=rival.memory_id)
+        created = self._create(
+            conn, run, candidate, inherited=inherited, validity=validity, reason=reason
+        )
+        if outcome == "supersede" and rival is not None:
+            self._supersede(conn, run, rival, created, said=said)
 
     def _duplicate(
         self, conn: Connection, user_id: str, candidate: MemoryCandidate, similar: list[str]
@@ -253,30 +332,49 @@ class Consolidator:
         if kind is MemoryKind.PROCEDURAL and candidate.subject:
             same = self._active(conn, user_id, kind, subject=candidate.subject)
             return same[0] if same else None
-        key = normalized(candidate.content)
-        for memory in self._active(
-            conn, user_id, kind, subject=candidate.subject, content=candidate.content
-        ):
-            if normalized(memory.content) == key or (
-                word_similarity(memory.content, candidate.content)
-                >= self.config.duplicate_similarity
+        threshold = self.config.duplicate_similarity
+        if in_time(candidate):
+            for memory in self._of_subject(conn, user_id, candidate):
+                if memory.status == "active" and same_statement(memory, candidate, threshold):
+                    return memory
+        else:
+            key = normalized(candidate.content)
+            for memory in self._active(
+                conn, user_id, kind, subject=None, content=candidate.content
             ):
-                return memory
+                if normalized(memory.content) == key:
+                    return memory
         for memory in store.load(conn, user_id, similar):
-            if memory.status == "active" and memory.kind is kind:
-                return memory
+            if memory.status != "active" or memory.kind is not kind:
+                continue
+            if memory.subject != candidate.subject:
+                continue
+            # Near in meaning is not the same value: two values named are compared as such.
+            both_valued = memory.data.get("value") and candidate.data.get("value")
+            if both_valued and not same_statement(memory, candidate, threshold):
+                continue
+            if bool(memory.data.get(RETRACTED)) != candidate.retracted:
+                continue
+            return memory
         return None
 
-    def _contradicted(
+    def _of_subject(
         self, conn: Connection, user_id: str, candidate: MemoryCandidate
-    ) -> Memory | None:
-        if not candidate.subject or candidate.kind is MemoryKind.PROCEDURAL:
-            return None
-        key = normalized(candidate.content)
-        for memory in self._active(conn, user_id, candidate.kind, subject=candidate.subject):
-            if normalized(memory.content) != key:
-                return memory
-        return None
+    ) -> list[Memory]:
+        """The user's active and stale memories of the candidate's kind and subject,
+        the most recently believed first."""
+        query = (
+            select(memories.c.memory_id)
+            .where(
+                memories.c.user_id == user_id,
+                memories.c.kind == candidate.kind.value,
+                memories.c.subject == candidate.subject,
+                memories.c.status.in_(("active", "stale")),
+            )
+            .order_by(memories.c.updated_at.desc(), memories.c.memory_id.desc())
+            .limit(50)
+        )
+        return store.load(conn, user_id, list(conn.execute(query).scalars()))
 
     def _active(
         self,
@@ -308,26 +406,29 @@ class Consolidator:
     def _create(
         self,
         conn: Connection,
-        user_id: str,
+        run: _Run,
         candidate: MemoryCandidate,
         *,
-        extractor_version: str,
-        model: str | None,
-        now: datetime,
-    ) -> str:
+        inherited: Sequence[Provenance] = (),
+        validity: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> Memory:
         memory_id = "mem_" + new_id().replace("-", "")
-        sessions = len({s.session_id for s in candidate.sources})
+        sessions = len({s.session_id for s in (*candidate.sources, *inherited)})
         data = dict(candidate.data)
+        content = candidate.content
         if candidate.kind is MemoryKind.PROCEDURAL and data:
-            data = procedural_record(procedural_data(data))
-        row = {
+            stats = procedural_data(data)
+            data, content = procedural_record(stats), stats.render()
+        now = run.now
+        row: dict[str, Any] = {
             "memory_id": memory_id,
-            "user_id": user_id,
+            "user_id": run.user_id,
             "agent_id": candidate.agent_id,
             "session_id": candidate.session_id,
             "kind": candidate.kind.value,
             "subject": candidate.subject,
-            "content": candidate.content,
+            "content": content,
             "data": data,
             "keywords": list(candidate.keywords)[:_MAX_KEYWORDS],
             "confidence": _capped(candidate.confidence, sessions),
@@ -335,41 +436,55 @@ class Consolidator:
             "tainted": candidate.tainted,
             "version": 1,
             "status": "active",
-            "extractor_version": extractor_version,
-            "model": model,
+            "extractor_version": run.extractor_version,
+            "model": run.model,
             "created_at": now,
             "updated_at": now,
             "expires_at": self._expiry(candidate.kind, now),
+            "valid_from": candidate.ts or now,
+            "valid_to": None,
+            "superseded_by": None,
+            **(validity or {}),
         }
         store.insert_memory(conn, row)
-        support = store.add_sources(conn, user_id, memory_id, candidate.sources, now)
+        support = store.add_sources(
+            conn, run.user_id, memory_id, (*inherited, *candidate.sources), now
+        )
         conn.execute(
             update(memories).where(memories.c.memory_id == memory_id).values(support_count=support)
         )
         row["support_count"] = support
         store.record_change(
             conn,
-            user_id,
+            run.user_id,
             memory_id,
             version=1,
             action="create",
             old_value=None,
             new_value=store.value_of(row),
-            reason="extracted" if candidate.sources else "added",
-            source=_source_of(candidate, extractor_version, model),
+            reason=reason or ("extracted" if candidate.sources else "added"),
+            source=_source_of(candidate, run.extractor_version, run.model),
             now=now,
         )
-        return memory_id
+        contested = row["status"] != "active"
+        run.report.created.append(memory_id)
+        if contested:
+            run.report.staled.append(memory_id)
+        run.audit(
+            conn,
+            "memory.contest" if contested else "memory.create",
+            memory_id,
+            kind=candidate.kind.value,
+            version=1,
+            support=support,
+        )
+        return store.load(conn, run.user_id, [memory_id])[0]
 
     def _merge(
-        self,
-        conn: Connection,
-        user_id: str,
-        memory: Memory,
-        candidate: MemoryCandidate,
-        now: datetime,
-    ) -> None:
-        support = store.add_sources(conn, user_id, memory.memory_id, candidate.sources, now)
+        self, conn: Connection, run: _Run, memory: Memory, candidate: MemoryCandidate
+    ) -> Memory:
+        now = run.now
+        support = store.add_sources(conn, run.user_id, memory.memory_id, candidate.sources, now)
         new_sessions = support - memory.support_count
         incoming = _capped(
             candidate.confidence, max(1, len({s.session_id for s in candidate.sources}))
@@ -380,8 +495,9 @@ class Consolidator:
             else max(memory.confidence, incoming)
         )
         keywords = list(dict.fromkeys([*memory.keywords, *candidate.keywords]))[:_MAX_KEYWORDS]
-        values = {
-            "data": merge_data(memory.kind, memory.data, candidate.data),
+        data = merge_data(memory.kind, memory.data, candidate.data)
+        values: dict[str, Any] = {
+            "data": data,
             "keywords": keywords,
             "confidence": confidence,
             "support_count": support,
@@ -389,12 +505,15 @@ class Consolidator:
             "updated_at": now,
             "expires_at": self._expiry(memory.kind, now),
         }
-        store.cas_update(conn, user_id, memory.memory_id, memory.version, values)
+        if memory.kind is MemoryKind.PROCEDURAL and data:
+            # The text says what the merged counts say, never what the first run said.
+            values["content"] = procedural_data(data).render()
+        store.cas_update(conn, run.user_id, memory.memory_id, memory.version, values)
         old = store.value_of(memory.model_dump())
         new = {**old, **store.value_of({**memory.model_dump(), **values})}
         store.record_change(
             conn,
-            user_id,
+            run.user_id,
             memory.memory_id,
             version=memory.version + 1,
             action="merge",
@@ -404,25 +523,79 @@ class Consolidator:
             source=_source_of(candidate, None, None),
             now=now,
         )
-
-    def _mark_stale(
-        self, conn: Connection, user_id: str, memory: Memory, reason: str, now: datetime
-    ) -> None:
-        store.cas_update(
-            conn, user_id, memory.memory_id, memory.version, {"status": "stale", "updated_at": now}
+        run.report.merged.append(memory.memory_id)
+        run.audit(
+            conn,
+            "memory.merge",
+            memory.memory_id,
+            kind=memory.kind.value,
+            version=memory.version + 1,
+            support=support,
         )
+        return memory.model_copy(update={**values, "version": memory.version + 1})
+
+    def _supersede(
+        self, conn: Connection, run: _Run, rival: Memory, statement: Memory, *, said: datetime
+    ) -> None:
+        """End ``rival``'s validity when ``statement`` was first said."""
+        reason = why(
+            "supersede",
+            statement=statement.memory_id,
+            rival=rival,
+            support=statement.support_count,
+            said=said,
+        )
+        values = {
+            "status": "stale",
+            "valid_to": max(said, began(rival)),
+            "superseded_by": statement.memory_id,
+            "updated_at": run.now,
+        }
+        self._change(conn, run, rival, values, action="supersede", reason=reason)
+        run.report.staled.append(rival.memory_id)
+
+    def _restore(self, conn: Connection, run: _Run, memory: Memory, reason: str) -> Memory:
+        """Make a contested statement the believed one."""
+        values = {
+            "status": "active",
+            "valid_to": None,
+            "superseded_by": None,
+            "updated_at": run.now,
+        }
+        self._change(conn, run, memory, values, action="restore", reason=reason)
+        run.report.staled = [i for i in run.report.staled if i != memory.memory_id]
+        return memory.model_copy(update={**values, "version": memory.version + 1})
+
+    def _change(
+        self,
+        conn: Connection,
+        run: _Run,
+        memory: Memory,
+        values: dict[str, Any],
+        *,
+        action: str,
+        reason: str,
+    ) -> None:
+        store.cas_update(conn, run.user_id, memory.memory_id, memory.version, values)
         old = store.value_of(memory.model_dump())
         store.record_change(
             conn,
-            user_id,
+            run.user_id,
             memory.memory_id,
             version=memory.version + 1,
-            action="stale",
+            action=action,
             old_value=old,
-            new_value={**old, "status": "stale"},
+            new_value={**old, **store.value_of({**memory.model_dump(), **values})},
             reason=reason,
             source={},
-            now=now,
+            now=run.now,
+        )
+        run.audit(
+            conn,
+            f"memory.{action}",
+            memory.memory_id,
+            kind=memory.kind.value,
+            version=memory.version + 1,
         )
 
     def _expiry(self, kind: MemoryKind, now: datetime) -> datetime | None:

@@ -1,6 +1,7 @@
 """``MemoryIndex``: hybrid lexical + dense search over one user's long-term memories.
 
-A memory's document is its content and keywords. Its terms (the analysis of
+A memory's document is its content, keywords and the question words of its subject
+(:mod:`agentctx.memory.vocabulary`). Its terms (the analysis of
 :mod:`agentctx.retrieval.terms`, prefixed with the user's partition number, as the
 retrieval index prefixes a session's) go to ``memory_fts``; its embedding to
 ``memory_vec_<embedder_id>`` (tables: :mod:`agentctx.memory.index_tables`; written
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection
 
 from agentctx.errors import InvalidInput
 from agentctx.events import utcnow
@@ -47,7 +48,7 @@ from agentctx.memory.index_documents import (
     remove_documents,
     write_documents,
 )
-from agentctx.memory.index_rows import filter_sql, load_memories, utc
+from agentctx.memory.index_rows import bound, filter_sql, load_memories, utc
 from agentctx.memory.index_tables import (
     DOCS_TABLE,
     LEXICAL_TABLE,
@@ -56,12 +57,12 @@ from agentctx.memory.index_tables import (
     user_partition,
 )
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
+from agentctx.memory.vocabulary import subject_words
 from agentctx.retrieval.fusion import fuse
 from agentctx.retrieval.lexical import choose_terms, prefixed
 from agentctx.retrieval.sync import register_embedder
 from agentctx.retrieval.terms import document_terms, query_terms
 from agentctx.storage.database import Database
-from agentctx.storage.schema import UTCDateTime
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,11 @@ term is too common for the postings budget (each costs a heap row, not a posting
 
 
 def memory_text(memory: Memory) -> str:
-    """What is indexed of a memory: its content, then its keywords."""
-    return "\n".join([memory.content, " ".join(memory.keywords)]).strip()
+    """What is indexed of a memory: its content, its keywords, and the words questions
+    about its subject are asked with (:mod:`agentctx.memory.vocabulary`)."""
+    return "\n".join(
+        [memory.content, " ".join(memory.keywords), subject_words(memory.subject)]
+    ).strip()
 
 
 def freshness(updated_at: datetime, now: datetime, *, half_life_days: float, floor: float) -> float:
@@ -248,12 +252,15 @@ class MemoryIndex:
         statuses: Sequence[str] = ("active",),
         limit: int = 10,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryHit]:
         """The user's memories most relevant to ``query``, best first (see the module
         docstring for the score). ``kinds``/``agent_id``/``statuses`` restrict the
         memories; ``filters`` match ``memories.data`` keys exactly (JSON equality);
-        expired memories (``expires_at <= now``) are never returned. No query (None
-        or blank): the user's memories by confidence * freshness."""
+        expired memories (``expires_at <= now``) are never returned. ``as_of``: the
+        memories true at that time instead of ``statuses`` (see
+        :func:`~agentctx.memory.index_rows.filter_sql`). No query (None or blank): the
+        user's memories by confidence * freshness."""
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         now = now or utcnow()
@@ -266,6 +273,7 @@ class MemoryIndex:
             filters=filters,
             statuses=statuses,
             now=now,
+            as_of=as_of,
         )
         if query is None or not query.strip():
             return self._by_weight(user_id, where, params, limit, now)
@@ -397,11 +405,7 @@ class MemoryIndex:
     _COLUMNS = "d.doc_id, d.memory_id, m.confidence, m.updated_at"
 
     def _rows(self, conn: Connection, sql: str, params: dict[str, Any]) -> list[_Candidate]:
-        statement = text(sql).bindparams(bindparam("now", type_=UTCDateTime()))
-        for name, value in params.items():
-            if isinstance(value, list):
-                statement = statement.bindparams(bindparam(name, expanding=True))
-        rows = conn.execute(statement, params).all()
+        rows = conn.execute(bound(sql, params), params).all()
         return [_Candidate(int(r[0]), str(r[1]), float(r[2]), utc(r[3])) for r in rows]
 
     def _lexical(
@@ -541,11 +545,7 @@ class MemoryIndex:
         ]
 
     def _rows_by_id(self, conn: Connection, sql: str, params: dict[str, Any]) -> list[_Candidate]:
-        statement = text(sql).bindparams(bindparam("now", type_=UTCDateTime()))
-        for name, value in params.items():
-            if isinstance(value, list):
-                statement = statement.bindparams(bindparam(name, expanding=True))
-        rows = conn.execute(statement, params).all()
+        rows = conn.execute(bound(sql, params), params).all()
         return [_Candidate(0, str(r[1]), float(r[2]), utc(r[3])) for r in rows]
 
     # Deduplication ----------------------------------------------------------------------

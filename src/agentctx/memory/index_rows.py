@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, TextClause, bindparam, select, text
 
 from agentctx.memory.models import Memory, MemoryKind
 from agentctx.memory.store import load_sources, memory_from_row
-from agentctx.storage.schema import memories
+from agentctx.storage.schema import UTCDateTime, memories
 
 
 def filter_sql(
@@ -24,12 +24,23 @@ def filter_sql(
     filters: dict[str, Any] | None,
     statuses: Sequence[str],
     now: datetime,
+    as_of: datetime | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause on ``memories AS m`` and its parameters."""
+    """The WHERE clause on ``memories AS m`` and its parameters. With ``as_of``: the
+    memories that were true then (active or superseded, within their validity), in
+    place of ``statuses``."""
     clauses = ["m.user_id = :user_id", "(m.expires_at IS NULL OR m.expires_at > :now)"]
     params: dict[str, Any] = {"user_id": user_id, "now": now}
-    clauses.append("m.status IN :statuses")
-    params["statuses"] = list(statuses) or ["__none__"]
+    if as_of is None:
+        clauses.append("m.status IN :statuses")
+        params["statuses"] = list(statuses) or ["__none__"]
+    else:
+        clauses.append(
+            "(m.status = 'active' OR (m.status = 'stale' AND m.valid_to IS NOT NULL)) "
+            "AND COALESCE(m.valid_from, m.created_at) <= :as_of "
+            "AND (m.valid_to IS NULL OR m.valid_to > :as_of)"
+        )
+        params["as_of"] = as_of
     if kinds is not None:
         clauses.append("m.kind IN :kinds")
         params["kinds"] = [str(MemoryKind(k).value) for k in kinds] or ["__none__"]
@@ -46,6 +57,17 @@ def filter_sql(
             clauses.append(f"m.data -> CAST(:fk{i} AS text) = CAST(:fv{i} AS jsonb)")
         params[f"fv{i}"] = encoded
     return " AND ".join(clauses), params
+
+
+def bound(sql: str, params: dict[str, Any]) -> TextClause:
+    """``sql`` with its parameters typed: timestamps as stored, lists expanded."""
+    statement = text(sql)
+    for name, value in params.items():
+        if isinstance(value, datetime):
+            statement = statement.bindparams(bindparam(name, type_=UTCDateTime()))
+        elif isinstance(value, list):
+            statement = statement.bindparams(bindparam(name, expanding=True))
+    return statement
 
 
 def load_memories(conn: Connection, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:

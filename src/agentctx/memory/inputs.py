@@ -8,6 +8,7 @@ is an ``InvalidInput`` naming the field (never the value). See :mod:`agentctx.in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -133,6 +134,14 @@ def check_query(query: object, filters: object) -> None:
         check_object(filters, where="filters")
 
 
+def check_as_of(value: object) -> None:
+    """A point in time to search memories as of: an aware datetime, when given."""
+    if value is None:
+        return
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InvalidInput("as_of must be a datetime with a time zone")
+
+
 def check_flag(value: object, field: str) -> bool:
     """A boolean argument (not a truthy value)."""
     if not isinstance(value, bool):
@@ -148,6 +157,7 @@ def check_version(value: object) -> None:
 
 __all__ = [
     "MAX_SUBJECT",
+    "check_as_of",
     "check_candidate",
     "check_content",
     "check_fields",

@@ -32,6 +32,14 @@ DECLARATIVE_KINDS: frozenset[MemoryKind] = frozenset(set(MemoryKind) - {MemoryKi
 """Kinds a user's declarative opt-out stops (seed 003 A.1.10)."""
 
 MemoryStatus = Literal["active", "stale", "deleted"]
+"""``active``: believed true now. ``stale``: no longer believed: superseded by a later
+statement (``valid_to`` and ``superseded_by`` say when and by what), or contested (a
+later statement outweighed by clearly more support; ``valid_to`` empty). ``deleted``:
+removed by the user or the API."""
+
+RETRACTED = "retracted"
+"""The ``data`` key of a memory that retracts an earlier fact of its subject ("User is no
+longer vegetarian"): it supersedes that fact and states nothing true by itself."""
 
 
 class _Frozen(BaseModel):
@@ -68,6 +76,18 @@ class ProceduralData(_Frozen):
         """Successes over runs (0 with no runs)."""
         return self.successes / self.runs if self.runs else 0.0
 
+    def render(self) -> str:
+        """The memory's text, made from these statistics alone: after a merge the text
+        says what the merged counts say."""
+        line = (
+            f"For '{self.scenario}': {' → '.join(self.tools)} worked "
+            f"{self.successes}/{self.runs} ({self.success_rate:.0%})"
+        )
+        if self.failure_reasons:
+            common = max(self.failure_reasons.items(), key=lambda item: (item[1], item[0]))[0]
+            line += f"; most common failure: {common}"
+        return line
+
 
 def procedural_data(data: dict[str, Any]) -> ProceduralData:
     """The statistics in a procedural memory's ``data`` (which also carries the derived
@@ -96,6 +116,11 @@ class MemoryCandidate(_Frozen):
     session_id: str | None = None  # narrows the memory's scope to one session
     ts: datetime | None = None  # when what it says was said (the newest source)
 
+    @property
+    def retracted(self) -> bool:
+        """Whether it retracts its subject's earlier fact instead of stating one."""
+        return bool(self.data.get(RETRACTED))
+
 
 class Memory(_Frozen):
     """A stored long-term memory."""
@@ -120,6 +145,25 @@ class Memory(_Frozen):
     updated_at: datetime
     expires_at: datetime | None
     sources: tuple[Provenance, ...] = ()
+    valid_from: datetime | None = None
+    """When what it says became true: when it was first said (facts in time)."""
+    valid_to: datetime | None = None
+    """When it stopped being true: the time the statement that superseded it was made."""
+    superseded_by: str | None = None
+    """The memory that replaced it."""
+
+    def true_at(self, when: datetime) -> bool:
+        """Whether it was believed true at ``when``: within its validity, and neither
+        contested nor deleted."""
+        if self.status == "deleted" or (self.status == "stale" and self.valid_to is None):
+            return False
+        start = self.valid_from or self.created_at
+        return start <= when and (self.valid_to is None or when < self.valid_to)
+
+    @property
+    def retracted(self) -> bool:
+        """Whether it retracts its subject's earlier fact instead of stating one."""
+        return bool(self.data.get(RETRACTED))
 
     @property
     def procedural(self) -> ProceduralData | None:
@@ -139,7 +183,7 @@ class MemoryChange(_Frozen):
 
     memory_id: str
     version: int
-    action: Literal["create", "merge", "update", "stale", "delete", "restore"]
+    action: Literal["create", "merge", "update", "stale", "supersede", "delete", "restore"]
     old_value: dict[str, Any] | None
     new_value: dict[str, Any] | None
     reason: str

@@ -30,11 +30,13 @@ from agentctx.inputs import check_text
 from agentctx.jobs import Job
 from agentctx.jsonvalue import check_json
 from agentctx.memory import store
+from agentctx.memory.audit import AuditSink, injection_record, memory_record
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import extraction_signals
 from agentctx.memory.inputs import (
     MAX_SUBJECT,
+    check_as_of,
     check_candidate,
     check_content,
     check_fields,
@@ -57,8 +59,11 @@ from agentctx.memory.models import (
     MemoryKind,
     MemoryStatus,
     Provenance,
+    procedural_data,
+    procedural_record,
 )
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
+from agentctx.sessions.audit import AuditRecord
 from agentctx.storage.database import Database
 from agentctx.storage.schema import events, memories, memory_runs, turns
 
@@ -100,8 +105,10 @@ class MemoryService:
         model: str | None = None,
         cache: HotCache | None = None,
         redactor: Redactor | None = None,
+        audit: AuditSink | None = None,
     ) -> None:
         self.db = db
+        self.audit = audit
         self.redactor: Redactor = redactor or PassThroughRedactor()
         self._load = load_events
         self.config = config
@@ -115,6 +122,7 @@ class MemoryService:
             config=config,
             similar=self._similar if index is not None else None,
             redactor=self.redactor,
+            audit=audit,
         )
 
     def use_cache(self, cache: HotCache) -> None:
@@ -240,8 +248,17 @@ class MemoryService:
                 raise InvalidInput("memory content must not be empty")
             values["content"] = content
         if data is not None:
-            check_procedural(self.get(user_id, memory_id).kind, data)
+            kind = self.get(user_id, memory_id).kind
+            check_procedural(kind, data)
             values["data"] = data
+            if kind is MemoryKind.PROCEDURAL:
+                if content is not None:
+                    raise InvalidInput(
+                        "a procedural memory's text is made from its data: update the data"
+                    )
+                # Its text says what its statistics say (the redactor runs after).
+                values["data"] = procedural_record(procedural_data(data))
+                values["content"] = procedural_data(data).render()
         if keywords is not None:
             values["keywords"] = builtins.list(keywords)
         if confidence is not None:
@@ -321,6 +338,16 @@ class MemoryService:
                     store.cas_update(
                         conn, user_id, memory_id, version, {**values, "updated_at": now}
                     )
+                    record = memory_record(
+                        f"memory.{action}",
+                        user_id,
+                        memory_id,
+                        kind=current.kind.value,
+                        version=version + 1,
+                        fields=sorted(values),
+                    )
+                    if self.audit is not None:
+                        self.audit.write(record, conn)
                     old = store.value_of(current.model_dump())
                     store.record_change(
                         conn,
@@ -334,6 +361,8 @@ class MemoryService:
                         source={"api": True},
                         now=now,
                     )
+                if self.audit is not None:
+                    self.audit.emit(record)
                 return
             except StaleMemory:
                 if expected_version is not None:
@@ -416,24 +445,36 @@ class MemoryService:
         agent_id: str | None = None,
         filters: dict[str, Any] | None = None,
         limit: int = 10,
+        as_of: datetime | None = None,
     ) -> Hits:
-        """The user's active memories best matching ``query`` (hybrid lexical + dense,
-        weighted by confidence and freshness)."""
+        """The user's memories best matching ``query`` (hybrid lexical + dense, weighted
+        by confidence and freshness): those believed true now, or with ``as_of`` (an
+        aware datetime) those that were true then (superseded ones included, as they
+        stood; contested and deleted ones never)."""
         check_user(user_id)
         check_optional_id("agent_id", agent_id)
         check_query(query, filters)
         check_page(limit)
+        check_as_of(as_of)
         kinds = check_kinds(kinds)
         if self.index is None:
             raise InvalidInput("memory search needs the memory index")
         kind_values = [MemoryKind(k) for k in kinds] if kinds else None
         index = self.index
         args = {"query": query, "kinds": kind_values, "agent_id": agent_id, "filters": filters}
+        if as_of is not None:
+            args["as_of"] = as_of.isoformat()
         return self._hot.cached_search(
             user_id,
             {**args, "limit": limit},
             lambda: index.search(
-                user_id, query, kinds=kind_values, agent_id=agent_id, filters=filters, limit=limit
+                user_id,
+                query,
+                kinds=kind_values,
+                agent_id=agent_id,
+                filters=filters,
+                limit=limit,
+                as_of=as_of,
             ),
             index=index,
         )
@@ -443,29 +484,70 @@ class MemoryService:
     ) -> Hits:
         """Memories fit to inject: active, untainted, unexpired, supported by at least
         ``min_support_sessions`` sessions and at least ``min_confidence`` confident."""
-        hits = self.search(user_id, query, limit=max(limit * 4, 20))
-        return [
-            hit
-            for hit in hits
-            if not hit.memory.tainted
-            and hit.memory.support_count >= self.config.min_support_sessions
-            and hit.memory.confidence >= self.config.min_confidence
-            and (hit.memory.agent_id is None or agent_id is None or hit.memory.agent_id == agent_id)
-        ][:limit]
+        return self._decide(user_id, agent_id, query, limit=limit)[0]
+
+    def _decide(
+        self, user_id: str, agent_id: str | None, query: str | None, *, limit: int
+    ) -> tuple[Hits, dict[str, str]]:
+        """The injection decision: the memories to inject, and why each other one found
+        is withheld. Superseded and contested memories are never found (not active)."""
+        injected: Hits = []
+        withheld: dict[str, str] = {}
+        for hit in self.search(user_id, query, limit=max(limit * 4, 20)):
+            memory = hit.memory
+            reason = (
+                "tainted"
+                if memory.tainted
+                else "support"
+                if memory.support_count < self.config.min_support_sessions
+                else "confidence"
+                if memory.confidence < self.config.min_confidence
+                else "agent"
+                if memory.agent_id is not None
+                and agent_id is not None
+                and memory.agent_id != agent_id
+                else "limit"
+                if len(injected) >= limit
+                else None
+            )
+            if reason is None:
+                injected.append(hit)
+            else:
+                withheld[memory.memory_id] = reason
+        return injected, withheld
 
     def memories(
         self, user_id: str, agent_id: str, query: str | None, *, limit: int
     ) -> Sequence[MemoryItem]:
         """The window's memory source: verified memories, within the retrieval timeout
-        (MemoryTimeout past it)."""
-        future = _POOL.submit(self.verified, user_id, agent_id, query, limit=limit)
+        (MemoryTimeout past it). The decision is audited off the window's thread."""
+        limit = min(limit, self.config.inject_limit)
+        future = _POOL.submit(self._decide, user_id, agent_id, query, limit=limit)
         try:
-            hits = future.result(timeout=self.config.retrieval_timeout_ms / 1000)
+            hits, withheld = future.result(timeout=self.config.retrieval_timeout_ms / 1000)
         except concurrent.futures.TimeoutError as exc:
             raise MemoryTimeout(
                 f"memory retrieval took over {self.config.retrieval_timeout_ms:g} ms"
             ) from exc
-        return [memory_item(hit.memory) for hit in hits][: self.config.inject_limit]
+        if self.audit is not None:
+            record = injection_record(
+                user_id,
+                agent_id,
+                injected=[hit.memory.memory_id for hit in hits],
+                withheld=withheld,
+            )
+            _POOL.submit(self._record, record)
+        return [memory_item(hit.memory) for hit in hits]
+
+    def _record(self, record: AuditRecord) -> None:
+        """Store and emit an audit record outside any other transaction (a failure to
+        audit an injection is logged, never raised into a window)."""
+        assert self.audit is not None
+        try:
+            self.audit.write(record)
+            self.audit.emit(record)
+        except Exception:
+            log.exception("could not audit a memory injection")
 
     # Extraction ------------------------------------------------------------------------
 

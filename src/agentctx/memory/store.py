@@ -38,14 +38,19 @@ _VALUE_FIELDS = (
     "tainted",
     "status",
     "expires_at",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
 )
+_TIMES = ("expires_at", "valid_from", "valid_to")
 
 
 def value_of(row: Any) -> dict[str, Any]:
     """The history form of a memory row (JSON-ready)."""
-    value = {name: row[name] for name in _VALUE_FIELDS}
-    if value["expires_at"] is not None:
-        value["expires_at"] = value["expires_at"].isoformat()
+    value = {name: row.get(name) for name in _VALUE_FIELDS}
+    for name in _TIMES:
+        if value[name] is not None:
+            value[name] = value[name].isoformat()
     value["keywords"] = list(value["keywords"])
     return value
 
@@ -73,6 +78,9 @@ def memory_from_row(row: Any, sources: Sequence[Provenance] = ()) -> Memory:
         updated_at=row["updated_at"],
         expires_at=row["expires_at"],
         sources=tuple(sources),
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        superseded_by=row["superseded_by"],
     )
 
 

@@ -46,6 +46,11 @@ memories = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
+    # Facts in time: when what it says became true, when it stopped (the time the
+    # statement that superseded it was made) and which memory replaced it.
+    Column("valid_from", UTCDateTime, nullable=True),
+    Column("valid_to", UTCDateTime, nullable=True),
+    Column("superseded_by", String(64), nullable=True),
     Index(None, "user_id", "status", "kind"),
     Index(None, "user_id", "kind", "subject"),
 )
@@ -73,7 +78,7 @@ memory_history = Table(
     Column("memory_id", String(64), nullable=False),
     Column("user_id", String(ID), nullable=False),
     Column("version", Integer, nullable=False),
-    Column("action", String(16), nullable=False),  # create|merge|update|stale|delete|restore
+    Column("action", String(16), nullable=False),  # create|merge|update|stale|supersede|delete|restore
     Column("old_value", JsonColumn, nullable=True),
     Column("new_value", JsonColumn, nullable=True),
     Column("reason", Text, nullable=False),
