@@ -53,11 +53,17 @@ class Settings(BaseSettings):
     audit_log: Path | None = Field(
         default=None, description="Audit JSON-lines file; default <home>/audit.jsonl."
     )
-    audit_file_enabled: bool = True
+    audit_file_enabled: bool = Field(
+        default=True, description="Write the audit JSON-lines file (audit_log)."
+    )
     max_inline_bytes: int = Field(
         default=64 * 1024, ge=256, description="Size guard: larger parts go to the blob store."
     )
-    max_blob_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    max_blob_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Largest blob accepted; larger ones are refused with BlobTooLarge.",
+    )
     max_image_pixels: int = Field(
         default=40_000_000,
         ge=1,
@@ -65,12 +71,17 @@ class Settings(BaseSettings):
         "image's header before anything is decoded: an 8K screenshot is 33 million. "
         "Larger images are refused with ImageTooLarge.",
     )
-    blob_preview_chars: int = Field(default=500, ge=0)
+    blob_preview_chars: int = Field(
+        default=500, ge=0, description="Preview kept inline for offloaded content."
+    )
     session_ttl: timedelta | None = Field(
         default=timedelta(days=30),
         description="Sliding: renewed by every write. None = never expire.",
     )
-    audit_retention: timedelta = Field(default=timedelta(days=90))
+    audit_retention: timedelta = Field(
+        default=timedelta(days=90),
+        description="Audit records older than this are trimmed by the sweep.",
+    )
     erasure_poll: timedelta | None = Field(
         default=timedelta(seconds=1),
         description="How often the engine reads the erasure feed and forgets, in memory, "
@@ -98,9 +109,13 @@ class Settings(BaseSettings):
         "automatic checkpoints only). The write-ahead log keeps its copies in every "
         "mode: see agentctx.storage.scrub.",
     )
-    sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
-    sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
-    pool_size: int = Field(default=8, ge=1)
+    sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = Field(
+        default="FULL", description="SQLite durability (PRAGMA synchronous)."
+    )
+    sqlite_busy_timeout_ms: int = Field(
+        default=30_000, ge=0, description="How long a SQLite writer waits for a lock."
+    )
+    pool_size: int = Field(default=8, ge=1, description="Database connections kept open.")
     jobs: Literal["inline", "background", "manual"] = Field(
         default="background",
         description="How follow-up work runs (turn-end jobs: summaries, topics, folds, "
@@ -197,8 +212,14 @@ class Settings(BaseSettings):
         description="`agentctx serve`: where it listens, the request size limit, JWT "
         "verification and the web inspector.",
     )
-    job_max_attempts: int = Field(default=5, ge=1)
-    job_lease: timedelta = Field(default=timedelta(minutes=5))
+    job_max_attempts: int = Field(
+        default=5, ge=1, description="Attempts before a job is marked failed."
+    )
+    job_lease: timedelta = Field(
+        default=timedelta(minutes=5),
+        description="How long a claimed job is reserved for its worker; a job still "
+        "running after it may be claimed again by another worker.",
+    )
     job_retention: timedelta | None = Field(
         default=timedelta(days=7),
         description="How long a job that finished successfully is kept (the sweep deletes "
