@@ -532,7 +532,9 @@ class Consolidator:
             version=memory.version + 1,
             support=support,
         )
-        return memory.model_copy(update={**values, "version": memory.version + 1})
+        return memory.model_copy(
+            update={**values, "keywords": tuple(keywords), "version": memory.version + 1}
+        )
 
     def _supersede(
         self, conn: Connection, run: _Run, rival: Memory, statement: Memory, *, said: datetime

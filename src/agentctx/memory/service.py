@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import concurrent.futures
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,8 @@ class MemoryService:
     ) -> None:
         self.db = db
         self.audit = audit
+        self._audits: set[concurrent.futures.Future[None]] = set()
+        self._audits_lock = threading.Lock()
         self.redactor: Redactor = redactor or PassThroughRedactor()
         self._load = load_events
         self.config = config
@@ -536,8 +539,21 @@ class MemoryService:
                 injected=[hit.memory.memory_id for hit in hits],
                 withheld=withheld,
             )
-            _POOL.submit(self._record, record)
+            pending = _POOL.submit(self._record, record)
+            with self._audits_lock:
+                self._audits.add(pending)
+            pending.add_done_callback(self._audited)
         return [memory_item(hit.memory) for hit in hits]
+
+    def _audited(self, done: concurrent.futures.Future[None]) -> None:
+        with self._audits_lock:
+            self._audits.discard(done)
+
+    def flush_audit(self, timeout: float = 10.0) -> None:
+        """Wait until the injection decisions made so far are in the audit log."""
+        with self._audits_lock:
+            pending = builtins.list(self._audits)
+        concurrent.futures.wait(pending, timeout=timeout)
 
     def _record(self, record: AuditRecord) -> None:
         """Store and emit an audit record outside any other transaction (a failure to
