@@ -48,11 +48,21 @@ def conversation(engine: ContextEngine) -> list[Event]:
     return session.events()
 
 
-def memory(kind: str, content: str, seqs: list[int], subject: str | None = None) -> dict:
+def memory(
+    kind: str,
+    content: str,
+    seqs: list[int],
+    subject: str | None = None,
+    *,
+    value: str | None = None,
+    retracted: bool = False,
+) -> dict:
     return {
         "kind": kind,
         "content": content,
         "subject": subject,
+        "value": value,
+        "retracted": retracted,
         "keywords": [content.rsplit(maxsplit=1)[-1]],
         "confidence": 0.8,
         "source_seqs": seqs,
@@ -150,3 +160,57 @@ def test_the_extraction_schema_compiles_and_rejects_a_bad_answer() -> None:
     check = compile_schema(EXTRACTION_SCHEMA)
     with pytest.raises(ValueError):
         check({"memories": "not a list"})
+
+
+def test_the_model_s_statements_are_facts_in_time(
+    engine: ContextEngine, server: ChatServer
+) -> None:
+    """The model names each statement's subject and value, and a retraction: a later
+    session's answer supersedes the earlier fact exactly as the rules' would."""
+    first = engine.create_session(user_id="u1")
+    first.add_message("user", "I'm a nurse and I'm vegetarian.", ts=DAY)
+    later = engine.create_session(user_id="u1")
+    when = DAY.replace(month=7)
+    later.add_message("user", "Actually I'm a paramedic now.", ts=when)
+    later.add_message("user", "And I'm not vegetarian anymore.", ts=when)
+    e1, (e2, e3) = first.events()[0], later.events()
+    server.script(
+        Reply.json(
+            {
+                "memories": [
+                    memory("profile", "User is a nurse", [e1.seq], "occupation", value="Nurse"),
+                    memory("fact", "User is vegetarian", [e1.seq], "diet", value="vegetarian"),
+                ]
+            }
+        ),
+        Reply.json(
+            {
+                "memories": [
+                    memory(
+                        "fact",
+                        "User is no longer vegetarian",
+                        [e3.seq],
+                        "diet",
+                        value="vegetarian",
+                        retracted=True,
+                    ),
+                    memory(
+                        "profile", "User is a paramedic", [e2.seq], "occupation", value="paramedic"
+                    ),
+                ]
+            }
+        ),
+    )
+    consolidator = engine.memory.consolidator
+    before, _ = extractor(server).extract(first.events())
+    assert {c.data["value"] for c in before} == {"nurse", "vegetarian"}
+    consolidator.apply("u1", before)
+    after, _ = extractor(server).extract(later.events())
+    # In the order said, whatever order the model answered in.
+    assert [c.content for c in after] == ["User is a paramedic", "User is no longer vegetarian"]
+    assert after[1].retracted and not after[0].retracted
+    consolidator.apply("u1", after)
+    believed = {m.content for m in engine.memory.list("u1")}
+    assert believed == {"User is a paramedic", "User is no longer vegetarian"}
+    nurse = next(m for m in engine.memory.list("u1", status="stale") if "nurse" in m.content)
+    assert nurse.valid_to == when and nurse.superseded_by is not None

@@ -42,6 +42,7 @@ from agentctx.events import utcnow
 from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.llm.query_vectors import QueryVectors
 from agentctx.memory import index_dense, index_terms
+from agentctx.memory.calibration import threshold_for
 from agentctx.memory.index_documents import (
     PreparedDocument,
     indexed_digests,
@@ -57,6 +58,7 @@ from agentctx.memory.index_tables import (
     user_partition,
 )
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
+from agentctx.memory.questions import about_user
 from agentctx.memory.vocabulary import subject_words
 from agentctx.retrieval.fusion import fuse
 from agentctx.retrieval.lexical import choose_terms, prefixed
@@ -115,7 +117,7 @@ class MemoryIndex:
         candidates: int = 100,
         exact_vector_limit: int | None = None,
         rescore_candidates: int = 400,
-        min_similarity: float = 0.2,
+        min_similarity: float | None = None,
         max_lexical_postings: int = MAX_LEXICAL_POSTINGS,
         recent_window: int = RECENT_WINDOW,
         query_vectors: QueryVectors | None = None,
@@ -133,7 +135,10 @@ class MemoryIndex:
         self.candidates = candidates
         self.exact_vector_limit = exact_vector_limit
         self.rescore_candidates = rescore_candidates
-        self.min_similarity = min_similarity
+        # Calibrated per embedder (agentctx.memory.calibration) unless given.
+        self.min_similarity = (
+            min_similarity if min_similarity is not None else threshold_for(embedder)
+        )
         self.max_lexical_postings = max_lexical_postings
         self.recent_window = recent_window
         self._lexical_ready = False
@@ -277,6 +282,7 @@ class MemoryIndex:
         )
         if query is None or not query.strip():
             return self._by_weight(user_id, where, params, limit, now)
+        query = about_user(query)  # "what is my job?" as memories say it: "user's job"
         terms = query_terms(query)
         vector = self._query_vector(query) if embedder_id is not None else None
         depth = max(limit, self.candidates)

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 _NO_USAGE = Usage()
 
-LLM_VERSION = "llm-1"
+LLM_VERSION = "llm-2"
 """The LLM extractor's version (prompt and schema), recorded in provenance."""
 
 _KINDS = sorted(kind.value for kind in DECLARATIVE_KINDS)
@@ -53,6 +53,8 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                     "kind": {"type": "string", "enum": _KINDS},
                     "content": {"type": "string", "minLength": 1, "maxLength": 500},
                     "subject": {"type": ["string", "null"], "maxLength": 100},
+                    "value": {"type": ["string", "null"], "maxLength": 200},
+                    "retracted": {"type": "boolean"},
                     "keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
                     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                     "source_seqs": {
@@ -61,7 +63,16 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                         "minItems": 1,
                     },
                 },
-                "required": ["kind", "content", "subject", "keywords", "confidence", "source_seqs"],
+                "required": [
+                    "kind",
+                    "content",
+                    "subject",
+                    "value",
+                    "retracted",
+                    "keywords",
+                    "confidence",
+                    "source_seqs",
+                ],
                 "additionalProperties": False,
             },
         }
@@ -74,16 +85,27 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 
 _INSTRUCTIONS = (
     "You extract long-term memories about the USER from a conversation with an AI agent. "
-    "Keep only durable, useful facts the user states about themselves or decides: profile "
-    "fields (name, occupation, employer, residence, home town, age), preferences, facts, "
-    "project context, skills, and dated episodes (with the absolute date). Write each "
-    "memory as one short, self-contained sentence in the third person ('User works as a "
-    "nurse'), in the conversation's language. Keep placeholders such as [EMAIL] exactly "
-    "as written and never reconstruct hidden values. Give a 'subject' when the memory "
-    "states the current value of something that can change (e.g. 'occupation', "
-    "'residence', 'favourite drink', 'preference: coffee'), else null. 'source_seqs' "
-    "are the [numbers] of the messages the memory rests on. 'confidence' (0..1): how "
-    "sure you are that the memory is true and lasting. Answer with JSON: "
+    "Keep only durable, useful facts the user states about themselves (never what the "
+    "assistant suggests, what others are, or hypotheticals): name as the user gives it, "
+    "occupation, employer, residence, home town, languages, skills, family members and "
+    "their names, health facts the user volunteers (allergies, conditions), diet, plans "
+    "with their dates, ongoing projects, preferences (likes, dislikes, how they want "
+    "answers), decisions, and dated episodes (with the absolute date). Write each memory "
+    "as one short, self-contained sentence in the third person ('User works as a nurse', "
+    "'用户对花生过敏'), in the conversation's language. Keep placeholders such as [EMAIL] "
+    "exactly as written and never reconstruct hidden values. 'subject' names what the "
+    "memory is the current value of, so that a later statement of the same subject "
+    "replaces it: 'name', 'occupation', 'employer', 'residence', 'home town', "
+    "'language: <language>', 'skill: <skill>', 'family: <relation>: <name>', "
+    "'allergy: <thing>', 'health: <condition>', 'diet' (the regime) or 'diet: <thing>', "
+    "'plan: <topic>', 'project: <name>', 'preference: <topic>', 'answer style: length' "
+    "(or language, format); null for a dated episode. 'value' is the bare value, "
+    "lowercase ('software engineer', 'peanuts', 'chloe'), null without a subject. When "
+    "the user takes a fact back ('I'm no longer vegetarian', 'the trip is off'), give "
+    "the same subject and value as the fact and 'retracted': true; otherwise false. When "
+    "the user corrects themselves, give only the corrected statement. 'source_seqs' are "
+    "the [numbers] of the messages the memory rests on. 'confidence' (0..1): how sure "
+    "you are that the memory is true and lasting. Answer with JSON: "
     '{"memories": [...]}; an empty list when there is nothing worth remembering.'
 )
 
@@ -201,7 +223,9 @@ class LLMExtractor:
                 dropped += 1
                 continue
             kept[key] = candidate
-        return list(kept.values()), dropped
+        # In the order they were said: a correction comes after what it corrects.
+        ordered = sorted(kept.values(), key=lambda c: max((s.seq or 0) for s in c.sources))
+        return ordered, dropped
 
     def _candidate(
         self, item: Any, by_seq: Mapping[int, Event], model: str
@@ -230,10 +254,17 @@ class LLMExtractor:
             )
         ) or keywords_of(content)
         confidence = item.get("confidence")
+        value = item.get("value")
+        data: dict[str, Any] = {}
+        if subject and isinstance(value, str) and value.strip():
+            data["value"] = " ".join(value.lower().split())[:200]
+        if subject and item.get("retracted") is True:
+            data["retracted"] = True
         return MemoryCandidate(
             kind=MemoryKind(item["kind"]),
             content=content[:4000],
             subject=subject or None,
+            data=data,
             keywords=keywords[:8],
             confidence=float(confidence) if isinstance(confidence, int | float) else 0.5,
             sources=tuple(provenance(e, self.extractor_version, model) for e in cited),

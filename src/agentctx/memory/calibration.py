@@ -1,0 +1,112 @@
+"""The similarity a memory needs to a question before the dense ranking counts it.
+
+A fixed cut-off fits one model: a small local model scores a right answer 0.3 where a
+large one scores it 0.6. The threshold is therefore *calibrated*: on a labelled set of
+(question, memory, relevant?) pairs, the cosine of each pair is measured with the
+embedder, and the threshold is the one that best separates the two (Youden's J: the
+share of relevant pairs passing minus the share of irrelevant ones passing; the lower
+threshold on a tie, recall being cheaper to lose later than to recover).
+
+:data:`CALIBRATED` holds the thresholds measured for the embedders agentctx ships
+(``agentctx bench memory --calibrate`` prints them again from the labelled half of
+the fact-timeline suite); an embedder not in it gets :data:`DEFAULT_THRESHOLD`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentctx.llm.embeddings import Embedder
+from agentctx.memory.questions import about_user
+
+DEFAULT_THRESHOLD = 0.2
+"""The cut-off of an embedder that was never calibrated."""
+
+CALIBRATED: dict[str, float] = {}
+"""Calibrated thresholds by embedder name (:attr:`Embedder.name`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledPair:
+    """A question, a memory's indexed text, and whether the memory answers it."""
+
+    question: str
+    memory_text: str
+    relevant: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A calibrated threshold and how well it separates the labelled pairs."""
+
+    embedder: str
+    threshold: float
+    relevant: int
+    irrelevant: int
+    relevant_passing: float  # share of relevant pairs at or above the threshold
+    irrelevant_passing: float  # share of irrelevant pairs at or above it
+
+
+def threshold_for(embedder: Embedder | None) -> float:
+    """The calibrated cut-off of ``embedder``, else :data:`DEFAULT_THRESHOLD`."""
+    if embedder is None:
+        return DEFAULT_THRESHOLD
+    return CALIBRATED.get(embedder.name, DEFAULT_THRESHOLD)
+
+
+def separate(scored: Sequence[tuple[float, bool]]) -> tuple[float, float, float]:
+    """The threshold that best separates scored pairs (Youden's J), with the shares of
+    relevant and irrelevant pairs at or above it."""
+    relevant = sorted(score for score, label in scored if label)
+    irrelevant = sorted(score for score, label in scored if not label)
+    if not relevant or not irrelevant:
+        raise ValueError("calibration needs relevant and irrelevant pairs")
+    best: tuple[float, float, float, float] | None = None  # (J, -threshold, tp, fp)
+    for threshold in sorted({*relevant, *irrelevant}):
+        tp = sum(score >= threshold for score in relevant) / len(relevant)
+        fp = sum(score >= threshold for score in irrelevant) / len(irrelevant)
+        key = (tp - fp, -threshold, tp, fp)
+        if best is None or key[:2] > best[:2]:
+            best = key
+    assert best is not None
+    return -best[1], best[2], best[3]
+
+
+def calibrate(embedder: Embedder, pairs: Sequence[LabelledPair]) -> Calibration:
+    """Measure every pair's cosine with ``embedder`` (questions put the way memories are
+    written, as a search does) and choose the threshold that separates them best."""
+    questions = sorted({pair.question for pair in pairs})
+    texts = sorted({pair.memory_text for pair in pairs})
+    vectors = embedder.embed([about_user(q) for q in questions] + texts)
+    by_question = dict(zip(questions, vectors[: len(questions)], strict=True))
+    by_text = dict(zip(texts, vectors[len(questions) :], strict=True))
+    scored = [
+        (
+            float(np.dot(by_question[p.question], by_text[p.memory_text])),
+            p.relevant,
+        )
+        for p in pairs
+    ]
+    threshold, tp, fp = separate(scored)
+    return Calibration(
+        embedder=embedder.name,
+        threshold=round(threshold, 3),
+        relevant=sum(p.relevant for p in pairs),
+        irrelevant=sum(not p.relevant for p in pairs),
+        relevant_passing=tp,
+        irrelevant_passing=fp,
+    )
+
+
+__all__ = [
+    "CALIBRATED",
+    "DEFAULT_THRESHOLD",
+    "Calibration",
+    "LabelledPair",
+    "calibrate",
+    "separate",
+    "threshold_for",
+]
