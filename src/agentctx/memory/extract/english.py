@@ -18,6 +18,22 @@ _VALUE_END = re.compile(
     re.IGNORECASE,
 )
 
+# Words a value trails off with ("Cantonese really", "a technician technically").
+_TRAILING = re.compile(
+    r"(?:\s+(?:really|technically|btw|honestly|tbh|lol|haha|jk|though|anymore|any more|"
+    r"already|again|for real))+\s*$",
+    re.IGNORECASE,
+)
+# A correction right after a value: "Mandarin - well no, Cantonese", "a pharmacist - well,
+# a pharmacy technician", "Photoshop - ok, GIMP", "a nurse... actually, a paramedic".
+_CORRECTION = re.compile(
+    r"\s*(?:[-\u2013\u2014,;]+|\.{2,}|\u2026)\s*(?:well|ok|okay|sorry|actually|i mean|"
+    r"no wait|wait|correction|make that|or rather|rather|no)\b(?:[\s,]+(?:no|actually|"
+    r"i mean|rather|well))*[\s,]*",
+    re.IGNORECASE,
+)
+_CORRECTED_WORDS = 4  # a correction follows the value it corrects closely
+
 _PREPOSITIONS = words(
     """
     of in at on for with from to by about near
@@ -44,8 +60,13 @@ WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 
 
 def clause_value(raw: str, *, max_words: int = _MAX_VALUE_WORDS) -> str | None:
-    """The captured text up to the end of its clause; None when it is empty or too long."""
+    """The captured text up to the end of its clause; None when it is empty or too long.
+
+    A correction right after the value replaces it ("Mandarin - well no, Cantonese
+    really" is "Cantonese")."""
+    raw = corrected(raw)
     value = _VALUE_END.sub("", raw.lstrip(" '\"\u201c")).strip(" '\"-~\u201c\u201d")
+    value = _TRAILING.sub("", value)
     if not value or not re.search(r"\w", value):
         return None
     words = value.split()
@@ -63,6 +84,17 @@ def clause_value(raw: str, *, max_words: int = _MAX_VALUE_WORDS) -> str | None:
     if not words or words[0].lower() in PRONOUNS or words[0].lower() in _BAD_STARTS:
         return None
     return " ".join(words)
+
+
+def corrected(raw: str) -> str:
+    """``raw`` (a value and what follows it) with a value the speaker corrects right away
+    replaced by the correction: "Photoshop - ok, GIMP, I'm not paying" -> "GIMP, I'm not
+    paying"."""
+    match = _CORRECTION.search(raw)
+    if match is None or len(raw[: match.start()].split()) > _CORRECTED_WORDS:
+        return raw
+    rest = raw[match.end() :]
+    return rest if re.match(r"\s*\w", rest) else raw
 
 
 def subject_key(text: str) -> str:

@@ -21,11 +21,15 @@ from agentctx.memory.extract.statements import (
     resolve_date,
     words,
 )
+from agentctx.memory.extract.vocabulary import PEOPLE
 from agentctx.memory.models import MemoryKind
 
+_NOT_FACTS = words("dream goal wish hope guess question idea problem point fault turn bad plan")
 # "I'm a …" heads that describe a state or an attitude, not who the user is.
 _NOT_ROLES = words(
     """
+    beginner learner member user customer runner lover believer smoker drinker sleeper
+    eater mother father brother sister partner person reader listener speaker mom dad
     bit little lot big huge fan sucker mess wreck part fool loser wreck kid tad fairly
     pretty really very total complete sort kind
     """
@@ -66,7 +70,7 @@ def _name(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=3)
     if value is None or (not value[0].isupper() and not value.startswith("[")):
         return None
-    return Found(MemoryKind.PROFILE, f"User's name is {value}", "name", 0.85)
+    return Found(MemoryKind.PROFILE, f"User's name is {value}", "name", 0.85, value=value)
 
 
 def _age(match: Groups, event: Event) -> Found | None:
@@ -99,8 +103,11 @@ def _i_am_a(match: Groups, event: Event) -> Found | None:
     # The role noun: the last word before a prepositional tail ("student at UCLA").
     head_words = re.split(r"\s+(?:at|in|for|from|with|of|on)\s+", value.lower(), maxsplit=1)[0]
     head = head_words.split()[-1] if head_words.split() else ""
+    if head in _NOT_ROLES:
+        return None
     if head in _ROLES or (head.endswith(_ROLE_SUFFIXES) and len(head) > 4):
-        return Found(MemoryKind.PROFILE, f"User is {match['a']} {value}", "occupation", 0.75)
+        content = f"User is {match['a']} {value}"
+        return Found(MemoryKind.PROFILE, content, "occupation", 0.75, value=value)
     return Found(MemoryKind.PROFILE, f"User is {match['a']} {value}", None, 0.5)
 
 
@@ -177,7 +184,7 @@ def _live_in(match: Groups, event: Event) -> Found | None:
     if value is None:
         return None
     verb = "lives in" if match["verb"].lower().startswith("live") else "moved to"
-    return Found(MemoryKind.PROFILE, f"User {verb} {value}", "residence", 0.8)
+    return Found(MemoryKind.PROFILE, f"User {verb} {value}", "residence", 0.8, value=value)
 
 
 def _from(match: Groups, event: Event) -> Found | None:
@@ -254,9 +261,17 @@ def _my_x_is(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=6)
     if value is None or thing.lower() in PRONOUNS:
         return None
+    # "my buddy is a plumber", "my dream is to fly": about someone else, or a wish.
+    if set(thing.lower().split()) & (PEOPLE | _NOT_FACTS):
+        return None
     first = value.split()[0].lower()
-    # "my day is going well", "my back is so sore": states of the moment, not facts.
-    if first.endswith("ing") or first in {"so", "really", "very", "too", "not", "just", "kinda"}:
+    # "my day is going well", "my back is so sore", "my lettuce is buried": states of the
+    # moment, not facts.
+    if (
+        first.endswith("ing")
+        or (first.endswith("ed") and len(first) > 4)
+        or first in {"so", "really", "very", "too", "not", "just", "kinda", "still", "all"}
+    ):
         return None
     kind = MemoryKind.PROFILE if thing.lower() in {"name", "birthday", "age"} else MemoryKind.FACT
     return Found(kind, f"User's {thing} is {third_person(value)}", subject_key(thing), 0.6)
