@@ -185,6 +185,17 @@ def _statement_part(sentence: str) -> str | None:
     return text[: match.start()] if match is not None and match.start() > 0 else None
 
 
+def _trigger(match: re.Match[str]) -> tuple[int, int]:
+    """Where the match's trigger phrase is: before its value ("I live in "), or after it
+    when the value comes first (日本那趟旅行 "取消了")."""
+    values = [n for n in _VALUE_GROUPS if match.groupdict().get(n) is not None]
+    if not values:
+        return match.span()
+    if match.start(values[0]) == match.start() and match.end(values[0]) < match.end():
+        return (match.end(values[0]), match.end())
+    return (match.start(), match.start(values[0]))
+
+
 def _sentence_findings(sentence: str, event: Event) -> list[Found]:
     if len(sentence) > _MAX_SENTENCE_CHARS:
         return []
@@ -198,8 +209,7 @@ def _sentence_findings(sentence: str, event: Event) -> list[Found]:
         for match in pattern.finditer(statement):
             # The trigger phrase ("I live in "), not the value: the value's clause may
             # hold another statement ("I live in Lisbon, and I love tea").
-            values = [n for n in _VALUE_GROUPS if match.groupdict().get(n) is not None]
-            span = (match.start(), match.start(values[0]) if values else match.end())
+            span = _trigger(match)
             if any(span[0] < end and start < span[1] for start, end in taken):
                 continue
             result = rule(Groups(match), event)

@@ -97,6 +97,11 @@ def _i_am_a(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
+    article = match["a"]
+    # A correction brings its own article: "a pharmacist - well, an EMT".
+    own = re.match(r"(an?|the)\s+(.+)", value, re.IGNORECASE)
+    if own is not None:
+        article, value = own.group(1), own.group(2)
     words = re.findall(r"[a-z]+", value.lower())
     if not words or words[0] in _NOT_ROLES or "fan" in words:
         return None  # "I'm a big fan", "a cat fan": preferences, read by the fan rule
@@ -106,9 +111,9 @@ def _i_am_a(match: Groups, event: Event) -> Found | None:
     if head in _NOT_ROLES:
         return None
     if head in _ROLES or (head.endswith(_ROLE_SUFFIXES) and len(head) > 4):
-        content = f"User is {match['a']} {value}"
+        content = f"User is {article} {value}"
         return Found(MemoryKind.PROFILE, content, "occupation", 0.75, value=value)
-    return Found(MemoryKind.PROFILE, f"User is {match['a']} {value}", None, 0.5)
+    return Found(MemoryKind.PROFILE, f"User is {article} {value}", None, 0.5)
 
 
 def _study(match: Groups, event: Event) -> Found | None:

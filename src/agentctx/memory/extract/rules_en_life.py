@@ -280,7 +280,7 @@ _NOT_PROJECTS = words(
 
 
 def _project(match: Groups, event: Event) -> Found | None:
-    name = match["v"].strip("\"'\u201c\u201d")
+    name = match["v"].strip("\"'\u201c\u201d").rstrip(".-")
     noun = (match["noun"] or "project").lower()
     verb = (match["verb"] or "working on").lower()
     verb = {"started": "started", "launched": "launched"}.get(verb, verb)
