@@ -131,7 +131,7 @@ def test_malformed_twice_falls_back_to_the_rules(engine: ContextEngine, server: 
     assert found == extract_declarative(events)
     assert [c.content for c in found] == [
         "User works as a nurse",
-        "User moved to Porto last month",
+        "User moved to Porto",
         "User loves surfing",
     ]
     assert all(s.extractor_version == RULES_VERSION for c in found for s in c.sources)

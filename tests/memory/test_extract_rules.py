@@ -228,7 +228,7 @@ def test_every_english_rule_is_reached(engine: ContextEngine) -> None:
         "I was born in Madrid.",
         "My favourite band is Muse.",
         "I really enjoy long walks.",
-        "My sister is a doctor.",
+        "My car is a Tesla.",
         "I have two cats.",
         "Decided to go with the blue one.",
         "Let's go with the second option.",

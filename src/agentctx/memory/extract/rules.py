@@ -34,17 +34,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 
 from agentctx.compaction.offline.keywords import extract_keywords
 from agentctx.compaction.offline.sentences import split_sentences
 from agentctx.events import Event, EventType, Role
 from agentctx.memory.extract.rules_en import EN_RULES
+from agentctx.memory.extract.rules_en_life import LIFE_RULES
+from agentctx.memory.extract.rules_en_profile import PROFILE_RULES, SCHOOL_RULES
 from agentctx.memory.extract.rules_zh import ZH_RULES
-from agentctx.memory.extract.statements import Found, Groups
+from agentctx.memory.extract.rules_zh_facts import ZH_FACT_RULES
+from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule
 from agentctx.memory.models import MemoryCandidate, MemoryKind, Provenance
 from agentctx.privacy.findings import ZH_LABELS, EntityType
 
-RULES_VERSION = "rules-1"
+RULES_VERSION = "rules-2"
 """The rule set's version, recorded in every candidate's provenance."""
 
 SECRET_TYPES: frozenset[str] = frozenset(
@@ -79,10 +83,40 @@ _HEDGE = re.compile(
 )
 # Sentences that do not state anything about the speaker as a fact.
 _NOT_A_STATEMENT = re.compile(
-    r"^\s*(if|when|whenever|unless|do|does|did|are|is|would|could|should|can)\b|"
-    r"\b(if i|i wish|i'd|i would|i hope|do you|are you|you're|you are|imagine)\b|如果|要是",
+    r"^\s*(if|when|whenever|unless|do|does|did|are|is|would|could|should|can)\b(?!')|"
+    r"\b(if i|i wish|i'd|i would|i hope|do you|are you|you're|you are|imagine|someday|"
+    r"some day|one day|i might|dream of|dreaming of|thinking about|thinking of|considering|"
+    r"wondering|what if|suppose|pretend)\b|如果|要是|假如|万一|要不要|是不是|能不能|梦想|想当",
     re.IGNORECASE,
 )
+# The question that ends a sentence stating something first: "I'm fluent in German, so
+# can you point me to the original?", "I'm in Denver, what should I plant?".
+_TRAILING_QUESTION = re.compile(
+    r"(?:,|\s[-\u2013\u2014])\s*(?:so |and |but |or |then )?(?:can|could|would|should|do|does|"
+    r"did|is|are|was|were|will|what|what's|whats|how|why|where|when|which|who|any|anything|"
+    r"got|have|has|am|should)\b[^,]*$",
+    re.IGNORECASE,
+)
+# Words that correct what a message said a moment before ("I'm Aleksandr. sorry, it's
+# Oleksandr"; 我是护士……不对, 我是急救员): the corrected statement is dropped.
+_CORRECTION_MARK = re.compile(
+    r"\b(?:actually|sorry|i mean|well no|no wait|correction|autocorrect\w*|typo|"
+    r"technically|rather|my bad)\b|不对|打错|说错|写错|口误|准确地说|更正|应该是",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"^\s*(?:ok |so )?(?:can|could|would|will) you (?:please |pls )?(?=(?:switch|use|answer|"
+    r"reply|respond|keep|stop|start|always|only|write|talk|give|be)\b)",
+    re.IGNORECASE,
+)
+_EN_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
+    *SCHOOL_RULES,
+    *PROFILE_RULES,
+    *LIFE_RULES,
+    *EN_RULES,
+)
+_ZH_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (*ZH_FACT_RULES, *ZH_RULES)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 # Extraction ---------------------------------------------------------------------------------
@@ -121,32 +155,66 @@ def keywords_of(*texts: str, k: int = _KEYWORDS) -> tuple[str, ...]:
 
 
 _MAY_STATE = re.compile(
-    r"\b(?:i|im|me|my|we|let's|let us|decided|chose|agreed)\b|[\u4e00-\u9fff]", re.IGNORECASE
+    r"\b(?:i|im|me|my|we|our|let's|let us|decided|chose|agreed|work|worked|working|got|"
+    r"started|moved|quit|left|been|writing|coding|last day|keep|be|answer|answers|reply|"
+    r"respond|use|no|please|again|here|still|switch|switched|signed|renamed|rename|metric|"
+    r"imperial|person|done|moving|move|trip|vegan|vegetarian|gave|had|cast)\b|"
+    r"[\u4e00-\u9fff]",
+    re.IGNORECASE,
 )
-"""A word every English rule needs (the speaker, or a decision's verb), or any Chinese:
-a message with none of them states nothing the rules learn, so its sentences are never
-split and matched (two thirds of the cost of a message that has one)."""
+"""A word every English rule needs (the speaker, a verb said without "I", a request
+about answers), or any Chinese: a message with none of them states nothing the rules
+learn, so its sentences are never split and matched."""
+_VALUE_GROUPS = ("v", "v2", "v3", "v4", "v5", "act")
+
+
+def _statement_part(sentence: str) -> str | None:
+    """``sentence`` without the question it ends with, if it states something before it;
+    a request asked as a question ("can you switch to imperial?") as the request; None
+    for a question."""
+    text = sentence.rstrip()
+    if not text.endswith(("?", "\uff1f")):
+        return text
+    request = _REQUEST.match(text)
+    if request is not None:
+        return text[request.end() :].rstrip("?\uff1f ")
+    if _CJK.search(text):
+        cut = max(text.rfind("\uff0c"), text.rfind(","))
+        return text[:cut] if cut > 0 else None
+    match = _TRAILING_QUESTION.search(text)
+    return text[: match.start()] if match is not None and match.start() > 0 else None
+
+
+def _trigger(match: re.Match[str]) -> tuple[int, int]:
+    """Where the match's trigger phrase is: before its value ("I live in "), or after it
+    when the value comes first (日本那趟旅行 "取消了")."""
+    values = [n for n in _VALUE_GROUPS if match.groupdict().get(n) is not None]
+    if not values:
+        return match.span()
+    if match.start(values[0]) == match.start() and match.end(values[0]) < match.end():
+        return (match.end(values[0]), match.end())
+    return (match.start(), match.start(values[0]))
 
 
 def _sentence_findings(sentence: str, event: Event) -> list[Found]:
-    if len(sentence) > _MAX_SENTENCE_CHARS or sentence.rstrip().endswith(("?", "\uff1f")):
+    if len(sentence) > _MAX_SENTENCE_CHARS:
         return []
-    if _NOT_A_STATEMENT.search(sentence):
+    statement = _statement_part(sentence)
+    if statement is None or _NOT_A_STATEMENT.search(statement):
         return []
-    rules = ZH_RULES if re.search(r"[\u4e00-\u9fff]", sentence) else EN_RULES
+    rules = _ZH_RULES if _CJK.search(statement) else _EN_RULES
     found: list[Found] = []
     taken: list[tuple[int, int]] = []
     for pattern, rule in rules:
-        for match in pattern.finditer(sentence):
+        for match in pattern.finditer(statement):
             # The trigger phrase ("I live in "), not the value: the value's clause may
             # hold another statement ("I live in Lisbon, and I love tea").
-            values = [n for n in ("v", "v2", "v3", "act") if match.groupdict().get(n) is not None]
-            span = (match.start(), match.start(values[0]) if values else match.end())
+            span = _trigger(match)
             if any(span[0] < end and start < span[1] for start, end in taken):
                 continue
             result = rule(Groups(match), event)
             if result is not None:
-                found.append(result)
+                found.extend(result if isinstance(result, tuple) else (result,))
                 taken.append(span)
     return found
 
@@ -175,23 +243,71 @@ def states_about_self(event: Event) -> bool:
 
 
 def _self_statements(event: Event) -> Iterator[tuple[Found, str]]:
-    """The rules' findings in ``event``'s text, each with its sentence."""
+    """The rules' findings in ``event``'s text, each with its sentence, after the
+    message's own corrections."""
     text = event.text.translate(_APOSTROPHES)
     if not _MAY_STATE.search(text):
         return
     masked = event_has_masked_secret(event)
-    for sentence in _sentences(text):
+    sentences = _sentences(text)
+    found: list[tuple[Found, int]] = []
+    for index, sentence in enumerate(sentences):
         if has_secret(sentence) or (masked and _MASKED.search(sentence)):
             continue
-        for found in _sentence_findings(sentence, event):
-            yield found, sentence
+        found.extend((statement, index) for statement in _sentence_findings(sentence, event))
+    for statement, index in _corrected(found, sentences):
+        yield statement, sentences[index]
+
+
+def _corrected(found: list[tuple[Found, int]], sentences: Sequence[str]) -> list[tuple[Found, int]]:
+    """A message's findings with what it corrects itself dropped.
+
+    A bare correction (打错了, 是陈昊) replaces the value of the statement before it; a
+    statement of the same subject as an earlier one with a correction word between
+    them ("I'm Aleksandr. sorry, … it's Oleksandr") drops the earlier one. Statements
+    of different messages are all kept: consolidation keeps the later one.
+    """
+    out: list[tuple[Found, int]] = []
+    for statement, index in found:
+        if statement.data.get(CORRECTS):
+            for position in range(len(out) - 1, -1, -1):
+                before = out[position][0]
+                if before.value and not before.data.get(CORRECTS):
+                    out[position] = (_replace_value(before, statement.value or ""), index)
+                    break
+            continue
+        if statement.subject is not None:
+            out = [
+                (before, at)
+                for before, at in out
+                if not (
+                    before.subject == statement.subject
+                    and before.content != statement.content
+                    and _CORRECTION_MARK.search(" ".join(sentences[at : index + 1]))
+                )
+            ]
+        out.append((statement, index))
+    return out
+
+
+def _replace_value(found: Found, value: str) -> Found:
+    """``found`` stating ``value`` instead of its own value."""
+    old = found.value or ""
+    subject = found.subject
+    if subject is not None and old:
+        subject = subject.replace(old.lower(), value.lower())
+    return replace(found, content=found.content.replace(old, value), subject=subject, value=value)
 
 
 def _sentences(text: str) -> Sequence[str]:
-    # Chinese sentences end at full-width stops without a following space; split those as well.
+    # Chinese sentences end at full-width stops without a following space, and a trailing
+    # "……" starts a new thought (我叫陈浩……啊打错了); split those as well.
     out: list[str] = []
     for sentence in split_sentences(text):
-        out.extend(s for s in re.split(r"(?<=[。\uff01\uff1f\uff1b])", sentence.text) if s.strip())
+        parts = re.split(
+            r"(?<=[。\uff01\uff1f\uff1b])|(?<=[\u4e00-\u9fff]\u2026\u2026)", sentence.text
+        )
+        out.extend(s for s in parts if s.strip())
     return out
 
 
@@ -209,6 +325,9 @@ def _add(
     existing = by_key.get(key)
     if existing is not None:
         if source not in existing.sources:
+            # Said again: it moves after what was said in between, so a value changed and
+            # changed back within the session ends on the value said last.
+            del by_key[key]
             by_key[key] = existing.model_copy(
                 update={
                     "sources": (*existing.sources, source),
@@ -217,16 +336,46 @@ def _add(
                 }
             )
         return
-    keywords = keywords_of(content)
-    if found.subject and not keywords:
-        keywords = (found.subject,)
+    keywords = _keywords(content, found)
+    data = {k: v for k, v in found.data.items() if k != CORRECTS}
+    if found.episodic_date:
+        data["date"] = found.episodic_date
     by_key[key] = MemoryCandidate(
         kind=found.kind,
         content=content,
         subject=found.subject,
-        data={"date": found.episodic_date} if found.episodic_date else {},
+        data=data,
         keywords=keywords,
         confidence=round(max(0.05, min(1.0, confidence)), 2),
         sources=(source,),
         ts=event.ts,
     )
+
+
+# Words a search for a fact uses that its content may not hold ("what am I allergic to?").
+_SUBJECT_WORDS = {
+    "allergy": ("allergy", "allergic", "过敏"),
+    "health": ("health", "condition", "健康"),
+    "diet": ("diet", "eat", "饮食"),
+    "family": ("family", "家人"),
+    "plan": ("plan", "计划"),
+    "project": ("project", "项目"),
+    "language": ("language", "speak", "语言"),
+    "skill": ("skill", "技能"),
+    "answer style": ("answer", "reply", "回答"),
+    "name": ("name", "名字"),
+    "occupation": ("job", "work", "工作", "职业"),
+    "employer": ("employer", "company", "work", "公司"),
+    "residence": ("live", "city", "住"),
+}
+
+
+def _keywords(content: str, found: Found) -> tuple[str, ...]:
+    """The content's keywords, then the words of the fact's subject and its value."""
+    words = list(keywords_of(content))
+    if found.subject:
+        head = found.subject.split(":")[0].strip()
+        words.extend(_SUBJECT_WORDS.get(head, (head,)))
+        if found.value:
+            words.append(found.value.lower())
+    return tuple(dict.fromkeys(w for w in words if w))[:12]

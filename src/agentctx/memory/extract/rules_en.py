@@ -5,6 +5,14 @@ from __future__ import annotations
 import re
 
 from agentctx.events import Event
+from agentctx.memory.extract.english import (
+    MONTHS,
+    PRONOUNS,
+    WEEKDAYS,
+    clause_value,
+    subject_key,
+    third_person,
+)
 from agentctx.memory.extract.statements import (
     PROJECT_WORDS,
     Found,
@@ -13,40 +21,15 @@ from agentctx.memory.extract.statements import (
     resolve_date,
     words,
 )
+from agentctx.memory.extract.vocabulary import PEOPLE
 from agentctx.memory.models import MemoryKind
 
-_MAX_VALUE_WORDS = 8
-# Where a captured value ends: the next clause.
-_VALUE_END = re.compile(
-    r"\s+(?:and|but|because|so|which|who|since|though|although|while|when|where|"
-    r"if|cause|cuz|as well|as long as|too+|lol|haha|hahaha|lmao|now|right now|these days|"
-    r"actually|though|anyway|it's|it is|it|its|that's|thats|i'm|im|i've|ive|i|we|they|"
-    r"theyre|he|she|there)\b.*$|"
-    r"\s*[,;:()\"!?.…]+.*$|\s+-\s.*$",
-    re.IGNORECASE,
-)
-
-_PREPOSITIONS = words(
-    """
-    of in at on for with from to by about near
-    """
-)
-_DANGLING = words("of in at on for with to by as that the a an and or more most my your")
-_BAD_STARTS = words(
-    """
-    is are was were be been called also actually today tomorrow tonight always never
-    still just gonna going or and of not no
-    """
-)
-_PRONOUNS = words(
-    """
-    it that this you them him her those these there what how when why where which your
-    ur u myself yourself everything everyone anything something nothing
-    """
-)
+_NOT_FACTS = words("dream goal wish hope guess question idea problem point fault turn bad plan")
 # "I'm a …" heads that describe a state or an attitude, not who the user is.
 _NOT_ROLES = words(
     """
+    beginner learner member user customer runner lover believer smoker drinker sleeper
+    eater mother father brother sister partner person reader listener speaker mom dad
     bit little lot big huge fan sucker mess wreck part fool loser wreck kid tad fairly
     pretty really very total complete sort kind
     """
@@ -77,74 +60,17 @@ _FAMILY = words(
     twin twins
     """
 )
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december|"
-    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-)
-_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_DATE_WORDS = re.compile(rf"^\s*(?:\d|{_MONTHS}\b|the \d|early|late|mid)", re.IGNORECASE)
-
-
-# Values ---------------------------------------------------------------------------------
-
-
-def _value(raw: str, *, max_words: int = _MAX_VALUE_WORDS) -> str | None:
-    """The captured text up to the end of its clause; None when it is empty or too long."""
-    value = _VALUE_END.sub("", raw.lstrip(" '\"\u201c")).strip(" '\"-~\u201c\u201d")
-    if not value or not re.search(r"\w", value):
-        return None
-    words = value.split()
-    if len(words) > max_words:
-        # Keep the head of a long value when it ends before a preposition ("a manager
-        # of a firm in New York" -> "a manager of a firm"); otherwise it is no value.
-        cut = [i for i, w in enumerate(words[: max_words + 1]) if w.lower() in _PREPOSITIONS]
-        if not cut or cut[-1] < 2:
-            return None
-        words = words[: cut[-1]]
-        value = " ".join(words)
-    # A value cut mid-phrase ("non fiction pieces more of") ends in a function word.
-    while words and words[-1].lower() in _DANGLING:
-        words = words[:-1]
-    if not words or words[0].lower() in _PRONOUNS or words[0].lower() in _BAD_STARTS:
-        return None
-    return " ".join(words)
-
-
-def _subject_key(text: str) -> str:
-    """A short, normalized subject: lowercase, articles dropped, whitespace collapsed."""
-    words = [w for w in re.findall(r"[\w\[\]'-]+", text.lower()) if w not in {"a", "an", "the"}]
-    return " ".join(words)[:200]
-
-
-def _third_person(text: str, *, capitalize: bool = False) -> str:
-    """``text`` (a first-person clause) with the speaker as "User"/"their"."""
-    swaps = [
-        (r"\bI am\b|\bI'm\b", "user is"),
-        (r"\bI've\b|\bI have\b", "user has"),
-        (r"\bI was\b", "user was"),
-        (r"\bI'll\b|\bI will\b", "user will"),
-        (r"\bI\b", "user"),
-        (r"\bmy\b", "their"),
-        (r"\bme\b", "them"),
-        (r"\bmyself\b", "themselves"),
-        (r"\bmine\b", "theirs"),
-        (r"\bwe\b", "user and others"),
-        (r"\bour\b", "their"),
-    ]
-    out = text
-    for pattern, replacement in swaps:
-        out = re.sub(pattern, replacement, out, flags=re.IGNORECASE)
-    return out[0].upper() + out[1:] if out and capitalize else out
+_DATE_WORDS = re.compile(rf"^\s*(?:\d|{MONTHS}\b|the \d|early|late|mid)", re.IGNORECASE)
 
 
 # Rules ------------------------------------------------------------------------------------
 
 
 def _name(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=3)
+    value = clause_value(match["v"], max_words=3)
     if value is None or (not value[0].isupper() and not value.startswith("[")):
         return None
-    return Found(MemoryKind.PROFILE, f"User's name is {value}", "name", 0.85)
+    return Found(MemoryKind.PROFILE, f"User's name is {value}", "name", 0.85, value=value)
 
 
 def _age(match: Groups, event: Event) -> Found | None:
@@ -152,14 +78,14 @@ def _age(match: Groups, event: Event) -> Found | None:
 
 
 def _work_as(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"])
+    value = clause_value(match["v"])
     if value is None:
         return None
     return Found(MemoryKind.PROFILE, f"User works as {match['a']} {value}", "occupation", 0.85)
 
 
 def _work_at(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=6)
+    value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
     prep = match["p"].lower()
@@ -168,22 +94,30 @@ def _work_at(match: Groups, event: Event) -> Found | None:
 
 
 def _i_am_a(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=6)
+    value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
+    article = match["a"]
+    # A correction brings its own article: "a pharmacist - well, an EMT".
+    own = re.match(r"(an?|the)\s+(.+)", value, re.IGNORECASE)
+    if own is not None:
+        article, value = own.group(1), own.group(2)
     words = re.findall(r"[a-z]+", value.lower())
     if not words or words[0] in _NOT_ROLES or "fan" in words:
         return None  # "I'm a big fan", "a cat fan": preferences, read by the fan rule
     # The role noun: the last word before a prepositional tail ("student at UCLA").
     head_words = re.split(r"\s+(?:at|in|for|from|with|of|on)\s+", value.lower(), maxsplit=1)[0]
     head = head_words.split()[-1] if head_words.split() else ""
+    if head in _NOT_ROLES:
+        return None
     if head in _ROLES or (head.endswith(_ROLE_SUFFIXES) and len(head) > 4):
-        return Found(MemoryKind.PROFILE, f"User is {match['a']} {value}", "occupation", 0.75)
-    return Found(MemoryKind.PROFILE, f"User is {match['a']} {value}", None, 0.5)
+        content = f"User is {article} {value}"
+        return Found(MemoryKind.PROFILE, content, "occupation", 0.75, value=value)
+    return Found(MemoryKind.PROFILE, f"User is {article} {value}", None, 0.5)
 
 
 def _study(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=6)
+    value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
     if match["verb"].lower().startswith("major"):
@@ -192,26 +126,26 @@ def _study(match: Groups, event: Event) -> Found | None:
 
 
 def _been_to(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=5)
+    value = clause_value(match["v"], max_words=5)
     if value is None or not value[0].isupper():
         return None  # places are proper names; "been to the gym" is not worth keeping
     return Found(MemoryKind.FACT, f"User has been to {value}", None, 0.6)
 
 
 def _practice(match: Groups, event: Event) -> Found | None:
-    activity = _value(match["act"], max_words=4)
+    activity = clause_value(match["act"], max_words=4)
     if activity is None:
         return None
     return Found(
         MemoryKind.SKILL,
         f"User has been {activity} for {match['dur']}",
-        f"experience: {_subject_key(activity)}",
+        f"experience: {subject_key(activity)}",
         0.7,
     )
 
 
 def _plan(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=8)
+    value = clause_value(match["v"], max_words=8)
     if value is None:
         return None
     value = re.sub(r"^(?:on|to)\s+", "", value)
@@ -228,7 +162,7 @@ def _plan(match: Groups, event: Event) -> Found | None:
 
 
 def _fan(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=5)
+    value = clause_value(match["v"], max_words=5)
     if value is None:
         return None
     kind = match["kind"].lower()
@@ -240,33 +174,33 @@ def _fan(match: Groups, event: Event) -> Found | None:
         content, confidence = f"User is a {value} fan", 0.65
     else:
         content, confidence = f"User is a fan of {value}", 0.65
-    return Found(MemoryKind.PREFERENCE, content, f"preference: {_subject_key(value)}", confidence)
+    return Found(MemoryKind.PREFERENCE, content, f"preference: {subject_key(value)}", confidence)
 
 
 def _used_to(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=8)
+    value = clause_value(match["v"], max_words=8)
     if value is None or len(value.split()) < 2:
         return None
-    return Found(MemoryKind.FACT, f"User used to {_third_person(value)}", None, 0.55)
+    return Found(MemoryKind.FACT, f"User used to {third_person(value)}", None, 0.55)
 
 
 def _live_in(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=5)
+    value = clause_value(match["v"], max_words=5)
     if value is None:
         return None
     verb = "lives in" if match["verb"].lower().startswith("live") else "moved to"
-    return Found(MemoryKind.PROFILE, f"User {verb} {value}", "residence", 0.8)
+    return Found(MemoryKind.PROFILE, f"User {verb} {value}", "residence", 0.8, value=value)
 
 
 def _from(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=4)
+    value = clause_value(match["v"], max_words=4)
     if value is None or not value[0].isupper():
         return None  # "I'm from work" is not a place of origin
     return Found(MemoryKind.PROFILE, f"User is from {value}", "home town", 0.75)
 
 
 def _born(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=5)
+    value = clause_value(match["v"], max_words=5)
     if value is None:
         return None
     prep = match["p"].lower()
@@ -292,7 +226,7 @@ _VERBS = {
 
 
 def _likes(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"])
+    value = clause_value(match["v"])
     if value is None:
         return None
     first = value.split()[0].lower()
@@ -308,40 +242,48 @@ def _likes(match: Groups, event: Event) -> Found | None:
     topic = re.sub(r"^(to|the|a|an|my|doing|going)\s+", "", value, flags=re.IGNORECASE)
     return Found(
         MemoryKind.PREFERENCE,
-        f"User {verb} {_third_person(value) if 'my' in value.lower().split() else value}",
-        f"preference: {_subject_key(topic)}",
+        f"User {verb} {third_person(value) if 'my' in value.lower().split() else value}",
+        f"preference: {subject_key(topic)}",
         0.65,
     )
 
 
 def _favourite(match: Groups, event: Event) -> Found | None:
-    thing = _value(match["x"], max_words=3)
-    value = _value(match["v"], max_words=6)
+    thing = clause_value(match["x"], max_words=3)
+    value = clause_value(match["v"], max_words=6)
     if thing is None or value is None:
         return None
     return Found(
         MemoryKind.PREFERENCE,
         f"User's favourite {thing} is {value}",
-        f"favourite {_subject_key(thing)}",
+        f"favourite {subject_key(thing)}",
         0.8,
     )
 
 
 def _my_x_is(match: Groups, event: Event) -> Found | None:
     thing = match["x"].strip()
-    value = _value(match["v"], max_words=6)
-    if value is None or thing.lower() in _PRONOUNS:
+    value = clause_value(match["v"], max_words=6)
+    if value is None or thing.lower() in PRONOUNS:
+        return None
+    # "my buddy is a plumber", "my dream is to fly": about someone else, or a wish.
+    if set(thing.lower().split()) & (PEOPLE | _NOT_FACTS):
         return None
     first = value.split()[0].lower()
-    # "my day is going well", "my back is so sore": states of the moment, not facts.
-    if first.endswith("ing") or first in {"so", "really", "very", "too", "not", "just", "kinda"}:
+    # "my day is going well", "my back is so sore", "my lettuce is buried": states of the
+    # moment, not facts.
+    if (
+        first.endswith("ing")
+        or (first.endswith("ed") and len(first) > 4)
+        or first in {"so", "really", "very", "too", "not", "just", "kinda", "still", "all"}
+    ):
         return None
     kind = MemoryKind.PROFILE if thing.lower() in {"name", "birthday", "age"} else MemoryKind.FACT
-    return Found(kind, f"User's {thing} is {_third_person(value)}", _subject_key(thing), 0.6)
+    return Found(kind, f"User's {thing} is {third_person(value)}", subject_key(thing), 0.6)
 
 
 def _have(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=6)
+    value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
     noun = match["n"].lower()
@@ -349,14 +291,14 @@ def _have(match: Groups, event: Event) -> Found | None:
 
 
 def _decision(match: Groups, event: Event) -> Found | None:
-    value = _value(match["v"], max_words=10)
+    value = clause_value(match["v"], max_words=10)
     if value is None:
         return None
     verb = match["verb"].lower()
     what = value if verb.startswith(("decided", "chose", "agreed")) else f"go with {value}"
     sentence = match.string
     kind = MemoryKind.PROJECT if PROJECT_WORDS.search(sentence) else MemoryKind.FACT
-    what = _third_person(re.sub(r"^to\s+", "", what))
+    what = third_person(re.sub(r"^to\s+", "", what))
     if len(what.split()) < 2 or what.split()[-1].lower() in {"to", "not"}:
         return None
     return Found(kind, f"Decided to {what}", None, 0.65)
@@ -370,7 +312,7 @@ def _episode(match: Groups, event: Event) -> Found | None:
     date = resolve_date(when, event.ts)
     return Found(
         MemoryKind.EPISODIC,
-        f"{date}: {_third_person(sentence, capitalize=True)}",
+        f"{date}: {third_person(sentence, capitalize=True)}",
         None,
         0.55,
         episodic_date=date,
@@ -438,9 +380,9 @@ EN_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         ),
         (
             rf"^(?:so |and |well,? )?(?P<when>yesterday|last night|last (?:week|weekend|month|"
-            rf"year|{_WEEKDAYS})|this morning|today|tonight|(?:a few|a couple of|\d+|two|three) "
-            rf"(?:years|months|weeks|days) ago|on (?:{_MONTHS}) \d{{1,2}}(?:st|nd|rd|th)?|"
-            rf"on \d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS}))\b,? (?:i|we)\b.+",
+            rf"year|{WEEKDAYS})|this morning|today|tonight|(?:a few|a couple of|\d+|two|three) "
+            rf"(?:years|months|weeks|days) ago|on (?:{MONTHS}) \d{{1,2}}(?:st|nd|rd|th)?|"
+            rf"on \d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{MONTHS}))\b,? (?:i|we)\b.+",
             _episode,
         ),
     )

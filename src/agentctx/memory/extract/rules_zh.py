@@ -8,57 +8,85 @@ from agentctx.events import Event
 from agentctx.memory.extract.statements import PROJECT_WORDS, Found, Groups, Rule, resolve_date
 from agentctx.memory.models import MemoryKind
 
-_ZH_VALUE_END = re.compile(
-    r"[\uff0c,。.\uff01!\uff1f?\uff1b;、\uff1a:\uff08(]|但是|因为|所以|而且|不过|还有|也"
+ZH_VALUE_END = re.compile(
+    r"[\uff0c,。.\uff01!\uff1f?\uff1b;、\uff1a:\uff08(\u2026\u2014]|但是|因为|所以|而且|不过|还有|也"
 ).pattern
 
 
-def _zh_value(raw: str, *, max_chars: int = 20) -> str | None:
-    value = re.split(_ZH_VALUE_END, raw, maxsplit=1)[0].strip()
+def zh_value(raw: str, *, max_chars: int = 20) -> str | None:
+    """The captured text up to the end of its clause, particles dropped; None when empty
+    or longer than ``max_chars``."""
+    value = re.split(ZH_VALUE_END, raw, maxsplit=1)[0].strip()
     value = value.rstrip("了的啦呢吧啊呀哦嘛")
     if not value or len(value) > max_chars or not re.search(r"\w", value):
         return None
     return value
 
 
+_ZH_ROLES = (
+    "会计",
+    "司机",
+    "警察",
+    "经理",
+    "销售",
+    "编辑",
+    "翻译",
+    "主播",
+    "模特",
+    "导游",
+    "保安",
+    "柜员",
+    "急救员",
+    "前台",
+    "客服",
+    "厨子",
+    "老板",
+    "公务员",
+    "自由职业",
+    "博主",
+    "作家",
+)
 _ZH_ROLE_ENDINGS = ("师", "员", "生", "家", "者", "工", "医", "士", "长", "手", "商")
 
 
 def _zh_name(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"], max_chars=10)
-    return Found(MemoryKind.PROFILE, f"用户叫{value}", "name", 0.85) if value else None
+    value = zh_value(match["v"], max_chars=10)
+    if value is None:
+        return None
+    return Found(MemoryKind.PROFILE, f"用户叫{value}", "name", 0.85, value=value)
 
 
 def _zh_am(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"], max_chars=15)
+    value = zh_value(match["v"], max_chars=15)
     if value is None or value.startswith(("不", "说", "想", "在", "来", "为", "觉得", "真")):
         return None
     value = re.sub(r"^(一名|一个|一位|个|名)", "", value)
     if not value:
         return None
     if value.endswith("人") and len(value) <= 6:
-        return Found(MemoryKind.PROFILE, f"用户是{value}", "home town", 0.7)
-    subject = "occupation" if value.endswith(_ZH_ROLE_ENDINGS) else None
-    return Found(MemoryKind.PROFILE, f"用户是{value}", subject, 0.75 if subject else 0.5)
+        return Found(MemoryKind.PROFILE, f"用户是{value}", "home town", 0.7, value=value)
+    if not value.endswith(_ZH_ROLE_ENDINGS) and not value.endswith(_ZH_ROLES):
+        return None  # "猪肉我是一口不碰的": 是 stresses, it names no role
+    return Found(MemoryKind.PROFILE, f"用户是{value}", "occupation", 0.75, value=value)
 
 
 def _zh_work(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"], max_chars=20)
+    value = zh_value(match["v"], max_chars=20)
     return Found(MemoryKind.PROFILE, f"用户在{value}工作", "employer", 0.8) if value else None
 
 
 def _zh_live(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"], max_chars=15)
+    value = zh_value(match["v"], max_chars=15)
     return Found(MemoryKind.PROFILE, f"用户住在{value}", "residence", 0.8) if value else None
 
 
 def _zh_from(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"], max_chars=15)
+    value = zh_value(match["v"], max_chars=15)
     return Found(MemoryKind.PROFILE, f"用户来自{value}", "home town", 0.75) if value else None
 
 
 def _zh_like(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"])
+    value = zh_value(match["v"])
     if value is None:
         return None
     verb = match["verb"]
@@ -68,7 +96,7 @@ def _zh_like(match: Groups, event: Event) -> Found | None:
 
 def _zh_my_x_is(match: Groups, event: Event) -> Found | None:
     thing = match["x"]
-    value = _zh_value(match["v"])
+    value = zh_value(match["v"])
     if value is None:
         return None
     if thing.startswith(("最喜欢的", "最爱的")):
@@ -80,12 +108,12 @@ def _zh_my_x_is(match: Groups, event: Event) -> Found | None:
 
 
 def _zh_have(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"])
+    value = zh_value(match["v"])
     return Found(MemoryKind.FACT, f"用户{match['verb']}{value}", None, 0.7) if value else None
 
 
 def _zh_decision(match: Groups, event: Event) -> Found | None:
-    value = _zh_value(match["v"], max_chars=40)
+    value = zh_value(match["v"], max_chars=40)
     if value is None:
         return None
     kind = MemoryKind.PROJECT if PROJECT_WORDS.search(match.string) else MemoryKind.FACT

@@ -4,9 +4,10 @@ it came from, and the helpers both languages' rules use (:mod:`rules_en`, :mod:`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from agentctx.events import Event
 from agentctx.memory.models import MemoryKind
@@ -25,6 +26,11 @@ PROJECT_WORDS = re.compile(
 )
 
 
+CORRECTS = "corrects"
+"""``Found.data`` key of a bare correction ("打错了, 是陈昊"): it stands for the value of
+the statement just before it in the same message, which it replaces."""
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """One statement a rule found in a sentence."""
@@ -34,25 +40,35 @@ class Found:
     subject: str | None
     confidence: float
     episodic_date: str | None = None
+    # The value as the user wrote it ("Cantonese", "陈浩"): a correction later in the
+    # same message ("… well no, Cantonese really", "打错了, 是陈昊") replaces it.
+    value: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Groups:
-    """A match whose alternative groups (``v2``, ``verb2``) stand in for the main ones."""
+    """A match whose alternative groups (``v2`` … ``v5``, ``verb2``) stand in for the main ones."""
 
     def __init__(self, match: re.Match[str]) -> None:
         self._match = match
         self.string = match.string
+        self.start = match.start()
+
+    def group(self) -> str:
+        """The whole matched text."""
+        return self._match.group(0)
 
     def __getitem__(self, name: str) -> str:
-        value = self._match.groupdict().get(name)
-        if value is None:
-            value = self._match.groupdict().get(f"{name}2")
-        if value is None:
-            value = self._match.groupdict().get(f"{name}3")
-        return value or ""
+        groups = self._match.groupdict()
+        for key in (name, *(f"{name}{n}" for n in range(2, 6))):
+            if groups.get(key) is not None:
+                return str(groups[key])
+        return ""
 
 
-Rule = Callable[[Groups, Event], "Found | None"]
+Rule = Callable[[Groups, Event], "Found | tuple[Found, ...] | None"]
+"""A rule reads a match and returns what it states: nothing, one statement, or several
+("my daughter Chloe starts school in September": a family member and a plan)."""
 
 
 def resolve_date(when: str, ts: datetime) -> str:
