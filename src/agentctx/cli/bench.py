@@ -18,6 +18,7 @@ from agentctx.cli.bench_common import (
     parse_sizes,
     run_and_write,
 )
+from agentctx.errors import AgentCtxError
 
 
 @bench_app.command("store")
@@ -231,12 +232,30 @@ def visual(
 
 @bench_app.command("memory")
 def memory(  # noqa: PLR0917 - one parameter per command-line option
-    data: Path = typer.Option(
-        ...,
+    data: Path | None = typer.Option(
+        None,
         "--data",
         exists=True,
         dir_okay=False,
         help="A REALTALK (or LoCoMo) JSON chat file: its sessions, turns and questions.",
+    ),
+    timelines: Path | None = typer.Option(
+        None,
+        "--timelines",
+        exists=True,
+        help="Fact timelines instead (a folder with dev/ and heldout/ halves of YAML "
+        "cases, e.g. tests/data/memory_timelines): latest truth, stale injections, "
+        "paraphrase recall and extraction per category.",
+    ),
+    calibrate: bool = typer.Option(
+        False,
+        "--calibrate",
+        help="With --timelines: also calibrate the dense threshold on the dev half.",
+    ),
+    no_redaction: bool = typer.Option(
+        False,
+        "--no-redaction",
+        help="With --timelines: the redaction gate off (names the user gives are kept).",
     ),
     limit_questions: int | None = typer.Option(
         None, "--limit-questions", min=1, help="Ask at most N questions per conversation."
@@ -267,8 +286,24 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
         None, "--markdown", help="Also write the tables as Markdown to FILE."
     ),
 ) -> None:
-    """Long-term memory: recall vs raw turns, extraction cost, search latency."""
+    """Long-term memory: recall vs raw turns, extraction cost, search latency; or, with
+    --timelines, whether memory stays true as facts change."""
     import sys  # noqa: PLC0415
+
+    if (data is None) == (timelines is None):
+        Console().print("give --data FILE or --timelines DIR (one of them)", style="red")
+        raise typer.Exit(2)
+    if timelines is not None:
+        _memory_timelines(
+            timelines,
+            embedder,
+            calibrate=calibrate,
+            redaction=not no_redaction,
+            out=out,
+            markdown=markdown,
+        )
+        return
+    assert data is not None
 
     from agentctx.bench.memory import run_memory_benchmark  # noqa: PLC0415 - loads the engine
     from agentctx.bench.memory_models import MemoryBenchConfig  # noqa: PLC0415
@@ -298,6 +333,40 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
         out=out,
         markdown=markdown,
     )
+
+
+def _memory_timelines(
+    root: Path,
+    embedder: str,
+    *,
+    calibrate: bool,
+    redaction: bool,
+    out: Path | None,
+    markdown: Path | None,
+) -> None:
+    import json  # noqa: PLC0415
+
+    from agentctx.bench.memory_facts import run_fact_timelines  # noqa: PLC0415
+    from agentctx.bench.memory_facts_report import (  # noqa: PLC0415
+        facts_json,
+        facts_markdown,
+        failures_text,
+    )
+
+    console = Console()
+    try:
+        report = run_fact_timelines(
+            root, embedder=embedder, calibrate_threshold=calibrate, redaction=redaction
+        )
+    except AgentCtxError as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
+    console.print(facts_markdown(report), markup=False, highlight=False)
+    console.print(failures_text(report, limit=10), style="dim", markup=False, highlight=False)
+    if out is not None:
+        out.write_text(json.dumps(facts_json(report), indent=2, default=str) + "\n")
+    if markdown is not None:
+        markdown.write_text(facts_markdown(report), encoding="utf-8")
 
 
 @bench_app.command("server")

@@ -1,0 +1,147 @@
+"""``agentctx bench memory --timelines``: the fact-timeline suite's scoring, on a small
+suite written here (not the development data), and the threshold calibration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentctx.bench.memory_facts import run_fact_timelines
+from agentctx.memory.calibration import LabelledPair, calibrate, separate
+from agentctx.llm.hashing import HashingEmbedder
+
+SUITE = """
+- id: t-occ-change
+  lang: en
+  category: occupation
+  sessions:
+    - date: 2026-01-05
+      turns:
+        - user: "I'm a nurse."
+        - assistant: "Nice."
+    - date: 2026-01-20
+      turns:
+        - user: "I'm a nurse, long shifts this week."
+    - date: 2026-03-01
+      turns:
+        - user: "Big news: I'm a pilot now."
+  facts:
+    - {category: occupation, value: nurse, sessions: [0, 1]}
+    - {category: occupation, value: pilot, sessions: [2]}
+  questions:
+    - q: "what do I do for work?"
+      answer: [pilot]
+      stale: [nurse]
+    - q: "what was my job in February?"
+      as_of: 2026-02-10
+      answer: [nurse]
+      stale: [pilot]
+- id: t-city
+  lang: en
+  category: residence
+  sessions:
+    - date: 2026-01-05
+      turns:
+        - user: "I live in Lyon."
+  facts:
+    - {category: residence, value: lyon, sessions: [0]}
+  questions:
+    - q: "which city am I based in?"
+      answer: [lyon]
+"""
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    half = tmp_path / "suite" / "dev"
+    half.mkdir(parents=True)
+    (half / "cases_en.yaml").write_text(SUITE, encoding="utf-8")
+    return tmp_path / "suite"
+
+
+def test_the_suite_scores_latest_truth_as_of_and_extraction(suite: Path) -> None:
+    report = run_fact_timelines(suite, embedder="hashing")
+    (half,) = report.halves
+    assert half.name == "dev" and half.cases == 2 and len(half.outcomes) == 3
+    by_question = {o.question: o for o in half.outcomes}
+    now = by_question["what do I do for work?"]
+    assert now.correct and now.top is not None and "pilot" in now.top
+    then = by_question["what was my job in February?"]
+    assert then.as_of == "2026-02-10"
+    assert then.correct and then.top is not None and "nurse" in then.top
+    assert half.stale_injected == 0
+    occupation = half.extraction.categories["occupation"]
+    assert (occupation.stated, occupation.learned) == (2, 2)
+    assert occupation.precision == 1.0
+
+
+def test_a_wrong_answer_is_scored_wrong(suite: Path) -> None:
+    # The same chat with the answer the suite expects swapped: the scorer must notice.
+    swapped = (suite / "dev" / "cases_en.yaml").read_text(encoding="utf-8")
+    swapped = swapped.replace("answer: [pilot]\n      stale: [nurse]", "answer: [nurse]")
+    (suite / "dev" / "cases_en.yaml").write_text(swapped, encoding="utf-8")
+    (half,) = run_fact_timelines(suite, embedder="hashing").halves
+    wrong = [o for o in half.outcomes if not o.correct]
+    assert [o.question for o in wrong] == ["what do I do for work?"]
+
+
+def test_threshold_separates_labelled_scores() -> None:
+    scored = [(0.9, True), (0.7, True), (0.45, True), (0.5, False), (0.3, False), (0.1, False)]
+    threshold, relevant, irrelevant = separate(scored)
+    assert threshold == 0.45
+    assert (relevant, round(irrelevant, 3)) == (1.0, round(1 / 3, 3))
+    with pytest.raises(ValueError, match="relevant and irrelevant"):
+        separate([(0.5, True)])
+
+
+def test_calibration_measures_pairs_with_the_embedder() -> None:
+    embedder = HashingEmbedder(dimensions=256)
+    pairs = [
+        LabelledPair("what is my job?", "User works as a pilot\njob work occupation", True),
+        LabelledPair("what is my job?", "User lives in Oslo\nlive city home", False),
+        LabelledPair("where do I live?", "User lives in Oslo\nlive city home", True),
+        LabelledPair("where do I live?", "User works as a pilot\njob work occupation", False),
+    ]
+    result = calibrate(embedder, pairs)
+    assert result.embedder == embedder.name
+    assert (result.relevant, result.irrelevant) == (2, 2)
+    assert result.relevant_passing == 1.0 and result.irrelevant_passing == 0.0
+
+
+def test_the_command_runs_the_suite_and_writes_its_figures(suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "facts.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentctx.cli.main",
+            "bench",
+            "memory",
+            "--timelines",
+            str(suite),
+            "--embedder",
+            "hashing",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "latest truth" in done.stdout
+    figures = json.loads(out.read_text())
+    assert figures["halves"][0]["latest_truth"] == 1.0
+    neither = subprocess.run(
+        [sys.executable, "-m", "agentctx.cli.main", "bench", "memory"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert neither.returncode == 2 and "--timelines" in neither.stdout + neither.stderr
