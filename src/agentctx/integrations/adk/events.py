@@ -10,6 +10,7 @@ order of its content parts, so the log reads like any other agent's:
   arguments as a JSON part);
 * each ``function_response`` -> a ``tool_result`` for the same call id (the response
   as a JSON part);
+* a call or response the log cannot link (a response to no open call) -> a ``note``;
 * an event with none of these (a state change, an agent transfer, a thought, a
   control event) -> a ``state_delta`` event holding the state delta, which windows do
   not show; an error event with no content -> an ``error`` event with its message.
@@ -119,6 +120,17 @@ def event_to_drafts(event: AdkEvent) -> list[EventDraft]:
             ts=ts,
         )
         for index, draft in enumerate(drafts)
+    ]
+
+
+def unlinked(drafts: Sequence[EventDraft]) -> list[EventDraft]:
+    """``drafts`` with calls and results as ``note`` events, for an ADK event whose
+    calls or responses the log cannot link (a response to no open call, a call id still
+    open): recorded and restored all the same, shown in windows as notes."""
+    linked = (EventType.TOOL_CALL, EventType.TOOL_RESULT)
+    return [
+        d.model_copy(update={"type": EventType.NOTE, "call_id": None}) if d.type in linked else d
+        for d in drafts
     ]
 
 

@@ -50,7 +50,13 @@ from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
 from agentctx.engine import ContextEngine
-from agentctx.errors import BlobNotFound, SessionExists, SessionNotFound, StaleSession
+from agentctx.errors import (
+    BlobNotFound,
+    InvalidEvent,
+    SessionExists,
+    SessionNotFound,
+    StaleSession,
+)
 from agentctx.events import BlobPart, Event, ImagePart
 from agentctx.integrations.adk.events import (
     EVENT_KEY,
@@ -59,6 +65,7 @@ from agentctx.integrations.adk.events import (
     group_of,
     may_record_event,
     restore_event,
+    unlinked,
 )
 from agentctx.integrations.adk.names import APP_STATE_USER, USER_STATE_SESSION, from_id, to_id
 from agentctx.integrations.adk.state import ScopedStates, merge_into, merged_state, split_state
@@ -233,8 +240,14 @@ class AgentCtxSessionService(BaseSessionService):
         with self._session_lock(key):
             expected = self._expected_last_seq(handle, session)
             turn = self._turn_for(handle, event.invocation_id)
+            drafts = event_to_drafts(event)
             try:
-                written = turn.append(*event_to_drafts(event), expected_last_seq=expected)
+                try:
+                    written = turn.append(*drafts, expected_last_seq=expected)
+                except InvalidEvent:
+                    if drafts == unlinked(drafts):
+                        raise
+                    written = turn.append(*unlinked(drafts), expected_last_seq=expected)
             except StaleSession as exc:
                 raise StaleSessionError(STALE_MESSAGE) from exc
             last_seq = written[-1].seq
