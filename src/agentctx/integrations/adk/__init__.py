@@ -22,6 +22,7 @@ from agentctx.integrations.adk.memory_service import AgentCtxMemoryService
 from agentctx.integrations.adk.session_service import AgentCtxSessionService
 from agentctx.integrations.adk.window import (
     AgentCtxPlugin,
+    WindowCallback,
     agentctx_window,
     apply_window,
     window_contents,
@@ -31,6 +32,7 @@ __all__ = [
     "AgentCtxMemoryService",
     "AgentCtxPlugin",
     "AgentCtxSessionService",
+    "WindowCallback",
     "agentctx_window",
     "apply_window",
     "event_to_drafts",

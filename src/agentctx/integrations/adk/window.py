@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
@@ -49,8 +49,6 @@ from agentctx.integrations.adk.session_service import AgentCtxSessionService
 
 CLIENT_CALL_ID_PREFIX = "adk-"
 """ADK's own function call ids start so; ADK never sends them to a model, nor does this."""
-
-BeforeModel = Callable[[CallbackContext, LlmRequest], Awaitable[LlmResponse | None]]
 
 
 def window_contents(
@@ -136,6 +134,57 @@ def latest_user_text(contents: Sequence[types.Content]) -> str | None:
     return None
 
 
+class WindowCallback:
+    """A ``before_model_callback`` that sends the agentctx window as the model input
+    (made by :func:`agentctx_window`). ``last_window`` is the window of its latest
+    call, for inspection (its report says what each section cost and what was left
+    out)."""
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        *,
+        budget: int,
+        strategy: str | None,
+        system_prompt: str | None,
+        context_config: dict[str, Any] | None,
+    ) -> None:
+        self.engine = engine
+        self.budget = budget
+        self.strategy = strategy
+        self.system_prompt = system_prompt
+        self.context_config = context_config
+        self.last_window: ContextWindow | None = None
+
+    async def __call__(
+        self, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        session = callback_context.session
+        query = latest_user_text(llm_request.contents)
+        window = await asyncio.to_thread(self.build, session.user_id, session.id, query)
+        if window is not None:
+            apply_window(llm_request, window)
+            self.last_window = window
+        return None
+
+    def build(self, user_id: str, session_id: str, query: str | None) -> ContextWindow | None:
+        """The window for an ADK session (None when agentctx does not keep it: ADK's
+        own contents then stay)."""
+        try:
+            handle = self.engine.get_session(
+                to_id(session_id, "session_id"), to_id(user_id, "user_id"), record_access=False
+            )
+        except SessionNotFound:
+            return None
+        return handle.build_context(
+            query,
+            self.budget,
+            strategy=self.strategy,
+            system_prompt=self.system_prompt,
+            config=self.context_config,
+        )
+
+
 def agentctx_window(
     engine: ContextEngine,
     *,
@@ -143,42 +192,20 @@ def agentctx_window(
     strategy: str | None = None,
     system_prompt: str | None = None,
     context_config: dict[str, Any] | None = None,
-) -> BeforeModel:
-    """A ``before_model_callback`` that sends the agentctx window as the model input.
+) -> WindowCallback:
+    """A ``before_model_callback`` that sends the agentctx window as the model input:
+    ``LlmAgent(..., before_model_callback=agentctx_window(engine, budget=4000))``.
 
     ``budget``, ``strategy``, ``system_prompt`` and ``context_config`` shape the window
     (``Session.build_context``'s arguments); its query is the newest user text.
     """
-
-    async def before_model(
-        callback_context: CallbackContext, llm_request: LlmRequest
-    ) -> LlmResponse | None:
-        session = callback_context.session
-        query = latest_user_text(llm_request.contents)
-
-        def build() -> ContextWindow | None:
-            try:
-                handle = engine.get_session(
-                    to_id(session.id, "session_id"),
-                    to_id(session.user_id, "user_id"),
-                    record_access=False,
-                )
-            except SessionNotFound:
-                return None  # not kept in agentctx: ADK's own contents stay
-            return handle.build_context(
-                query,
-                budget,
-                strategy=strategy,
-                system_prompt=system_prompt,
-                config=context_config,
-            )
-
-        window = await asyncio.to_thread(build)
-        if window is not None:
-            apply_window(llm_request, window)
-        return None
-
-    return before_model
+    return WindowCallback(
+        engine,
+        budget=budget,
+        strategy=strategy,
+        system_prompt=system_prompt,
+        context_config=context_config,
+    )
 
 
 class AgentCtxPlugin(BasePlugin):
@@ -196,7 +223,7 @@ class AgentCtxPlugin(BasePlugin):
         name: str = "agentctx",
     ) -> None:
         super().__init__(name)
-        self._window = agentctx_window(
+        self.window = agentctx_window(
             engine,
             budget=budget,
             strategy=strategy,
@@ -207,7 +234,7 @@ class AgentCtxPlugin(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
-        return await self._window(callback_context, llm_request)
+        return await self.window(callback_context, llm_request)
 
     async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
         service = invocation_context.session_service
