@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from google.adk.events.event import Event as AdkEvent
+from pydantic_core import to_jsonable_python
 
 from agentctx.context.render import visual_placeholder
 from agentctx.events import (
@@ -140,7 +141,7 @@ def _move_part(part: Any, raw: dict[str, Any], drafts: list[_Draft], message: Ev
         call = part.function_call
         draft = _Draft(EventType.TOOL_CALL, call_id=call.id, tool_name=call.name or "tool")
         drafts.append(draft)
-        marker = draft.add(JsonPart(data=call.args or {}), len(drafts) - 1, "json")
+        marker = draft.add(JsonPart(data=_jsonable(call.args or {})), len(drafts) - 1, "json")
         return {**raw, "function_call": {**raw["function_call"], "args": marker}}
     if part.function_response is not None:
         response = part.function_response
@@ -148,7 +149,9 @@ def _move_part(part: Any, raw: dict[str, Any], drafts: list[_Draft], message: Ev
             EventType.TOOL_RESULT, call_id=response.id, tool_name=response.name or "tool"
         )
         drafts.append(draft)
-        marker = draft.add(JsonPart(data=response.response or {}), len(drafts) - 1, "json")
+        marker = draft.add(
+            JsonPart(data=_jsonable(response.response or {})), len(drafts) - 1, "json"
+        )
         return {**raw, "function_response": {**raw["function_response"], "response": marker}}
     if isinstance(part.text, str) and not part.thought:
         marker = _message(drafts, message).add(TextPart(text=part.text), len(drafts) - 1, "text")
@@ -178,7 +181,8 @@ def _carrier(event: AdkEvent) -> _Draft:
 
 
 def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    """``value`` as JSON data, as the event's JSON form has it (models as dicts)."""
+    return to_jsonable_python(value, fallback=str)
 
 
 # Reading back -------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """``AgentCtxMemoryService``: ADK's memory service backed by agentctx long-term memory.
 
-* ``add_session_to_memory(session)`` runs agentctx's extraction over the session's
-  stored (redacted) events: self-statements, preferences, decisions and tool paths
-  become memories of the user, consolidated with what is known already (a duplicate
-  strengthens a memory, a contradiction replaces it). Extraction is idempotent: a
-  session added again only adds what its new events teach. A session kept by another
+* ``add_session_to_memory(session)`` ends the session's open invocation turn and runs
+  agentctx's extraction over its stored (redacted) events: self-statements,
+  preferences, decisions and tool paths become memories of the user, consolidated
+  with what is known already (a duplicate strengthens a memory, a contradiction
+  replaces it). Extraction is idempotent: a session added again only adds what its
+  new events teach. A session kept by another
   session service is recorded in agentctx first (through ``AgentCtxSessionService``).
 * ``add_events_to_memory`` does the same for the events given (those not recorded yet
   are recorded in the session, created if need be).
@@ -118,7 +119,8 @@ class AgentCtxMemoryService(BaseMemoryService):
     def learn(
         self, app_name: str, user_id: str, session_id: str, events: Sequence[AdkEvent]
     ) -> None:
-        """Record the ``events`` the session's log lacks, then extract its memories."""
+        """Record the ``events`` the session's log lacks, end its open invocation turn
+        (extraction reads whole turns), then extract its memories."""
         stored = self.sessions.get_session_sync(app_name, user_id, session_id)
         if stored is None:
             stored = self.sessions.create_session_sync(app_name, user_id, None, session_id)
@@ -126,6 +128,7 @@ class AgentCtxMemoryService(BaseMemoryService):
         for event in events:
             if event.id not in known and not event.partial:
                 self.sessions.record_event(stored, event)
+        self.sessions.end_turn_of(user_id, session_id, app_name)
         self.engine.memory.extract_session(
             to_id(user_id, "user_id"), to_id(session_id, "session_id")
         )

@@ -150,7 +150,7 @@ class AgentCtxSessionService(BaseSessionService):
 
     async def end_invocation(self, session: AdkSession) -> None:
         """End the turn of the session's current invocation (if one is open)."""
-        await asyncio.to_thread(self.end_turn_of, session.user_id, session.id)
+        await asyncio.to_thread(self.end_turn_of, session.user_id, session.id, session.app_name)
 
     async def close(self) -> None:
         """End every turn this service has open."""
@@ -260,13 +260,19 @@ class AgentCtxSessionService(BaseSessionService):
         session._storage_update_marker = str(last_seq)
         return written
 
-    def end_turn_of(self, user_id: str, session_id: str) -> None:
-        """End the open invocation turn of an ADK session (ADK's user and session id)."""
+    def end_turn_of(self, user_id: str, session_id: str, app_name: str | None = None) -> None:
+        """End the open invocation turn of an ADK session (ADK's user and session id),
+        also one another service instance left open when ``app_name`` is given."""
         key = (to_id(user_id, "user_id"), to_id(session_id, "session_id"))
         with self._guard:
             found = self._turns.pop(key, None)
         if found is not None:
             found[1].end("ok")
+            return
+        if app_name is not None:
+            handle = self._handle(app_name, user_id, session_id, record_access=False)
+            if handle is not None:
+                self._left_open(handle, "")  # no invocation goes on: it ends any
 
     # Helpers --------------------------------------------------------------------------
 
