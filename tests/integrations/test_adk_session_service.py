@@ -278,6 +278,9 @@ def test_state_set_by_a_tool_during_a_run_is_kept_by_scope(eng: ContextEngine) -
     assert later.state == {"user:city": "Lisbon"}  # the user's, in their next session
     # The agentctx session state is the ADK session's own scope.
     assert eng.get_session(session.id, user_id="u1").state == {"last_lookup": "Lisbon"}
+    # The user's state is the user's data: erased with it.
+    eng.delete_user_data("u1")
+    assert asyncio.run(service.get_user_state(app_name=APP, user_id="u1")) == {}
 
 
 # Stale writes -------------------------------------------------------------------------------
