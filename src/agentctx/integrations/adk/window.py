@@ -41,6 +41,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
+from agentctx.context.render import content_text
 from agentctx.context.window import ContextWindow
 from agentctx.engine import ContextEngine
 from agentctx.errors import SessionNotFound
@@ -70,11 +71,11 @@ def window_contents(
         content = message.get("content")
         if role == "system":
             if contents:
-                contents.append(_user([types.Part(text=_text(content))]))
+                contents.append(_user([types.Part(text=content_text(content))]))
             else:
-                system.append(_text(content))
+                system.append(content_text(content))
         elif role == "assistant":
-            parts = [types.Part(text=_text(content))] if _text(content) else []
+            parts = [types.Part(text=content_text(content))] if content_text(content) else []
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
                 call_id = str(call.get("id"))
@@ -100,7 +101,7 @@ def window_contents(
                 function_response=types.FunctionResponse(
                     id=_sent_id(call_id),
                     name=names.get(call_id, "tool"),
-                    response=_response(_text(content)),
+                    response=_response(content_text(content)),
                 )
             )
             last = contents[-1] if contents else None
@@ -247,18 +248,6 @@ class AgentCtxPlugin(BasePlugin):
 
 def _user(parts: list[types.Part]) -> types.Content:
     return types.Content(role="user", parts=parts)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text"))
-            for part in content
-            if isinstance(part, Mapping) and part.get("type") == "text"
-        )
-    return ""
 
 
 def _user_parts(content: Any) -> list[types.Part]:
