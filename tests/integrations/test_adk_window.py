@@ -176,6 +176,10 @@ def test_the_plugin_sends_the_window_and_ends_the_turn_with_the_run(eng: Context
     run(runner, session.id, "Weather in Oslo?")
     handle = eng.get_session(session.id, user_id="u1")
     assert [t.status for t in handle.turns()] == ["ok"]  # ended with the run
+    # The window the model got is kept for the invocation's turn (its repro package).
+    kept = eng.hitl.window("u1", session.id, handle.turns()[0].turn_id)
+    assert plugin.window.last_window is not None
+    assert kept is not None and kept.messages == plugin.window.last_window.messages
     run(runner, session.id, "Which city?")
     assert [t.status for t in handle.turns()] == ["ok", "ok"]
     assert plugin.window.last_window is not None

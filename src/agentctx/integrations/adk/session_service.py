@@ -260,6 +260,14 @@ class AgentCtxSessionService(BaseSessionService):
         session._storage_update_marker = str(last_seq)
         return written
 
+    def open_turn_id(self, user_id: str, session_id: str) -> str | None:
+        """The id of the open invocation turn this service writes an ADK session's
+        events to (ADK's user and session id), None when there is none."""
+        key = (to_id(user_id, "user_id"), to_id(session_id, "session_id"))
+        with self._guard:
+            cached = self._turns.get(key)
+        return cached[1].turn_id if cached is not None and not cached[1].ended else None
+
     def end_turn_of(self, user_id: str, session_id: str, app_name: str | None = None) -> None:
         """End the open invocation turn of an ADK session (ADK's user and session id),
         also one another service instance left open when ``app_name`` is given."""

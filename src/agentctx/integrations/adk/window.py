@@ -162,15 +162,24 @@ class WindowCallback:
     ) -> LlmResponse | None:
         session = callback_context.session
         query = latest_user_text(llm_request.contents)
-        window = await asyncio.to_thread(self.build, session.user_id, session.id, query)
+        service = callback_context.get_invocation_context().session_service
+        turn_id = (
+            service.open_turn_id(session.user_id, session.id)
+            if isinstance(service, AgentCtxSessionService)
+            else None
+        )
+        window = await asyncio.to_thread(self.build, session.user_id, session.id, query, turn_id)
         if window is not None:
             apply_window(llm_request, window)
             self.last_window = window
         return None
 
-    def build(self, user_id: str, session_id: str, query: str | None) -> ContextWindow | None:
+    def build(
+        self, user_id: str, session_id: str, query: str | None, turn_id: str | None = None
+    ) -> ContextWindow | None:
         """The window for an ADK session (None when agentctx does not keep it: ADK's
-        own contents then stay)."""
+        own contents then stay). Built for the invocation's open turn ``turn_id``, it
+        is kept for that turn's repro package (``engine.hitl``)."""
         try:
             handle = self.engine.get_session(
                 to_id(session_id, "session_id"), to_id(user_id, "user_id"), record_access=False
@@ -183,6 +192,7 @@ class WindowCallback:
             strategy=self.strategy,
             system_prompt=self.system_prompt,
             config=self.context_config,
+            turn_id=turn_id,
         )
 
 
