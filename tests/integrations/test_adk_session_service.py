@@ -12,6 +12,7 @@ import copy
 import importlib
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from google.genai import types
 
 from agentctx import ContextEngine, MissingExtra
 from agentctx.events import BlobPart, EventType
-from agentctx.integrations.adk import AgentCtxSessionService
+from agentctx.integrations.adk import AgentCtxSessionService, agentctx_window
 from conftest import make_png
 from integrations.adk_scripted import ScriptedModel, call, get_weather, text, user
 
@@ -151,6 +152,78 @@ def test_a_runner_reads_back_exactly_what_it_wrote_one_turn_per_invocation(
     # A new invocation ends the previous one's turn; the newest stays open.
     assert [t.status for t in turns] == ["ok", "ok", "open"]
     assert handle.verify().ok
+
+
+def test_parallel_calls_and_their_responses_round_trip_and_pair_up(eng: ContextEngine) -> None:
+    """One model answer calling two tools is one ADK event of two calls; ADK answers
+    both in one event of two responses: each becomes linked agentctx events."""
+    service = Recording(eng)
+    both = types.Content(
+        role="model",
+        parts=[
+            types.Part(text="Checking both."),
+            types.Part(function_call=types.FunctionCall(name="get_weather", args={"city": "Oslo"})),
+            types.Part(function_call=types.FunctionCall(name="get_weather", args={"city": "Rome"})),
+        ],
+    )
+    model = ScriptedModel(model="scripted", script=[both, text("Cold and warm.")])
+    agent = LlmAgent(name="helper", model=model, tools=[get_weather])
+    runner = Runner(app_name=APP, agent=agent, session_service=service)
+    session = asyncio.run(service.create_session(app_name=APP, user_id="u1"))
+    run(runner, session.id, "Oslo and Rome?")
+    assert get(service, session.id).events == service.written
+    events = eng.get_session(session.id, user_id="u1").events()
+    assert [e.type for e in events] == [
+        EventType.USER_INPUT,
+        EventType.AGENT_RESPONSE,
+        EventType.TOOL_CALL,
+        EventType.TOOL_CALL,
+        EventType.TOOL_RESULT,
+        EventType.TOOL_RESULT,
+        EventType.AGENT_RESPONSE,
+    ]
+    assert [e.call_id for e in events[2:4]] == [e.call_id for e in events[4:6]]
+    assert len({e.call_id for e in events[2:4]}) == 2
+    # The next model call sees the pair as ADK would send it: one model content with
+    # the text and both calls, one user content with both responses.
+    model.script.append(text("Done."))
+    window = agentctx_window(eng, budget=3000)
+    agent.before_model_callback = window
+    run(runner, session.id, "Thanks")
+    sent = model.requests[-1].contents
+    calls = [p for c in sent for p in c.parts or () if p.function_call]
+    responses = [p for c in sent for p in c.parts or () if p.function_response]
+    assert [p.function_call.args for p in calls] == [{"city": "Oslo"}, {"city": "Rome"}]  # type: ignore[union-attr]
+    assert len(responses) == 2 and sent[2].parts == responses
+    assert sent[1].parts and sent[1].parts[0].text == "Checking both."
+
+
+def test_concurrent_sessions_of_a_user_keep_each_others_user_state(eng: ContextEngine) -> None:
+    service = AgentCtxSessionService(eng)
+    ids = [f"s{i}" for i in range(4)]
+    sessions = [
+        asyncio.run(service.create_session(app_name=APP, user_id="u1", session_id=sid))
+        for sid in ids
+    ]
+    barrier = threading.Barrier(len(sessions))
+
+    def write(index: int) -> None:
+        barrier.wait()
+        event = AdkEvent(
+            invocation_id=f"inv{index}",
+            author="helper",
+            actions=EventActions(state_delta={f"user:k{index}": index, "app:last": index}),
+        )
+        service.record_event(sessions[index], event)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(len(sessions))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    state = asyncio.run(service.get_user_state(app_name=APP, user_id="u1"))
+    assert state == {f"k{i}": i for i in range(len(sessions))}
+    assert get(service, "s0").state["app:last"] in range(len(sessions))
 
 
 def test_the_events_config_and_timestamps_match_the_in_memory_service(eng: ContextEngine) -> None:
