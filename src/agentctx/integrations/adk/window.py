@@ -20,8 +20,8 @@ A call and its response are kept together: a call without a response (or a respo
 without its call) in the window is left out, since models refuse either half alone.
 
 Two ways in: ``LlmAgent(..., before_model_callback=agentctx_window(engine, budget=…))``
-for one agent, or ``Runner(..., plugins=[AgentCtxPlugin(engine, budget=…)])`` for every
-agent of a runner (the plugin also ends an invocation's turn when the run ends). Both
+for one agent, or ``App(..., plugins=[AgentCtxPlugin(engine, budget=…)])`` for every
+agent of a runner's app (the plugin also ends an invocation's turn when the run ends). Both
 need the session kept by an ``AgentCtxSessionService`` on the same engine: the window
 is built from what it recorded.
 """
