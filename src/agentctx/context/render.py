@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentctx.events import BlobPart, Event, EventType, ImagePart, JsonPart, TextPart
@@ -82,6 +82,20 @@ def event_text(event: Event) -> str:
                 "restorable on request]"
             )
     return "\n".join(p for p in pieces if p)
+
+
+def content_text(content: Any) -> str:
+    """The text of a chat message's content: the string, or its ``text`` parts joined
+    by newlines (images and other parts left out)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text"))
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text"
+        )
+    return ""
 
 
 def image_reference(part: ImagePart) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentctx.context.render import render_events
+from agentctx.context.render import content_text, render_events
 from agentctx.context.task import render_pinned_instruction
 from agentctx.events import Event, EventType
 
@@ -35,12 +35,12 @@ def window_items(messages: Sequence[Mapping[str, Any]]) -> list[Item]:
                 {
                     "type": "function_call_output",
                     "call_id": str(message.get("tool_call_id")),
-                    "output": _text(content),
+                    "output": content_text(content),
                 }
             )
             continue
         if role == "assistant":
-            text = _text(content)
+            text = content_text(content)
             if text:
                 items.append({"role": "assistant", "content": text})
             images = _images(content)
@@ -57,25 +57,13 @@ def window_items(messages: Sequence[Mapping[str, Any]]) -> list[Item]:
             )
             continue
         if role == "system":
-            items.append({"role": "system", "content": _text(content)})
+            items.append({"role": "system", "content": content_text(content)})
             continue
         if isinstance(content, str):
             items.append({"role": "user", "content": content})
         else:
             items.append({"role": "user", "content": _input_parts(content)})
     return items
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text"))
-            for part in content
-            if isinstance(part, Mapping) and part.get("type") == "text"
-        )
-    return ""
 
 
 def _images(content: Any) -> list[Item]:
