@@ -18,6 +18,7 @@ from agentctx.privacy.recognizers.context import (
     glued_before,
     score_with_context,
 )
+from agentctx.privacy.shape import TextShape
 
 # Endings that are file extensions: "alice@example.com.png" is an address in a file
 # name, and "icon@2x.png" is no address at all. Any other alphabetic ending of 2-63
@@ -219,6 +220,9 @@ def _international(candidate: str) -> bool:
 
 
 _SHORTEST_INTERNATIONAL = 6
+# The fewest digits of a number recognized by its shape alone: a North American number
+# (3 + 3 + 4) or a mainland landline (0 + 2 + 7); a mainland mobile has 11.
+_SHAPED_DIGITS = 10
 
 
 class PhoneRecognizer:
@@ -237,6 +241,19 @@ class PhoneRecognizer:
 
     def __init__(self, regions: Sequence[str] = DEFAULT_REGIONS) -> None:
         self.regions = tuple(regions)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` can hold a phone number: a mainland mobile or a North American
+        or landline-shaped number has at least 10 digits; any other number needs an
+        international prefix ("+" and 6 digits, "00" and 6 more) or a phone word."""
+        digits, text = shape.digits, shape.text
+        return (
+            digits >= _SHAPED_DIGITS
+            or (digits >= _SHORTEST_INTERNATIONAL and "+" in text)
+            or (digits >= _SHORTEST_INTERNATIONAL + 2 and "00" in text)
+            or _PHONE_GATE.present(casefolded(text))
+        )
 
     def analyze(self, text: str) -> list[Finding]:
         """Every phone number in ``text``."""

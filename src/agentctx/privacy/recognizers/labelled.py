@@ -18,6 +18,7 @@ from agentctx.privacy.recognizers.context import (
     keyword_pattern,
     score_with_context,
 )
+from agentctx.privacy.shape import TextShape
 
 # What may sit between a label and its value: "身份证号:", "ID number is ", "SSN #".
 _GAP = r"[ \t]*(?:号码|号)?[ \t]*(?:[:\uff1a#=]|is|为|是)?[ \t]*"
@@ -73,6 +74,11 @@ class LabelledIDRecognizer:
     name = "labelled_id"
     entity_types: tuple[str, ...] = (EntityType.CN_RESIDENT_ID, EntityType.NATIONAL_ID)
 
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has the five digits a labelled ID needs (a resident ID 15)."""
+        return shape.digits >= 5
+
     def analyze(self, text: str) -> list[Finding]:
         """Every labelled ID number in ``text``."""
         findings: list[Finding] = []
@@ -98,6 +104,11 @@ class SSNRecognizer:
 
     name = "us_ssn"
     entity_types: tuple[str, ...] = (EntityType.US_SSN,)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has the nine digits of a social security number."""
+        return shape.digits >= 9
 
     def analyze(self, text: str) -> list[Finding]:
         """Every social security number in ``text``."""
