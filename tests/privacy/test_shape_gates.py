@@ -1,15 +1,20 @@
 """Shape gates skip recognizers that cannot find anything, and change no finding.
 
 The reference is the analyzer as it was before gates: every recognizer runs on every
-text. On generated texts mixing personal data, near misses, labels and keywords, in
-ASCII and in other scripts (other digits included), the gated analyzer must find
-exactly what the reference finds, and redact to exactly the same text.
+text, and runs every one of its scans (no text has a shape). On generated texts mixing
+personal data, near misses, labels and keywords, in ASCII and in other scripts (other
+digits included), the gated analyzer must find exactly what the reference finds, and
+redact to exactly the same text. The context windows' linear searches are checked
+against the searches they replace.
 """
 
 # ruff: noqa: RUF001 - Chinese text uses full-width punctuation on purpose
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -22,8 +27,9 @@ from agentctx.privacy.analyzer import Analyzer, gate_of, resolve_overlaps
 from agentctx.privacy.config import RedactionConfig
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.pii import PIIRedactor
-from agentctx.privacy.recognizers import CreditCardRecognizer, PhoneRecognizer
-from agentctx.privacy.recognizers.contact import _PHONE_WORD_LIST
+from agentctx.privacy.recognizers import CreditCardRecognizer, PhoneRecognizer, contact, secrets
+from agentctx.privacy.recognizers.contact import _LABELS, _PHONE_WORD_LIST, phone_context
+from agentctx.privacy.recognizers.context import clause_start
 from agentctx.privacy.recognizers.identity import EmployeeIDRecognizer, StudentIDRecognizer
 from agentctx.privacy.recognizers.labelled import _CN_LABELS, _ID_LABELS, _SSN_LABELS
 from agentctx.privacy.recognizers.secrets import (
@@ -41,13 +47,30 @@ REDACTORS = {
 }
 
 
+def _no_shape(text: str) -> None:
+    return None
+
+
+@contextmanager
+def shapeless() -> Iterator[None]:
+    """Recognizers see no text's shape, so each runs all its scans."""
+    saved = contact.shape_of, secrets.shape_of
+    contact.shape_of = secrets.shape_of = _no_shape
+    try:
+        yield
+    finally:
+        contact.shape_of, secrets.shape_of = saved
+
+
 def every_recognizer(analyzer: Analyzer, text: str) -> list[Finding]:
-    """The analyzer without gates: every recognizer on every text (the reference)."""
+    """The analyzer without gates: every recognizer, every scan, on every text (the
+    reference)."""
     if not text:
         return []
     candidates: list[Finding] = []
-    for recognizer in analyzer.recognizers:
-        candidates.extend(recognizer.analyze(text))
+    with shapeless():
+        for recognizer in analyzer.recognizers:
+            candidates.extend(recognizer.analyze(text))
     allow = analyzer.allow_list
     kept = [
         f
@@ -178,3 +201,33 @@ def test_a_subclass_with_its_own_analyze_is_not_gated() -> None:
     assert gate_of(_AnyDigitCard()) is None
     analyzer = Analyzer([_AnyDigitCard()])
     assert [f.recognizer for f in analyzer.analyze("no digits here")] == ["any"]
+
+
+# The searches the linear ones replace: the longest stretch without a break, ending at pos.
+_OLD_PHONE_TAIL = re.compile(r"[^\d\n,;\uff0c\uff1b\u3002]*\Z")
+_OLD_CLAUSE_TAIL = re.compile(r"[^\n,;\uff0c\uff1b\u3002]*\Z")
+
+
+def _old_phone_context(text: str, start: int, window: int = 20) -> bool:
+    tail = _OLD_PHONE_TAIL.search(text, max(0, start - window), start)
+    if tail is None or tail.start() == start:
+        return False
+    last = None
+    for label in _LABELS.finditer(text, tail.start(), start):
+        last = label
+    return last is not None and last.lastgroup == "phone"
+
+
+def _old_clause_start(text: str, pos: int, window: int = 20) -> int:
+    match = _OLD_CLAUSE_TAIL.search(text, max(0, pos - window), pos)
+    return match.start() if match is not None else pos
+
+
+@settings(max_examples=400, deadline=None)
+@given(mixed_texts(), st.integers(min_value=0, max_value=400), st.integers(1, 40))
+def test_context_windows_end_where_the_searches_they_replace_end(
+    text: str, pos: int, window: int
+) -> None:
+    pos = min(pos, len(text))
+    assert clause_start(text, pos, window) == _old_clause_start(text, pos, window)
+    assert phone_context(text, pos, window) == _old_phone_context(text, pos, window)

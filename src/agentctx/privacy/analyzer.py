@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from agentctx.errors import ConfigError
 from agentctx.privacy.config import CustomPattern
 from agentctx.privacy.findings import EntityType, Finding, Recognizer
-from agentctx.privacy.shape import TextShape
+from agentctx.privacy.shape import TextShape, shape_of
 
 Gate = Callable[[TextShape], bool]
 
@@ -93,7 +93,7 @@ class Analyzer:
         if not text:
             return []
         candidates: list[Finding] = []
-        shape = TextShape.of(text)
+        shape = shape_of(text)
         for recognizer, possible in self._gated:
             if possible is not None and shape is not None and not possible(shape):
                 continue
