@@ -178,7 +178,9 @@ def phone_context(text: str, start: int, window: int = WINDOW) -> bool:
     lo = max(0, start - window)
     stop = _PHONE_TAIL.match(text, lo, start)
     tail = stop.end() if stop is not None else lo
-    if tail == start:
+    # The last label can only be a phone word if the stretch holds one: a substring test
+    # spares the label scan (slow: no literal prefix to skip ahead with) most of the time.
+    if tail == start or not _PHONE_GATE.present(text[tail:start].casefold()):
         return False
     last = None
     for label in _LABELS.finditer(text, tail, start):
