@@ -27,7 +27,13 @@ from agentctx.privacy.analyzer import Analyzer, gate_of, resolve_overlaps
 from agentctx.privacy.config import RedactionConfig
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.pii import PIIRedactor
-from agentctx.privacy.recognizers import CreditCardRecognizer, PhoneRecognizer, contact, secrets
+from agentctx.privacy.recognizers import (
+    CreditCardRecognizer,
+    PhoneRecognizer,
+    contact,
+    labelled,
+    secrets,
+)
 from agentctx.privacy.recognizers.contact import _LABELS, _PHONE_WORD_LIST, phone_context
 from agentctx.privacy.recognizers.context import clause_start
 from agentctx.privacy.recognizers.identity import EmployeeIDRecognizer, StudentIDRecognizer
@@ -54,12 +60,15 @@ def _no_shape(text: str) -> None:
 @contextmanager
 def shapeless() -> Iterator[None]:
     """Recognizers see no text's shape, so each runs all its scans."""
-    saved = contact.shape_of, secrets.shape_of
-    contact.shape_of = secrets.shape_of = _no_shape
+    modules = (contact, labelled, secrets)
+    saved = [module.shape_of for module in modules]
+    for module in modules:
+        module.shape_of = _no_shape  # type: ignore[assignment]
     try:
         yield
     finally:
-        contact.shape_of, secrets.shape_of = saved
+        for module, original in zip(modules, saved, strict=True):
+            module.shape_of = original  # type: ignore[assignment]
 
 
 def every_recognizer(analyzer: Analyzer, text: str) -> list[Finding]:

@@ -147,6 +147,8 @@ class PIIRedactor:
         the token of another) are told apart with ``#2``, ``#3``… in the sorted order of
         the original keys, so no entry is lost and the same input gives the same output.
         """
+        if not value:  # nothing to redact in {}, [], "", None, 0 or False
+            return Redacted(value, _NOTHING)
         found: set[str] = set()
         clean = self._walk(value, found)
         return Redacted(clean, frozenset(found) if found else _NOTHING)

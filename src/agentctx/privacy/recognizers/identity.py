@@ -94,10 +94,9 @@ class _ContextualIDRecognizer:
     _gate: KeywordGate
     _entity: str
 
-    @staticmethod
-    def possible(shape: TextShape) -> bool:
-        """Whether ``shape`` has the four digits an ID needs."""
-        return shape.digits >= 4
+    def possible(self, shape: TextShape) -> bool:
+        """Whether ``shape`` has the four digits an ID needs, and one of the words."""
+        return shape.digits >= 4 and self._gate.present(casefolded(shape.text))
 
     def analyze(self, text: str) -> list[Finding]:
         """Every ID introduced by a context word in ``text``."""

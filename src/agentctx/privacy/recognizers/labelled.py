@@ -18,7 +18,7 @@ from agentctx.privacy.recognizers.context import (
     keyword_pattern,
     score_with_context,
 )
-from agentctx.privacy.shape import TextShape
+from agentctx.privacy.shape import TextShape, shape_of
 
 # What may sit between a label and its value: "身份证号:", "ID number is ", "SSN #".
 _GAP = r"[ \t]*(?:号码|号)?[ \t]*(?:[:\uff1a#=]|is|为|是)?[ \t]*"
@@ -30,6 +30,8 @@ _CN_PATTERN = re.compile(
     r"(?<![A-Za-z0-9])(\d{17}[\dXx]|\d{15})(?![A-Za-z0-9])"
 )
 _CN_GATE = KeywordGate(_CN_LABELS)
+# The digits of the shorter form (15), the fewest ``_CN_PATTERN`` finds.
+_OLD_RESIDENT_ID_DIGITS = 15
 
 _ID_LABELS = (
     "id number",
@@ -82,8 +84,11 @@ class LabelledIDRecognizer:
     def analyze(self, text: str) -> list[Finding]:
         """Every labelled ID number in ``text``."""
         findings: list[Finding] = []
-        # The gates try each pattern only where one of its labels occurs.
-        for m in _CN_GATE.finditer(_CN_PATTERN, text):
+        shape = shape_of(text)
+        # The gates try each pattern only where one of its labels occurs; a resident ID
+        # needs 15 digits.
+        cn = shape is None or shape.digits >= _OLD_RESIDENT_ID_DIGITS
+        for m in _CN_GATE.finditer(_CN_PATTERN, text) if cn else ():
             start, end = m.span(1)
             findings.append(Finding(EntityType.CN_RESIDENT_ID, start, end, 0.85, self.name))
         for m in _ID_GATE.finditer(_ID_PATTERN, text):
