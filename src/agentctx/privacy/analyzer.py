@@ -97,7 +97,9 @@ class Analyzer:
         for recognizer, possible in self._gated:
             if possible is not None and shape is not None and not possible(shape):
                 continue
-            candidates.extend(recognizer.analyze(text))
+            found = recognizer.analyze(text)
+            if found:
+                candidates.extend(found)
         if not candidates:
             return []
         min_score, allow = self.min_score, self.allow_list
