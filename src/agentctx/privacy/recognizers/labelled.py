@@ -30,8 +30,9 @@ _CN_PATTERN = re.compile(
     r"(?<![A-Za-z0-9])(\d{17}[\dXx]|\d{15})(?![A-Za-z0-9])"
 )
 _CN_GATE = KeywordGate(_CN_LABELS)
-# The digits of the shorter form (15), the fewest ``_CN_PATTERN`` finds.
-_OLD_RESIDENT_ID_DIGITS = 15
+# The digits of a resident ID in its former 15-digit form, the shortest ``_CN_PATTERN``
+# finds.
+_SHORTEST_RESIDENT_ID = 15
 
 _ID_LABELS = (
     "id number",
@@ -87,7 +88,7 @@ class LabelledIDRecognizer:
         shape = shape_of(text)
         # The gates try each pattern only where one of its labels occurs; a resident ID
         # needs 15 digits.
-        cn = shape is None or shape.digits >= _OLD_RESIDENT_ID_DIGITS
+        cn = shape is None or shape.digits >= _SHORTEST_RESIDENT_ID
         for m in _CN_GATE.finditer(_CN_PATTERN, text) if cn else ():
             start, end = m.span(1)
             findings.append(Finding(EntityType.CN_RESIDENT_ID, start, end, 0.85, self.name))
