@@ -6,7 +6,8 @@ not logged, not kept, not put in errors; only their entity types are reported.
 
 Text in which nothing is found comes back as the very same object, and JSON
 values in which nothing is found come back unchanged and uncopied, so the common
-case costs one scan per recognizer and no allocation.
+case costs no allocation, and at most one scan per recognizer: the analyzer skips
+the recognizers a text's shape rules out (:mod:`agentctx.privacy.shape`).
 
 JSON object keys are redacted too (a key can be an address: ``{"bob@x.io":
 "owner"}``), with stable tokens. Identifiers (call ids, idempotency keys, authors, tool names) are
