@@ -4,6 +4,9 @@ It drops findings below ``min_score`` and values on the allow-list, then resolve
 overlaps: the longest span wins, then the most confident, then the earliest. What
 it returns is sorted by position and non-overlapping, ready for an operator.
 
+A recognizer may say from a text's shape (:mod:`agentctx.privacy.shape`) that it
+cannot find anything in it (its ``possible`` method); it is then not run on that text.
+
 This module also holds :class:`RegexRecognizer` (the recognizer behind custom
 patterns in configuration) and the registry that lets configuration name
 recognizers written in Python (:func:`register_recognizer`).
@@ -16,11 +19,14 @@ import importlib
 import itertools
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agentctx.errors import ConfigError
 from agentctx.privacy.config import CustomPattern
 from agentctx.privacy.findings import EntityType, Finding, Recognizer
+from agentctx.privacy.shape import TextShape, shape_of
+
+Gate = Callable[[TextShape], bool]
 
 
 class AllowList:
@@ -70,6 +76,9 @@ class Analyzer:
             if not isinstance(recognizer, Recognizer):
                 raise ConfigError(f"{recognizer!r} is not a Recognizer")
         self.recognizers: tuple[Recognizer, ...] = tuple(recognizers)
+        self._gated: tuple[tuple[Recognizer, Gate | None], ...] = tuple(
+            (recognizer, gate_of(recognizer)) for recognizer in self.recognizers
+        )
         self.min_score = min_score
         self.allow_list = allow_list if isinstance(allow_list, AllowList) else AllowList(allow_list)
 
@@ -84,8 +93,13 @@ class Analyzer:
         if not text:
             return []
         candidates: list[Finding] = []
-        for recognizer in self.recognizers:
-            candidates.extend(recognizer.analyze(text))
+        shape = shape_of(text)
+        for recognizer, possible in self._gated:
+            if possible is not None and shape is not None and not possible(shape):
+                continue
+            found = recognizer.analyze(text)
+            if found:
+                candidates.extend(found)
         if not candidates:
             return []
         min_score, allow = self.min_score, self.allow_list
@@ -97,6 +111,19 @@ class Analyzer:
             and not (allow and allow.allows(text[f.start : f.end], f.entity_type))
         ]
         return resolve_overlaps(kept)
+
+
+def gate_of(recognizer: Recognizer) -> Gate | None:
+    """The recognizer's ``possible(shape)``: whether it can find anything in a text of
+    that shape. Only a ``possible`` defined by the class that defines ``analyze`` counts:
+    a subclass with an ``analyze`` of its own may find what the gate rules out."""
+    cls = type(recognizer)
+    gate_owner = next((c for c in cls.__mro__ if "possible" in vars(c)), None)
+    analyze_owner = next((c for c in cls.__mro__ if "analyze" in vars(c)), None)
+    if gate_owner is None or gate_owner is not analyze_owner:
+        return None
+    gate: Gate = getattr(recognizer, "possible")  # noqa: B009 - checked above
+    return gate
 
 
 def resolve_overlaps(findings: Iterable[Finding]) -> list[Finding]:

@@ -212,8 +212,9 @@ class Preparer:
         _validate(draft)
         # Every JSON value is checked (and put in storable form: one walk) before any
         # content is offloaded; redaction then changes only strings.
-        payload_in = _checked(draft.payload, "payload")
-        extra_in = _checked(draft.meta.extra, "metadata")
+        # Most events carry neither: an empty object needs no walk.
+        payload_in = _checked(draft.payload, "payload") if draft.payload else draft.payload
+        extra_in = _checked(draft.meta.extra, "metadata") if draft.meta.extra else draft.meta.extra
         json_data = {
             index: _checked(part.data, f"parts[{index}].data")
             for index, part in enumerate(draft.parts)

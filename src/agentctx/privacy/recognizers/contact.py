@@ -18,6 +18,7 @@ from agentctx.privacy.recognizers.context import (
     glued_before,
     score_with_context,
 )
+from agentctx.privacy.shape import TextShape, shape_of
 
 # Endings that are file extensions: "alice@example.com.png" is an address in a file
 # name, and "icon@2x.png" is no address at all. Any other alphabetic ending of 2-63
@@ -161,9 +162,11 @@ _LABELS = re.compile(
     + "|".join(_label_alternative(w) for w in sorted(_OTHER_LABELS, key=len, reverse=True)),
     re.IGNORECASE,
 )
-# The stretch a phone word may reach over: no digits (another number would take the
-# word) and no clause break.
-_PHONE_TAIL = re.compile(r"[^\d\n,;\uff0c\uff1b\u3002]*\Z")
+# What ends the stretch a phone word may reach over: a digit (another number would take
+# the word) or a clause break. Matched from the window's start, it ends right after the
+# last one (greedy, then one step back at a time: linear in the window, where searching
+# for the stretch itself is quadratic).
+_PHONE_TAIL = re.compile(r"(?s:.*)[\d\n,;\uff0c\uff1b\u3002]")
 
 
 def phone_context(text: str, start: int, window: int = WINDOW) -> bool:
@@ -172,11 +175,15 @@ def phone_context(text: str, start: int, window: int = WINDOW) -> bool:
     The word must be in the same clause, with no other number and no other label
     ("学号", "order") between it and ``start``.
     """
-    tail = _PHONE_TAIL.search(text, max(0, start - window), start)
-    if tail is None or tail.start() == start:
+    lo = max(0, start - window)
+    stop = _PHONE_TAIL.match(text, lo, start)
+    tail = stop.end() if stop is not None else lo
+    # The last label can only be a phone word if the stretch holds one: a substring test
+    # spares the label scan (slow: no literal prefix to skip ahead with) most of the time.
+    if tail == start or not _PHONE_GATE.present(text[tail:start].casefold()):
         return False
     last = None
-    for label in _LABELS.finditer(text, tail.start(), start):
+    for label in _LABELS.finditer(text, tail, start):
         last = label
     return last is not None and last.lastgroup == "phone"
 
@@ -219,6 +226,11 @@ def _international(candidate: str) -> bool:
 
 
 _SHORTEST_INTERNATIONAL = 6
+# The fewest digits of a number recognized by its shape alone: a North American number
+# (3 + 3 + 4) or a mainland landline (0 + 2 + 7); a mainland mobile has 11.
+_SHAPED_DIGITS = 10
+# The digits of a mainland mobile: "1", then [3-9] and 9 more.
+_MOBILE_DIGITS = 11
 
 
 class PhoneRecognizer:
@@ -238,11 +250,26 @@ class PhoneRecognizer:
     def __init__(self, regions: Sequence[str] = DEFAULT_REGIONS) -> None:
         self.regions = tuple(regions)
 
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` can hold a phone number: a mainland mobile or a North American
+        or landline-shaped number has at least 10 digits; any other number needs an
+        international prefix ("+" and 6 digits, "00" and 6 more) or a phone word."""
+        digits, text = shape.digits, shape.text
+        return (
+            digits >= _SHAPED_DIGITS
+            or (digits >= _SHORTEST_INTERNATIONAL and "+" in text)
+            or (digits >= _SHORTEST_INTERNATIONAL + 2 and "00" in text)
+            or _PHONE_GATE.present(casefolded(text))
+        )
+
     def analyze(self, text: str) -> list[Finding]:
         """Every phone number in ``text``."""
         findings: list[Finding] = []
         taken: list[tuple[int, int]] = []
-        for m in _CN_MOBILE.finditer(text):
+        shape = shape_of(text)
+        mobiles = shape is None or shape.digits >= _MOBILE_DIGITS
+        for m in _CN_MOBILE.finditer(text) if mobiles else ():
             start, end = m.span()
             if glued(text, start, end) or (start > 0 and text[start - 1] == "+"):
                 continue
@@ -277,7 +304,9 @@ class PhoneRecognizer:
         # ``words`` is false when the text has no phone word: ``phone_context`` would be
         # false for every candidate, so it is not asked.
         candidate = text[start:end]
-        nanp = _NANP.fullmatch(candidate)
+        # Too short for the 10 digits of a number recognized by its shape.
+        short = end - start < _SHAPED_DIGITS
+        nanp = None if short else _NANP.fullmatch(candidate)
         if nanp is not None:
             area = nanp.group("paren") or nanp.group("area")
             # N11 area codes are service numbers (411, 911): no one's number, and no
@@ -294,7 +323,7 @@ class PhoneRecognizer:
         if _DATE_SHAPE.fullmatch(candidate) or _DOTTED.fullmatch(candidate):
             return []
         international = _international(candidate)
-        shaped = bool(
+        shaped = not short and bool(
             _NANP_SHAPE.fullmatch(candidate.strip()) or _CN_LANDLINE_SHAPE.fullmatch(candidate)
         )
         # Most candidates are rejected: look for a phone word only when it decides.

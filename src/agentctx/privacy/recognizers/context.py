@@ -165,7 +165,7 @@ class KeywordGate:
     case-insensitively.
     """
 
-    __slots__ = ("_offsets", "fragments")
+    __slots__ = ("_ascii", "_offsets", "fragments")
 
     def __init__(self, words: Iterable[str]) -> None:
         heads = {w.split(" ")[0].casefold() for w in words if w.strip()}
@@ -173,6 +173,8 @@ class KeywordGate:
         self.fragments: tuple[str, ...] = tuple(
             sorted(h for h in heads if not any(g != h and g in h for g in heads))
         )
+        # An ASCII text can only hold the ASCII fragments.
+        self._ascii = tuple(f for f in self.fragments if f.isascii())
         # Where each fragment sits inside the words that contain it: a fragment found
         # at ``i`` means a word may start at ``i - offset``.
         self._offsets: tuple[tuple[str, tuple[int, ...]], ...] = tuple(
@@ -185,7 +187,9 @@ class KeywordGate:
         # ``map`` over a bound method stays in C: cheaper than a generator expression.
         # Two letters match "i" case-insensitively yet fold to something else: the dotless
         # i (U+0131) and the dotted capital I (U+0130, folds to "i" + U+0307). Either one
-        # means "maybe": the caller falls back to a full scan.
+        # means "maybe": the caller falls back to a full scan. Neither is ASCII.
+        if folded.isascii():  # constant time: Python knows it of every string
+            return any(map(folded.__contains__, self._ascii))
         return (
             any(map(folded.__contains__, self.fragments))
             or "\u0131" in folded
@@ -251,12 +255,16 @@ def casefolded(text: str) -> str:
 
 # What ends a clause: a context word before it says nothing about a number after it
 # (in "电话 13812345678, 共 7067846483 条" the second number is no phone number).
-_CLAUSE_TAIL = re.compile(r"[^\n,;\uff0c\uff1b\u3002]*\Z")
+# Matched from the window's start, it ends right after the window's last clause break
+# (greedy, then one step back at a time: linear in the window, where searching for the
+# clause's stretch itself is quadratic).
+_CLAUSE_BREAK = re.compile(r"(?s:.*)[\n,;\uff0c\uff1b\u3002]")
 
 
 def clause_start(text: str, pos: int, window: int = WINDOW) -> int:
     """Where the context window before ``pos`` begins: at most ``window`` characters back,
     and never before the last clause break (a comma or semicolon, ASCII or
     full-width, an ideographic full stop or a newline)."""
-    match = _CLAUSE_TAIL.search(text, max(0, pos - window), pos)
-    return match.start() if match is not None else pos
+    lo = max(0, pos - window)
+    match = _CLAUSE_BREAK.match(text, lo, pos)
+    return match.end() if match is not None else lo

@@ -6,6 +6,7 @@ import re
 
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import NEGATIVE, ContextWords, clamp, clause_start, glued
+from agentctx.privacy.shape import TextShape
 
 # 13-19 digits run together, or in groups of four (Amex: 4-6-5) split by one kind of
 # separator. Grouped numbers longer than 16 digits (19-digit UnionPay, "6228 4524 9069
@@ -69,6 +70,11 @@ class CreditCardRecognizer:
 
     name = "credit_card"
     entity_types: tuple[str, ...] = (EntityType.CREDIT_CARD,)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has the 13 digits of the shortest card number."""
+        return shape.digits >= 13
 
     def analyze(self, text: str) -> list[Finding]:
         """Every payment card number in ``text``."""
@@ -140,6 +146,11 @@ class IBANRecognizer:
 
     name = "iban"
     entity_types: tuple[str, ...] = (EntityType.IBAN,)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has a country code followed by check digits ("DE89")."""
+        return shape.has(b"AA00")
 
     def analyze(self, text: str) -> list[Finding]:
         """Every IBAN in ``text``."""

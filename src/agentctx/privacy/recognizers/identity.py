@@ -15,6 +15,7 @@ from agentctx.privacy.recognizers.context import (
     keyword_pattern,
     score_with_context,
 )
+from agentctx.privacy.shape import TextShape
 
 _RESIDENT_ID = re.compile(r"[1-8]\d{16}[\dXx]")
 _WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -54,6 +55,11 @@ class ResidentIDRecognizer:
     name = "cn_resident_id"
     entity_types: tuple[str, ...] = (EntityType.CN_RESIDENT_ID,)
 
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has the 17 digits an ID starts with."""
+        return shape.digits >= 17
+
     def analyze(self, text: str) -> list[Finding]:
         """Every valid resident ID in ``text``."""
         findings: list[Finding] = []
@@ -87,6 +93,10 @@ class _ContextualIDRecognizer:
     _pattern: re.Pattern[str]
     _gate: KeywordGate
     _entity: str
+
+    def possible(self, shape: TextShape) -> bool:
+        """Whether ``shape`` has the four digits an ID needs, and one of the words."""
+        return shape.digits >= 4 and self._gate.present(casefolded(shape.text))
 
     def analyze(self, text: str) -> list[Finding]:
         """Every ID introduced by a context word in ``text``."""

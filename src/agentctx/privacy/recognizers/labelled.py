@@ -18,6 +18,7 @@ from agentctx.privacy.recognizers.context import (
     keyword_pattern,
     score_with_context,
 )
+from agentctx.privacy.shape import TextShape, shape_of
 
 # What may sit between a label and its value: "身份证号:", "ID number is ", "SSN #".
 _GAP = r"[ \t]*(?:号码|号)?[ \t]*(?:[:\uff1a#=]|is|为|是)?[ \t]*"
@@ -29,6 +30,9 @@ _CN_PATTERN = re.compile(
     r"(?<![A-Za-z0-9])(\d{17}[\dXx]|\d{15})(?![A-Za-z0-9])"
 )
 _CN_GATE = KeywordGate(_CN_LABELS)
+# The digits of a resident ID in its former 15-digit form, the shortest ``_CN_PATTERN``
+# finds.
+_SHORTEST_RESIDENT_ID = 15
 
 _ID_LABELS = (
     "id number",
@@ -73,11 +77,19 @@ class LabelledIDRecognizer:
     name = "labelled_id"
     entity_types: tuple[str, ...] = (EntityType.CN_RESIDENT_ID, EntityType.NATIONAL_ID)
 
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has the five digits a labelled ID needs (a resident ID 15)."""
+        return shape.digits >= 5
+
     def analyze(self, text: str) -> list[Finding]:
         """Every labelled ID number in ``text``."""
         findings: list[Finding] = []
-        # The gates try each pattern only where one of its labels occurs.
-        for m in _CN_GATE.finditer(_CN_PATTERN, text):
+        shape = shape_of(text)
+        # The gates try each pattern only where one of its labels occurs; a resident ID
+        # needs 15 digits.
+        cn = shape is None or shape.digits >= _SHORTEST_RESIDENT_ID
+        for m in _CN_GATE.finditer(_CN_PATTERN, text) if cn else ():
             start, end = m.span(1)
             findings.append(Finding(EntityType.CN_RESIDENT_ID, start, end, 0.85, self.name))
         for m in _ID_GATE.finditer(_ID_PATTERN, text):
@@ -98,6 +110,11 @@ class SSNRecognizer:
 
     name = "us_ssn"
     entity_types: tuple[str, ...] = (EntityType.US_SSN,)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has the nine digits of a social security number."""
+        return shape.digits >= 9
 
     def analyze(self, text: str) -> list[Finding]:
         """Every social security number in ``text``."""

@@ -109,13 +109,17 @@ class PersonRecognizer:
     def analyze(self, text: str) -> list[Finding]:
         """Every marked person name in ``text``."""
         findings: list[Finding] = []
-        for m in _CHINESE.finditer(text):
-            findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.85, self.name))
-        if any(map(text.__contains__, _CUES)):
-            for m in _CUED.finditer(text):
-                if m.group(1) in _NOT_NAMES:
-                    continue
-                findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.75, self.name))
+        # Chinese markers and names are Han characters: an ASCII text holds none.
+        if not text.isascii():
+            for m in _CHINESE.finditer(text):
+                findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.85, self.name))
+            if any(map(text.__contains__, _CUES)):
+                for m in _CUED.finditer(text):
+                    if m.group(1) in _NOT_NAMES:
+                        continue
+                    findings.append(
+                        Finding(EntityType.PERSON, m.start(1), m.end(1), 0.75, self.name)
+                    )
         folded = casefolded(text)
         if not any(map(folded.__contains__, _ENGLISH_MARKERS)):
             return findings

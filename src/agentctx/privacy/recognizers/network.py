@@ -15,6 +15,7 @@ from agentctx.privacy.recognizers.context import (
     glued,
     score_with_context,
 )
+from agentctx.privacy.shape import TextShape
 
 _IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}")
 # IPv6 candidates are found from a seed (two colons at most four hex digits apart),
@@ -66,6 +67,11 @@ class IPAddressRecognizer:
 
     name = "ip_address"
     entity_types: tuple[str, ...] = (EntityType.IP_ADDRESS,)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` has a digit, a dot and a digit (IPv4) or two colons (IPv6)."""
+        return shape.has(b"0.0") or shape.text.count(":") >= 2
 
     def analyze(self, text: str) -> list[Finding]:
         """Every IP address in ``text``."""

@@ -24,6 +24,7 @@ from agentctx.privacy.recognizers.context import (
     glued_before,
     keyword_pattern,
 )
+from agentctx.privacy.shape import TextShape, shape_of
 
 _KNOWN = re.compile(
     r"sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-)?[A-Za-z0-9_\-]{20,}"
@@ -102,6 +103,13 @@ _NEAR_TOKEN = re.compile(
 )
 # "$DB_PASSWORD", "${DB_PASSWORD}", "$(cat secret)": a reference, not the password.
 _ENV_REFERENCE = re.compile(r"\$(?:\{|\(|[A-Z_][A-Z0-9_]*\b)")
+# What every assignment (``_ASSIGNMENT``, ``_KEY_ASSIGNMENT``) holds: ":", "=" (also in
+# "=>"), the full-width colon, 是 or 为.
+_ASSIGNS = (":", "=", "\uff1a", "是", "为")
+# The shortest run of token characters (``TextShape.token_run``) a key with a known
+# prefix ("xox" + a letter, "-" and 10 more: 15), a bearer token or a token near a key
+# word (16) can be.
+_SHORTEST_TOKEN = 15
 _PLACEHOLDERS = frozenset(
     {"", "none", "null", "nil", "true", "false", "undefined", "required", "optional", "string"}
 )
@@ -141,16 +149,28 @@ class SecretRecognizer:
     name = "secret"
     entity_types: tuple[str, ...] = (EntityType.SECRET,)
 
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` can hold a secret: a token, a private key or an assignment."""
+        text = shape.text
+        return (
+            shape.token_run(_SHORTEST_TOKEN)
+            or "-----BEGIN" in text
+            or any(map(text.__contains__, _ASSIGNS))
+        )
+
     def analyze(self, text: str) -> list[Finding]:
         """Every secret in ``text``."""
         findings: list[Finding] = []
+        shape = shape_of(text)
+        tokens = shape is None or shape.token_run(_SHORTEST_TOKEN)
         # Each pattern runs only when its trigger literals or keywords occur somewhere
         # in the text: plain substring tests are much cheaper than the scans.
-        if _KNOWN_TRIGGER.search(text) is not None:
+        if tokens and _KNOWN_TRIGGER.search(text) is not None:
             for m in _KNOWN.finditer(text):
                 if not glued_before(text, m.start()):
                     findings.append(self._finding(m.start(), m.end(), 0.95))
-        if "earer" in text:
+        if tokens and "earer" in text:
             for m in _BEARER.finditer(text):
                 findings.append(self._finding(m.start(1), m.end(1), 0.9))
         if "-----BEGIN" in text:
@@ -159,6 +179,19 @@ class SecretRecognizer:
                 while end > m.start() and text[end - 1].isspace():
                     end -= 1
                 findings.append(self._finding(m.start(), end, 0.99))
+        if any(map(text.__contains__, _ASSIGNS)):
+            self._assigned(text, findings)
+        if tokens:
+            for m in _SECRET_GATE.finditer(_SECRET_KEY, text):
+                t = _NEAR_TOKEN.match(text, m.end())
+                if t is not None and high_entropy(t.group(1)):
+                    findings.append(self._finding(t.start(1), t.end(1), 0.8))
+        if not findings:
+            return findings
+        return _dedupe(findings)
+
+    def _assigned(self, text: str, findings: list[Finding]) -> None:
+        """Values assigned to a password word or a key name."""
         for m in _PASSWORD_GATE.finditer(_PASSWORD_KEY, text):
             a = _ASSIGNMENT.match(text, m.end())
             if a is None:
@@ -176,13 +209,6 @@ class SecretRecognizer:
                 _ENV_REFERENCE.match(text, a.start(group))
             ):
                 findings.append(self._finding(a.start(group), a.end(group), 0.85))
-        for m in _SECRET_GATE.finditer(_SECRET_KEY, text):
-            t = _NEAR_TOKEN.match(text, m.end())
-            if t is not None and high_entropy(t.group(1)):
-                findings.append(self._finding(t.start(1), t.end(1), 0.8))
-        if not findings:
-            return findings
-        return _dedupe(findings)
 
     def _finding(self, start: int, end: int, score: float) -> Finding:
         return Finding(EntityType.SECRET, start, end, score, self.name)
