@@ -325,3 +325,24 @@ def test_memory_writes_and_injection_decisions_are_audited_without_content(
     assert keeper.memory_id in metas
     for text in ("nurse", "zookeeper", "works as"):
         assert text not in metas
+
+
+def test_a_retraction_ranks_below_a_statement_as_relevant(eng: ContextEngine) -> None:
+    eng.memory.add(
+        "u1",
+        "User eats fish",
+        kind="fact",
+        subject="diet: fish",
+        data={"value": "fish"},
+        confidence=0.6,
+    )
+    eng.memory.add(
+        "u1",
+        "User no longer eats meat",
+        kind="fact",
+        subject="diet: meat",
+        data={"value": "meat", "retracted": True},
+        confidence=0.95,
+    )
+    hits = eng.memory.search("u1", "what do I eat?", limit=5)
+    assert [h.memory.content for h in hits] == ["User eats fish", "User no longer eats meat"]

@@ -11,7 +11,7 @@ Scoring of :meth:`MemoryIndex.search`::
 
     relevance = RRF(lexical rank, dense rank) / RRF of a hit ranked first in both (0..1]
     freshness = max(floor, 0.5 ** (age_days / half_life_days))  # age from updated_at
-    score     = relevance * confidence * freshness
+    score     = relevance * confidence * freshness  (* 0.5 for a retraction)
 
 With the defaults (half-life 180 days, floor 0.5) a memory loses half its weight in
 six months and never more. With no query, relevance is 1 and memories are ordered by
@@ -76,6 +76,9 @@ kept (FTS5 reads postings cheaply); on PostgreSQL, when even the rarest is over 
 only the user's newest :data:`RECENT_WINDOW` documents are ranked, by all the terms."""
 
 RECENT_WINDOW = 10_000
+
+RETRACTION_WEIGHT = 0.5
+"""A retraction's share of its score: below a statement of its subject as relevant."""
 """PostgreSQL: how many of the user's newest documents are ranked when every query
 term is too common for the postings budget (each costs a heap row, not a posting)."""
 
@@ -317,11 +320,28 @@ class MemoryIndex:
                 score = relevance * candidate.confidence * self._fresh(candidate, now)
                 scored.append((score, relevance, candidate, ranks))
             scored.sort(key=lambda item: (-item[0], -item[2].doc_id))
-            top = scored[:limit]
+            # Twice as many are read as returned: a retraction ("User is no longer
+            # vegetarian") states no current fact, so it ranks at half its score, below
+            # a statement of its subject that is as relevant.
+            ahead = scored[: limit * 2]
             memories = {
                 m.memory_id: m
-                for m in load_memories(conn, user_id, [c.memory_id for _, _, c, _ in top])
+                for m in load_memories(conn, user_id, [c.memory_id for _, _, c, _ in ahead])
             }
+            top = sorted(
+                (
+                    (
+                        score * RETRACTION_WEIGHT
+                        if c.memory_id in memories and memories[c.memory_id].retracted
+                        else score,
+                        relevance,
+                        c,
+                        ranks,
+                    )
+                    for score, relevance, c, ranks in ahead
+                ),
+                key=lambda item: (-item[0], -item[2].doc_id),
+            )[:limit]
         return [
             MemoryHit(
                 memory=memories[c.memory_id],
