@@ -145,3 +145,30 @@ def test_the_command_runs_the_suite_and_writes_its_figures(suite: Path, tmp_path
         check=False,
     )
     assert neither.returncode == 2 and "--timelines" in neither.stdout + neither.stderr
+
+
+NAME_CASE = """
+- id: t-name
+  lang: en
+  category: name
+  sessions:
+    - date: 2026-01-05
+      turns:
+        - user: "Hi! My name is Matthew Harris."
+  facts:
+    - {category: name, value: Matthew, sessions: [0]}
+  questions:
+    - q: "do you remember what I'm called?"
+      answer: [Matthew]
+"""
+
+
+def test_an_answer_the_redaction_gate_kept_out_is_told_apart(tmp_path: Path) -> None:
+    (tmp_path / "names.yaml").write_text(NAME_CASE, encoding="utf-8")
+    (redacted,) = run_fact_timelines(tmp_path, embedder="hashing").halves
+    (outcome,) = redacted.outcomes
+    assert not outcome.answer_stored and not outcome.correct
+    assert redacted.redacted_answers == 1
+    (kept,) = run_fact_timelines(tmp_path, embedder="hashing", redaction=False).halves
+    (outcome,) = kept.outcomes
+    assert outcome.answer_stored and outcome.correct

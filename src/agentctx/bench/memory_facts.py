@@ -66,6 +66,7 @@ class QuestionOutcome:
     at_5: bool | None  # None: a question with no answer to find
     stale_injected: tuple[str, ...]  # the stale memories' texts
     top: str | None
+    answer_stored: bool = True  # False: the redaction gate kept every answer out of storage
 
 
 @dataclass
@@ -77,20 +78,36 @@ class HalfReport:
     outcomes: list[QuestionOutcome] = field(default_factory=list)
     extraction: ExtractionScore = field(default_factory=ExtractionScore)
 
-    def share(self, lang: str | None = None, *, as_of: bool | None = None) -> float:
-        """Latest-truth accuracy (of ``lang``'s questions; only ``as_of`` ones, or none)."""
+    def share(
+        self,
+        lang: str | None = None,
+        *,
+        as_of: bool | None = None,
+        stored_only: bool = False,
+    ) -> float:
+        """Latest-truth accuracy (of ``lang``'s questions; only ``as_of`` ones, or none;
+        with ``stored_only``, of the questions whose answer reached storage)."""
         chosen = [
             o
             for o in self.outcomes
             if (lang is None or o.lang == lang)
             and (as_of is None or (o.as_of is not None) == as_of)
+            and (o.answer_stored or not stored_only)
         ]
         return sum(o.correct for o in chosen) / len(chosen) if chosen else 1.0
 
     @property
-    def paraphrase_recall(self) -> float:
+    def redacted_answers(self) -> int:
+        """Questions whose every answer the redaction gate kept out of storage."""
+        return sum(not o.answer_stored for o in self.outcomes)
+
+    def paraphrase_recall(self, *, stored_only: bool = False) -> float:
         """Questions with an answer that found it among their top five memories."""
-        asked = [o.at_5 for o in self.outcomes if o.at_5 is not None]
+        asked = [
+            o.at_5
+            for o in self.outcomes
+            if o.at_5 is not None and (o.answer_stored or not stored_only)
+        ]
         return sum(asked) / len(asked) if asked else 1.0
 
     @property
@@ -124,8 +141,19 @@ def states_stale(memory: Memory, question: Question) -> bool:
     )
 
 
-def ask(engine: ContextEngine, case: Case, question: Question) -> QuestionOutcome:
-    """One question after the case's last session."""
+def stored_text(engine: ContextEngine, case: Case, session_ids: Sequence[str]) -> str:
+    """Everything the case's sessions hold in storage (after the redaction gate),
+    case-folded."""
+    return "\n".join(
+        event.text
+        for session_id in session_ids
+        for event in engine.get_session(session_id, case.user_id, record_access=False).events()
+    ).casefold()
+
+
+def ask(engine: ContextEngine, case: Case, question: Question, stored: str = "") -> QuestionOutcome:
+    """One question after the case's last session (``stored``: the case's stored text,
+    to tell an answer the redaction gate removed)."""
     as_of = (
         datetime.combine(question.as_of, time(23, 59, 59), tzinfo=UTC)
         if question.as_of is not None
@@ -154,6 +182,9 @@ def ask(engine: ContextEngine, case: Case, question: Question) -> QuestionOutcom
         at_5=any(states(m, question.answer) for m in hits) if question.answer else None,
         stale_injected=tuple(m.content for m in injected if states_stale(m, question)),
         top=top.content if top is not None else None,
+        answer_stored=not question.answer
+        or not stored
+        or any(value.casefold() in stored for value in question.answer),
     )
 
 
@@ -163,7 +194,8 @@ def run_half(engine: ContextEngine, name: str, cases: Sequence[Case]) -> HalfRep
     for case in cases:
         session_ids = ingest_case(engine, case)
         report.extraction.add(score_extraction(engine, case, session_ids))
-        report.outcomes.extend(ask(engine, case, question) for question in case.questions)
+        stored = stored_text(engine, case, session_ids)
+        report.outcomes.extend(ask(engine, case, q, stored) for q in case.questions)
     return report
 
 
