@@ -77,6 +77,28 @@ def test_profile_facts_each_have_their_subject(engine: ContextEngine) -> None:
     ]
 
 
+def test_a_job_names_its_employer_and_children_are_named_in_a_list(
+    engine: ContextEngine,
+) -> None:
+    assert facts(
+        engine,
+        "I just got a job as a data analyst at Spotify!",
+        "I've been a nurse for ten years",
+        "I have two kids, Leo and Mia.",
+        "I have a daughter.",
+        "I grew up in Ohio but live in Denver now",
+    ) == [
+        ("occupation", "User works as a data analyst"),
+        ("employer", "User works at Spotify"),
+        ("occupation", "User is a nurse"),
+        ("family: child: leo", "User's kid is named Leo"),
+        ("family: child: mia", "User's kid is named Mia"),
+        ("family: daughter", "User has a daughter"),
+        ("residence", "User lives in Denver"),
+        ("home town", "User is from Ohio"),
+    ]
+
+
 def test_health_diet_plans_and_answer_style(engine: ContextEngine) -> None:
     found = learned(
         engine,

@@ -121,6 +121,9 @@ def _healed(match: Groups, event: Event) -> Found:
 # Diet ---------------------------------------------------------------------------------------
 
 
+_DIETS_FOLLOWED = frozenset({"keto", "paleo", "carnivore"})
+
+
 def _regime(match: Groups, event: Event) -> Found | None:
     regime = match["v"].lower()
     if regime not in DIET_REGIMES:
@@ -134,7 +137,8 @@ def _regime(match: Groups, event: Event) -> Found | None:
             value=regime,
             data=_RETRACTED,
         )
-    return Found(MemoryKind.PREFERENCE, f"User is {regime}", "diet", 0.85, value=regime)
+    content = f"User follows a {regime} diet" if regime in _DIETS_FOLLOWED else f"User is {regime}"
+    return Found(MemoryKind.PREFERENCE, content, "diet", 0.85, value=regime)
 
 
 def _meat_again(match: Groups, event: Event) -> Found:
@@ -284,9 +288,10 @@ def _project(match: Groups, event: Event) -> Found | None:
     noun = (match["noun"] or "project").lower()
     verb = (match["verb"] or "working on").lower()
     verb = {"started": "started", "launched": "launched"}.get(verb, verb)
-    content = f"User is {verb} a {noun} called {name}"
+    article = "an" if noun[0] in "aeiou" else "a"
+    content = f"User is {verb} {article} {noun} called {name}"
     if verb in {"started", "launched"}:
-        content = f"User {verb} a {noun} called {name}"
+        content = f"User {verb} {article} {noun} called {name}"
     return Found(MemoryKind.PROJECT, content, f"project: {name.lower()}", 0.8, value=name)
 
 

@@ -8,9 +8,11 @@ vegetarian", "my sister Ines") is not read again as something looser.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from agentctx.events import Event
 from agentctx.memory.extract.english import clause_value, corrected
+from agentctx.memory.extract.rules_en import i_am_a
 from agentctx.memory.extract.statements import Found, Groups, Rule
 from agentctx.memory.extract.vocabulary import (
     INSTRUMENTS,
@@ -185,19 +187,38 @@ _NOT_OCCUPATIONS = frozenset(
 )
 
 
-def _occupation(match: Groups, event: Event) -> Found | None:
-    value = clause_value(match["v"], max_words=6)
+def _occupation(match: Groups, event: Event) -> tuple[Found, ...] | None:
+    value = clause_value(match["v"], max_words=8)
     if value is None:
         return None
     value = re.sub(r"^(?:an?|the)\s+", "", value, flags=re.IGNORECASE)
-    value = re.split(r"\s+(?:at|in|for|with|from)\s+", value, maxsplit=1)[0]
+    parts = re.split(r"\s+(at|in|for|with|from)\s+", value, maxsplit=1)
+    value = parts[0]
     if not value or value.split()[-1].lower() in _NOT_OCCUPATIONS:
         return None
     verb = match["verb"].lower()
     content = (
         f"User runs their own {value}" if verb.startswith("run") else f"User works as a {value}"
     )
-    return Found(MemoryKind.PROFILE, content, "occupation", 0.8, value=value)
+    job = Found(MemoryKind.PROFILE, content, "occupation", 0.8, value=value)
+    return (job, *_employer_in(parts))
+
+
+def _employer_in(parts: list[str]) -> tuple[Found, ...]:
+    """The employer a job's tail names ("… at Spotify"), if any."""
+    if len(parts) < 3 or parts[1] not in {"at", "for", "with"}:
+        return ()
+    org = _proper(parts[2])
+    if org is None or org in _NOT_PLACES:
+        return ()
+    return (Found(MemoryKind.PROFILE, f"User works at {org}", "employer", 0.75, value=org),)
+
+
+def _role_at(match: Groups, event: Event) -> tuple[Found, ...] | None:
+    job = i_am_a(match, event)
+    if job is None or job.subject != "occupation":
+        return None
+    return (job, *_employer_in(["", "at", match["org"]]))
 
 
 def _employer(match: Groups, event: Event) -> Found | None:
@@ -235,6 +256,13 @@ def _residence(match: Groups, event: Event) -> Found | None:
     return Found(
         MemoryKind.PROFILE, content or f"User lives in {value}", "residence", 0.8, value=value
     )
+
+
+def _home_town(match: Groups, event: Event) -> Found | None:
+    value = _proper(match["v"])
+    if value is None or value in _NOT_PLACES:
+        return None
+    return Found(MemoryKind.PROFILE, f"User is from {value}", "home town", 0.75, value=value)
 
 
 # Languages and skills ------------------------------------------------------------------------
@@ -346,6 +374,15 @@ def _family(match: Groups, event: Event) -> tuple[Found, ...] | None:
     return tuple(family_member(relation, name) for name in names)
 
 
+def _has_family(match: Groups, event: Event) -> Found:
+    word = match["rel"].lower()
+    relation = "child" if word == "children" else word
+    found = family_member(relation, None)
+    plural = match["n"].lower() not in {"a", "an", "one", "1"}
+    shown = word if word == "children" or not plural else f"{word}s"
+    return replace(found, content=f"User has {match['n'].lower()} {shown}")
+
+
 def _partner_named(match: Groups, event: Event) -> Found | None:
     name = match["v"]
     if name in _NOT_NAMES:
@@ -423,6 +460,13 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         (rf"^(?P<v>{NAME}) (?:again|here)\s*[,!.\-]", _name),
         # Work
         (
+            rf"{_IM} (?:now |currently |also )?(?P<a>an?) (?P<v>[\w -]{{2,40}}?) (?:at|for|with) "
+            rf"(?P<org>{PROPER})|\bI(?:'ve| have) been (?P<a2>an?) (?P<v2>[\w -]{{2,40}}?) for\b|"
+            r"\bI (?:became|'ve become|have become) (?P<a3>an?) (?P<v3>[\w -]{2,40}?)(?=[,.!;]|$|"
+            r"\s+(?:and|so|but|last|this|in)\b)",
+            _role_at,
+        ),
+        (
             rf"{_I_OR_START}(?:currently |now |still )?(?P<verb>work(?:ing|ed)?|started|start|"
             rf"began|got hired|was hired|got a job|got a new job|'m starting|am starting) "
             r"(?:working |out )?as (?:an? |the )?(?P<v>.+)",
@@ -459,8 +503,13 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             rf"(?:{_I_OR_START}|\bwe(?:'ve| have)? (?:just |recently |finally )?)"
             r"(?P<verb>moved|relocated)(?: down| up| over| back| out)? to (?P<v>.+)|"
             rf"{_IM} (?:now |currently )?(?P<verb2>based|living|settled|back|now) in (?P<v2>.+)|"
-            rf"{_IM} (?P<verb3>in) (?P<v3>{PROPER})(?=\s*(?:,|\.|$|and\b))",
+            rf"{_IM} (?P<verb3>in) (?P<v3>{PROPER})(?=\s*(?:,|\.|$|and\b))|"
+            rf"\b(?:but|and|now) (?:I )?(?P<verb4>live) in (?P<v4>{PROPER})",
             _residence,
+        ),
+        (
+            rf"\bI grew up in (?P<v>{PROPER})|\bI(?:'m| am) originally from (?P<v2>{PROPER})",
+            _home_town,
         ),
         # Languages
         (
@@ -508,10 +557,15 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _family,
         ),
         (
-            rf"\bI have (?:a|an|one|two|three|\d) {_ADJ}(?P<rel>{RELATION_PATTERN})s? (?:named|"
-            rf"called) (?P<v>{NAME}(?:,? and {NAME})?)|\bour {_ADJ}(?:baby )?(?P<rel2>son|"
+            rf"\bI have (?:a|an|one|two|three|\d) {_ADJ}(?P<rel>{RELATION_PATTERN})s?(?:,? (?:named|"
+            rf"called) |, )(?P<v>{NAME}(?:,? (?:and )?{NAME})*)|\bour {_ADJ}(?:baby )?(?P<rel2>son|"
             rf"daughter|baby|boy|girl)\b.*?\b(?:called|named) (?:him|her|them|it) (?P<v2>{NAME})",
             _family,
+        ),
+        (
+            rf"\bI have (?P<n>a|an|one|two|three|four|\d) {_ADJ}(?P<rel>{RELATION_PATTERN}|kid|"
+            r"child|children)(?:s)?\b",
+            _has_family,
         ),
         (
             rf"\b(?:seeing|dating|with) (?:someone|somebody|a guy|a girl|a woman|a man)"

@@ -8,6 +8,7 @@ said in either language is one memory.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from agentctx.events import Event
 from agentctx.memory.extract.rules_zh import zh_value
@@ -26,6 +27,11 @@ from agentctx.memory.extract.vocabulary import (
 from agentctx.memory.models import MemoryKind
 
 _RETRACTED = {"retracted": True}
+_SURNAMES = (
+    "王李张刘陈杨赵黄周吴徐孙胡朱高林何郭马罗梁宋郑谢韩唐冯于董萧程曹袁邓许傅沈曾彭吕苏卢蒋蔡"
+    "贾丁魏薛叶阎余潘杜戴夏钟汪田任姜范方石姚谭廖邹熊金陆郝孔白崔康毛邱秦江史顾侯邵孟龙万段钱"
+    "汤尹黎易常武乔贺赖龚文"
+)
 _END = r"(?=[\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026\s]|$)"
 _NAME = rf"(?P<v>[^\s\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026“”\"]{{1,4}}){_END}"
 
@@ -35,7 +41,8 @@ def _place(group: str) -> str:
     """A place named ``group``: two to four characters, then what follows a place."""
     return (
         rf"(?P<{group}>[\u4e00-\u9fff]{{2,4}}?)(?=[\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026\s]|了|这|"
-        r"那|的|住|生活|工作|上班|玩|旅行|旅游|度假|出差|看|逛|已|快|好|[一二三四五六七八九十几\d]|$)"
+        r"那|的|住|生活|工作|上班|玩|旅行|旅游|度假|出差|看|逛|已|快|好|留学|读书|上学|开会|参加|"
+        r"探亲|见|拜访|过年|[一二三四五六七八九十几\d]|$)"
     )
 
 
@@ -91,6 +98,33 @@ def _named(match: Groups, event: Event) -> Found | None:
     return zh_family_member(match["rel"], name)
 
 
+def _has_family(match: Groups, event: Event) -> Found:
+    found = zh_family_member(match["rel"], None)
+    return replace(found, content=f"用户有{match['n'] or ''}{match['rel']}")
+
+
+def _starts_school(match: Groups, event: Event) -> tuple[Found, ...]:
+    rel, name = match["rel"], match["name"] or None
+    when, what = match["when"], match["what"]
+    who = f"用户的{rel}{name or ''}"
+    plan = Found(
+        MemoryKind.EPISODIC,
+        f"{who}{when}上{what}",
+        f"plan: school {name or ZH_RELATIONS.get(rel, rel)}",
+        0.75,
+        value=when,
+        data={"when": when},
+    )
+    return (zh_family_member(rel, name), plan)
+
+
+def _does_for_work(match: Groups, event: Event) -> Found | None:
+    work = zh_value(match["v"], max_chars=8)
+    if work is None:
+        return None
+    return Found(MemoryKind.PROFILE, f"用户是做{work}的", "occupation", 0.75, value=work)
+
+
 def _mentioned(match: Groups, event: Event) -> Found:
     return zh_family_member(match["rel"], None)
 
@@ -126,8 +160,19 @@ def _residence(match: Groups, event: Event) -> Found:
 # Languages and skills ------------------------------------------------------------------------
 
 
-def _language(match: Groups, event: Event) -> Found:
-    language = match["v"]
+_MORE_LANGUAGES = re.compile(rf"^(?:和|、|跟|以及|还有)(?:一点|些)?({ZH_LANGUAGES})")
+
+
+def _language(match: Groups, event: Event) -> tuple[Found, ...]:
+    languages = [match["v"]]
+    rest = match.string[match.start + len(match.group()) :]
+    while (more := _MORE_LANGUAGES.match(rest)) is not None:
+        languages.append(more.group(1))
+        rest = rest[more.end() :]
+    return tuple(_one_language(match, language) for language in languages)
+
+
+def _one_language(match: Groups, language: str) -> Found:
     subject = f"language: {language}"
     if match["gone"]:
         content = f"用户已经不会说{language}了"
@@ -147,6 +192,13 @@ def _tech(match: Groups, event: Event) -> Found | None:
     if tool not in TECH_AS_WRITTEN and tool.lower() not in TECH:
         return None
     return Found(MemoryKind.SKILL, f"用户会用{tool}", f"skill: {tool.lower()}", 0.8, value=tool)
+
+
+def _good_at(match: Groups, event: Event) -> Found | None:
+    skill = zh_value(match["v"], max_chars=6)
+    if skill is None:
+        return None
+    return Found(MemoryKind.SKILL, f"用户擅长{skill}", f"skill: {skill}", 0.75, value=skill)
 
 
 def _instrument(match: Groups, event: Event) -> Found:
@@ -220,7 +272,9 @@ def _avoids(match: Groups, event: Event) -> Found | None:
     food = zh_value(match["v"], max_chars=6)
     if food is None or food.startswith(("素", "了", "下", "完", "饱", "饭")):
         return None
-    return Found(MemoryKind.PREFERENCE, f"用户不吃{food}", f"diet: {food}", 0.8, value=food)
+    verb = "喝" if match["verb"] == "喝" else "吃"
+    content = f"用户不{verb}{food}"
+    return Found(MemoryKind.PREFERENCE, content, f"diet: {food}", 0.8, value=food)
 
 
 _QUITS = "戒糖|戒酒|戒烟|控糖|戒碳水|戒咖啡|戒奶茶|戒零食"
@@ -370,7 +424,19 @@ ZH_FACT_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _renamed,
         ),
         (r"叫我(?P<v>[\u4e00-\u9fff]{1,4}?)(?:就行|就好|吧)", _renamed),
+        (rf"我是(?P<v>[{_SURNAMES}][\u4e00-\u9fff]{{1,2}})(?=[\uff0c,。.\uff01!\s]|$)", _renamed),
+        (r"我是做(?P<v>[^\uff0c,。]{1,8}?)的", _does_for_work),
         # Family
+        (
+            rf"我(?:的)?(?P<rel>儿子|女儿|孩子|闺女)(?P<name>[\u4e00-\u9fff]{{2}})?(?P<when>{_TIME})"
+            r"(?:就)?(?:要)?(?:开始)?(?:上|读|进)(?P<what>小学|幼儿园|初中|高中|大学|学)",
+            _starts_school,
+        ),
+        (
+            r"我(?:有|生了)(?P<n>一个|两个|三个|四个|一|两|三|个)?(?P<rel>女儿|儿子|孩子|哥哥|姐姐|"
+            r"弟弟|妹妹|闺女)",
+            _has_family,
+        ),
         (
             rf"我(?:的)?(?P<rel>{ZH_RELATION_PATTERN})(?:叫|名叫|名字叫|的名字是|的名字叫|小名叫|"
             rf"大名叫){_NAME}",
@@ -430,6 +496,7 @@ ZH_FACT_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"在行)",
             _tech,
         ),
+        (r"我(?:很|比较|特别|非常)?(?:擅长|精通)(?P<v>[\u4e00-\u9fff]{2,6})", _good_at),
         (
             rf"(?P<v>{ZH_INSTRUMENTS})我(?:已经|早就)?不(?P<gone>弹|拉|吹|打)了|我(?:已经)?不(?:再)?"
             rf"(?P<gone2>弹|拉|吹|打)(?P<v2>{ZH_INSTRUMENTS})了",
@@ -443,6 +510,7 @@ ZH_FACT_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         # Health
         (
             r"我(?:现在)?对(?P<v>[^\s\uff0c,。对]{1,8}?)(?:已经)?(?P<gone>不(?:再)?)过敏|"
+            r"我(?:现在)?(?P<gone3>不再|已经不)对(?P<v3>[^\s\uff0c,。对]{1,8}?)过敏|"
             r"我(?:对)?(?P<v2>[^\s\uff0c,。对不没]{1,8}?)过敏",
             _allergy,
         ),
@@ -470,7 +538,7 @@ ZH_FACT_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _regime,
         ),
         (
-            r"我(?:从来|一直|也|现在|平时)?不(?:吃|喝|碰)(?P<v>[^\s\uff0c,。了的]{1,6})|"
+            r"我(?:从来|一直|也|现在|平时)?不(?P<verb>吃|喝|碰)(?P<v>[^\s\uff0c,。了的]{1,6})|"
             r"(?P<v2>[\u4e00-\u9fff]{1,4})我(?:是)?(?:一口)?(?:都|也)?不(?:碰|吃)",
             _avoids,
         ),
