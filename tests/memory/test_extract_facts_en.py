@@ -191,6 +191,11 @@ def test_a_change_later_in_the_session_comes_later_with_a_later_time(
         "I'm thinking about becoming a pilot.",
         "Are you allergic to anything?",
         "I'm visiting a friend in Chicago this weekend.",
+        "I'm going to Costco later",
+        "I'm at Starbucks",
+        "I'm Ready",
+        "I like that idea",
+        "I know Tom from school",
     ],
 )
 def test_others_hypotheticals_and_questions_state_nothing(engine: ContextEngine, text: str) -> None:

@@ -140,6 +140,9 @@ def test_a_correction_within_a_message_replaces_what_it_corrects(engine: Context
         "你觉得我要不要去考个心理咨询师证？",
         "如果我住在上海就好了",
         "我没有糖尿病",
+        "我要去趟超市",
+        "医生说我要多休息",
+        "我是说这个方案不行",
     ],
 )
 def test_others_hypotheticals_and_questions_state_nothing(engine: ContextEngine, text: str) -> None:

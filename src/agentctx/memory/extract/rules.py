@@ -351,7 +351,7 @@ def _add(
     source = provenance(event, extractor_version)
     existing = by_key.get(key)
     if existing is not None:
-        if source not in existing.sources:
+        if all(s.event_id != source.event_id for s in existing.sources):
             # Said again: it moves after what was said in between, so a value changed and
             # changed back within the session ends on the value said last.
             del by_key[key]

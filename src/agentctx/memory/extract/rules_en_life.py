@@ -36,6 +36,8 @@ def _trip(match: Groups, event: Event) -> Found | None:
         return None
     name = place.group(0)
     when = (match["when"] or "").strip()
+    if not when and re.match(r"(?:going|heading|driving|off)\b", match["verb"], re.IGNORECASE):
+        return None  # "I'm going to Costco": an errand; a trip has a date or a booking
     content = f"User plans a trip to {name}" + (f" {when}" if when else "")
     data = {"when": when} if when else {}
     return Found(
@@ -236,12 +238,12 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _trip_off,
         ),
         (
-            rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?:going|heading|flying|travel(?:l)?ing|driving|"
-            rf"off) (?:back )?to (?P<v>{PROPER})(?: (?P<when>{_WHEN}))?|\b(?:I|we)(?:'m| am|'re| "
-            r"are|'ve| have)? (?:planning|planned|booked|booking|plan|organizing) (?:a |our |my |"
-            rf"the )?(?:\w+ )?(?:trip|holiday|vacation|visit|getaway) to (?P<v2>{PROPER})(?: "
-            rf"(?P<when2>{_WHEN}))?|\bmy (?:\w+ )?trip to (?P<v3>{PROPER}) (?:is )?"
-            rf"(?P<when3>{_WHEN})",
+            rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?P<verb>going|heading|flying|travel(?:l)?ing|"
+            rf"driving|off) (?:back )?to (?P<v>{PROPER})(?: (?P<when>{_WHEN}))?|\b(?:I|we)"
+            r"(?:'m| am|'re| are|'ve| have)? (?:planning|planned|booked|booking|plan|organizing) "
+            r"(?:a |our |my |the )?(?:\w+ )?(?:trip|holiday|vacation|visit|getaway) to "
+            rf"(?P<v2>{PROPER})(?: (?P<when2>{_WHEN}))?|\bmy (?:\w+ )?trip to (?P<v3>{PROPER}) "
+            rf"(?:is )?(?P<when3>{_WHEN})",
             _trip,
         ),
         (

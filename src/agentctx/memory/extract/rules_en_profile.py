@@ -12,7 +12,7 @@ import re
 from agentctx.events import Event
 from agentctx.memory.extract.english import clause_value, corrected
 from agentctx.memory.extract.rules_en import i_am_a
-from agentctx.memory.extract.statements import Found, Groups, Rule
+from agentctx.memory.extract.statements import Found, Groups, Rule, words
 from agentctx.memory.models import MemoryKind
 
 # A proper name as written: capitalized whatever the rule's case-insensitivity.
@@ -27,101 +27,20 @@ _I_OR_START = (
     r"(?:(?:^|\s[-\u2013\u2014]\s|[,;]\s)(?:so |and |well |just |finally |then |ok so )?|"
     r"\bI (?:just |finally |recently |also )?)"
 )
-NOT_NAMES = frozenset(
-    [
-        "American",
-        "British",
-        "English",
-        "Canadian",
-        "Australian",
-        "German",
-        "French",
-        "Italian",
-        "Spanish",
-        "Mexican",
-        "Chinese",
-        "Japanese",
-        "Korean",
-        "Indian",
-        "Irish",
-        "Scottish",
-        "Welsh",
-        "Dutch",
-        "Swedish",
-        "Polish",
-        "Russian",
-        "Ukrainian",
-        "Brazilian",
-        "Jewish",
-        "Muslim",
-        "Christian",
-        "Catholic",
-        "Buddhist",
-        "Hindu",
-        "European",
-        "Asian",
-        "African",
-        "Latino",
-        "Latina",
-        "Vegan",
-        "Vegetarian",
-        "Sorry",
-        "Back",
-        "Here",
-        "Home",
-        "Done",
-        "Fine",
-        "Good",
-        "Okay",
-        "Ok",
-        "Just",
-        "So",
-        "Not",
-        "Still",
-        "Also",
-        "Really",
-        "Pretty",
-        "Very",
-        "Currently",
-        "Now",
-        "Based",
-        "From",
-        "In",
-        "At",
-        "On",
-        "Into",
-        "Gonna",
-        "Going",
-        "Trying",
-        "Looking",
-        "Working",
-        "Moving",
-        "Thinking",
-        "Curious",
-        "New",
-        "Free",
-        "Busy",
-        "Tired",
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-    ]
+# Capitalized words that follow "I'm" or a relation without being a name.
+NOT_NAMES = words(
+    """
+    American British English Canadian Australian German French Italian Spanish Mexican
+    Chinese Japanese Korean Indian Irish Scottish Welsh Dutch Swedish Polish Russian
+    Ukrainian Brazilian Jewish Muslim Christian Catholic Buddhist Hindu European Asian
+    African Latino Latina Vegan Vegetarian Sorry Back Here Home Done Fine Good Okay Ok Just
+    So Not Still Also Really Pretty Very Currently Now Based From In At On Into Gonna Going
+    Trying Looking Working Moving Thinking Curious New Free Busy Tired January February
+    March April May June July August September October November December Monday Tuesday
+    Wednesday Thursday Friday Saturday Sunday Ready Sure Glad Happy Sad Bored Excited Late
+    Early Lost Stuck Confused Hungry Sick Alive Alone Afraid Aware Broke Certain Serious
+    Exhausted Thankful Grateful
+    """
 )
 _TIME_TAIL = re.compile(
     r"\s+(?:last|next|this|in|since|for|a|two|three|few|about|over|back|ago|recently)\b.*$",
@@ -216,6 +135,8 @@ def _employer(match: Groups, event: Event) -> Found | None:
     value = proper(match["v"])
     if value is None:
         return None
+    if match["at"] and not _WORK_WORDS.search(match.string):
+        return None  # "I'm at Starbucks": a place the user is at, unless work is the topic
     return Found(MemoryKind.PROFILE, f"User works at {value}", "employer", 0.8, value=value)
 
 
@@ -231,6 +152,13 @@ def _employer_left(match: Groups, event: Event) -> Found | None:
         value=value,
         data={"retracted": True},
     )
+
+
+_WORK_WORDS = re.compile(
+    r"\b(?:work|job|office|team|boss|shift|colleagues?|coworkers?|manager|company|firm|"
+    r"employer|promotion|raise|salary|role|busy season|clients?|hired|career|intern(?:ship)?)\b",
+    re.IGNORECASE,
+)
 
 
 # Place --------------------------------------------------------------------------------------
@@ -299,7 +227,7 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         ),
         (
             rf"\bI(?:'ve| have)? (?:been )?work(?:ed|ing) (?:for|at) (?P<v>{PROPER})|"
-            rf"{_IM} (?:now |currently )?at (?P<v2>{PROPER})(?!\s+(?:this|for|today|"
+            rf"{_IM} (?:now |currently )?(?P<at>at) (?P<v2>{PROPER})(?!\s+(?:this|for|today|"
             r"tonight|right now|on|until|till|airport|station|hotel)\b)|"
             rf"(?:{_I_OR_START}|{_IM} (?:now |also )?)(?:start|starting|started|will start|"
             rf"'ll start) (?:at|with) (?P<v3>{PROPER})|"

@@ -60,7 +60,10 @@ def _condition(match: Groups, event: Event) -> Found | None:
 
 def _doctor_says(match: Groups, event: Event) -> Found | None:
     finding = zh_value(match["v"], max_chars=10)
-    if finding is None or finding.startswith("的"):
+    # "医生说我要多休息" is advice, not a finding.
+    if finding is None or finding.startswith(
+        ("的", "要", "得", "应该", "需要", "多", "少", "别", "不要")
+    ):
         return None
     return Found(MemoryKind.FACT, f"医生说用户{finding}", f"health: {finding}", 0.7, value=finding)
 
@@ -108,10 +111,11 @@ def _eats_now(match: Groups, event: Event) -> Found | None:
 
 
 def _trip(match: Groups, event: Event) -> Found | None:
-    place = match["v"]
+    place = re.sub(r"^(?:一趟|趟)", "", match["v"])
     when = match["when"] or ""
-    planned = re.search(r"打算|计划|准备|要|报了|订了", match.group())
-    if not (when or planned) or place.startswith(("哪", "那", "这")):
+    # 要 alone is a wish of the moment (我要去趟超市); a plan has a date or is one.
+    planned = re.search(r"打算|计划|准备|报了|订了", match.group())
+    if not (when or planned) or len(place) < 2 or place.startswith(("哪", "那", "这")):
         return None
     content = f"用户计划{when}去{place}"
     data = {"when": when} if when else {}
