@@ -123,6 +123,27 @@ def test_health_diet_plans_and_answer_style(engine: ContextEngine) -> None:
     assert {"allergy", "allergic", "penicillin"} <= set(allergy.keywords)
 
 
+def test_dated_events_projects_by_name_and_injuries(engine: ContextEngine) -> None:
+    found = learned(
+        engine,
+        "I have a job interview on Friday",
+        "I'm getting married in June!",
+        "I've been building Orbit, my side project, for months",
+        "I quit the Orbit project",
+        "I broke my leg skiing",
+        "I keep kosher",
+    )
+    assert [(c.subject, c.content, c.data) for c in found] == [
+        ("plan: job interview", "User has a job interview on Friday", {"when": "on Friday"}),
+        ("plan: wedding", "User is getting married in June", {"when": "in June"}),
+        ("project: orbit", "User is working on a project called Orbit", {}),
+        ("project: orbit", "User stopped working on Orbit", {"retracted": True}),
+        ("health: broken leg", "User has a broken leg", {}),
+        ("diet: kosher", "User eats kosher only", {}),
+    ]
+    assert learned(engine, "I quit smoking", "I'm going to bed") == []
+
+
 def test_a_retraction_states_the_retracted_subject(engine: ContextEngine) -> None:
     stated = learned(
         engine,

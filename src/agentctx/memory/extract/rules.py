@@ -185,7 +185,8 @@ _MAY_STATE = re.compile(
     r"\b(?:i|im|me|my|we|our|let's|let us|decided|chose|agreed|work|worked|working|got|"
     r"started|moved|quit|left|been|writing|coding|last day|keep|be|answer|answers|reply|"
     r"respond|use|no|please|again|here|still|switch|switched|signed|renamed|rename|metric|"
-    r"imperial|person|done|moving|move|trip|vegan|vegetarian|gave|had|cast)\b|"
+    r"imperial|person|done|moving|move|trip|vegan|vegetarian|gave|had|cast|hold|dead|"
+    r"shelved|cancelled|canceled)\b|"
     r"[\u4e00-\u9fff]",
     re.IGNORECASE,
 )

@@ -101,6 +101,18 @@ def _condition(match: Groups, event: Event) -> Found | None:
     return Found(MemoryKind.FACT, f"User has {condition}", subject, 0.8, value=condition)
 
 
+_INJURIES = {"broke": "broken", "fractured": "broken", "tore": "torn", "hurt": "injured"}
+
+
+def _injured(match: Groups, event: Event) -> Found:
+    how = match["how"].lower()
+    injury = _INJURIES.get(how, how)
+    part = match["v"].lower()
+    return Found(
+        MemoryKind.FACT, f"User has a {injury} {part}", f"health: {injury} {part}", 0.8, value=part
+    )
+
+
 def _healed(match: Groups, event: Event) -> Found:
     part = match["v"].lower()
     # A cast comes off a fracture: "cast came off, the wrist is healed" ends a broken wrist.
@@ -184,6 +196,11 @@ def _free_of(match: Groups, event: Event) -> Found:
     )
 
 
+def _observes(match: Groups, event: Event) -> Found:
+    rule = match["v"].lower()
+    return Found(MemoryKind.PREFERENCE, f"User eats {rule} only", f"diet: {rule}", 0.85, value=rule)
+
+
 def _intolerant(match: Groups, event: Event) -> Found:
     thing = match["v"].lower()
     return Found(
@@ -215,6 +232,11 @@ HEALTH_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _condition,
         ),
         (
+            rf"\bI (?P<how>broke|fractured|sprained|tore|dislocated|hurt|injured) my "
+            rf"(?P<v>{_BODY_PARTS})\b",
+            _injured,
+        ),
+        (
             rf"\b(?:my|the) (?P<v>{_BODY_PARTS}) (?:is|has) (?:now )?(?:fully |completely |"
             r"finally |all )?(?:healed|mended)",
             _healed,
@@ -243,6 +265,11 @@ HEALTH_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _avoids,
         ),
         (rf"{_IM} (?:\w+ )?(?P<v>lactose|gluten|fructose) intolerant", _intolerant),
+        (
+            rf"{_IM} (?:strictly )?(?P<v>halal|kosher)\b|\bI (?:keep|eat|only eat) "
+            r"(?P<v2>halal|kosher)\b",
+            _observes,
+        ),
         (
             r"\bI (?:have to|need to|must|can only|only) eat (?P<v>[\w]+)-free\b|"
             rf"{_IM} (?:on )?(?:a )?(?P<v2>[\w]+)-free(?: diet)?\b",

@@ -89,6 +89,20 @@ _EVENT_VERBS = {
 }
 
 
+def _dated_event(match: Groups, event: Event) -> Found:
+    what = match["v"].lower()
+    when = match["when"].strip()
+    if what == "getting married":
+        content, topic = f"User is getting married {when}", "wedding"
+    elif match.string[match.start :].lower().startswith("my "):
+        content, topic = f"User's {what} is {when}", what
+    else:
+        content, topic = f"User has a {what} {when}", what
+    return Found(
+        MemoryKind.EPISODIC, content, f"plan: {topic}", 0.75, value=when, data={"when": when}
+    )
+
+
 def _move(match: Groups, event: Event) -> Found:
     when = match["when"].strip()
     again = match["now"]
@@ -210,6 +224,18 @@ def _kind_of_person(match: Groups, event: Event) -> Found | None:
     return Found(MemoryKind.PREFERENCE, content, f"preference: {thing}", 0.7, value=thing)
 
 
+def _keen(match: Groups, event: Event) -> Found | None:
+    value = clause_value(match["v"], max_words=5)
+    if value is None:
+        return None
+    topic = re.sub(r"^(?:the|a|an)\s+", "", value.lower())
+    if match["gone"]:
+        content = f"User is no longer into {value}"
+        return Found(MemoryKind.PREFERENCE, content, f"preference: {topic}", 0.65, value=value)
+    content = f"User loves {value}"
+    return Found(MemoryKind.PREFERENCE, content, f"preference: {topic}", 0.65, value=value)
+
+
 def _not_fan(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=5)
     if value is None:
@@ -239,7 +265,8 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         ),
         (
             rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?P<verb>going|heading|flying|travel(?:l)?ing|"
-            rf"driving|off) (?:back )?to (?P<v>{PROPER})(?: (?P<when>{_WHEN}))?|\b(?:I|we)"
+            rf"driving|off|taking (?:my|our|the) \w+) (?:back )?to (?P<v>{PROPER})"
+            rf"(?: (?P<when>{_WHEN}))?|\b(?:I|we)"
             r"(?:'m| am|'re| are|'ve| have)? (?:planning|planned|booked|booking|plan|organizing) "
             r"(?:a |our |my |the )?(?:\w+ )?(?:trip|holiday|vacation|visit|getaway) to "
             rf"(?P<v2>{PROPER})(?: (?P<when2>{_WHEN}))?|\bmy (?:\w+ )?trip to (?P<v3>{PROPER}) "
@@ -260,11 +287,19 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"[\w ]+?)(?=[,.!?;]|\s+(?:and|so|but|ugh)\b|$)",
             _move,
         ),
+        (
+            rf"\bI (?:have|'ve got|got) (?:a|an|my|the) (?P<v>(?:job )?interview|exam|test|surgery|"
+            r"operation|appointment|recital|competition|presentation|defen[cs]e|audition|"
+            rf"wedding) (?P<when>{_WHEN})|\bmy (?P<v2>wedding|surgery|operation|interview|exam|"
+            rf"graduation|due date|move|recital|defen[cs]e) is (?:now )?(?P<when2>{_WHEN}|"
+            rf"\w+ \d{{1,2}}(?:st|nd|rd|th)?)|{_IM} (?P<v3>getting married) (?P<when3>{_WHEN})",
+            _dated_event,
+        ),
         # Projects
         (
             r"(?:\b(?:I|we)(?:'m| am|'re| are|'ve been| have been)? |^|,\s*)(?:currently |now |"
             r"still |also )?(?P<verb>building|working on|developing|making|writing|creating|"
-            r"coding|started|starting|launched|running) (?:a|an|my|our|this|the) "
+            r"coding|started|starting|launched|launching|running) (?:a|an|my|our|this|the) "
             rf"(?:[\w-]+ ){{0,3}}?(?P<noun>{_PROJECT_NOUNS})s?(?:,? (?:called|named|titled|dubbed) "
             rf"|, )[\"'\u201c]?(?P<v>{_PROJECT_NAME})",
             _project,
@@ -282,13 +317,20 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _restoring,
         ),
         (
+            rf"\b(?:building|working on|developing|writing|making) (?P<v>{_PROJECT_NAME}), my "
+            rf"(?:side |pet |personal |hobby |new |own )?(?P<noun>{_PROJECT_NOUNS})\b",
+            _project,
+        ),
+        (
             rf"\bmy (?:side |pet |personal |hobby |new |own )?(?P<noun>{_PROJECT_NOUNS}),? "
             rf"(?:is )?(?:called |named )?[\"'\u201c]?(?P<v>{_PROJECT_NAME})",
             _project,
         ),
         (
             r"(?:\bI(?:'ve| have)? |^)(?:abandoned|shelved|dropped|killed|gave up on|given up on|"
-            r"stopped working on|quit working on) (?:the |my )?(?P<v>[\w-]+)|"
+            r"stopped working on|quit working on) (?:the |my )?(?P<v>[\w-]+)"
+            r"(?= project\b|[,.!;]|$| for good\b| for now\b)|\bI (?:quit|paused) (?:the |my )?"
+            r"(?P<v3>[\w-]+) project\b|"
             rf"(?P<v2>{_PROJECT_NAME}) is (?:dead|cancelled|canceled|shelved|abandoned|on hold)",
             _project_dropped,
         ),
@@ -315,6 +357,11 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"\b(?:use|switch to|give me|in|stick to|stick with|prefer) (?P<v>metric|imperial)"
             r"(?: units)?\b",
             _units,
+        ),
+        (
+            rf"{_IM} (?:really |so |kind of |a bit )?(?:obsessed with|crazy about|passionate about|"
+            rf"hooked on) (?P<v>.+)|{_IM} (?P<gone>no longer|not) (?:really )?into (?P<v2>.+)",
+            _keen,
         ),
         (
             rf"(?:{_IM}|\bI(?:'ve| have) become|\bI became) (?:a |an )?(?P<v>\w+) person\b|"

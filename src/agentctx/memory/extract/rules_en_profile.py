@@ -230,7 +230,8 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             rf"{_IM} (?:now |currently )?(?P<at>at) (?P<v2>{PROPER})(?!\s+(?:this|for|today|"
             r"tonight|right now|on|until|till|airport|station|hotel)\b)|"
             rf"(?:{_I_OR_START}|{_IM} (?:now |also )?)(?:start|starting|started|will start|"
-            rf"'ll start) (?:at|with) (?P<v3>{PROPER})|"
+            r"'ll start)(?: (?:a |my )?(?:new )?(?:job|role|position))? (?:at|with) "
+            rf"(?P<v3>{PROPER})|"
             rf"(?:{_I_OR_START}|{_IM} (?:now |also )?)(?:joined|joining) (?P<v4>{PROPER})",
             _employer,
         ),
