@@ -57,7 +57,7 @@ CASES = """
   sessions:
     - date: 2026-01-05
       turns:
-        - user: "I'm a nurse at St Mary's."
+        - user: "I'm a nurse, nights mostly."
         - user: "my friend is a pilot."
         - user: "I love my garden."
   facts:

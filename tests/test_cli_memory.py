@@ -119,7 +119,7 @@ def test_extract_since_a_day_creates_memories_and_is_idempotent(db_url: str, hom
     assert code == 0, err
     listed = rows(out)
     assert len(listed) == 2
-    assert "User works as a nurse" in out and "User prefers short answers" in out
+    assert "User works as a nurse" in out and "User wants short answers" in out
     for cells in listed.values():
         assert cells[-4:-2] == ["1", "active"]  # version 1, active
 
@@ -216,7 +216,7 @@ def extracted(home: Path, sessions: dict[str, str]) -> dict[str, str]:
         }
     return {
         "nurse": by_text["User works as a nurse"],
-        "short": by_text["User prefers short answers"],
+        "short": by_text["User wants short answers"],
         "berlin": next(mid for text, mid in by_text.items() if "Berlin" in text),
     }
 

@@ -77,6 +77,28 @@ def test_profile_facts_each_have_their_subject(engine: ContextEngine) -> None:
     ]
 
 
+def test_a_job_names_its_employer_and_children_are_named_in_a_list(
+    engine: ContextEngine,
+) -> None:
+    assert facts(
+        engine,
+        "I just got a job as a data analyst at Spotify!",
+        "I've been a nurse for ten years",
+        "I have two kids, Leo and Mia.",
+        "I have a daughter.",
+        "I grew up in Ohio but live in Denver now",
+    ) == [
+        ("occupation", "User works as a data analyst"),
+        ("employer", "User works at Spotify"),
+        ("occupation", "User is a nurse"),
+        ("family: child: leo", "User's kid is named Leo"),
+        ("family: child: mia", "User's kid is named Mia"),
+        ("family: daughter", "User has a daughter"),
+        ("residence", "User lives in Denver"),
+        ("home town", "User is from Ohio"),
+    ]
+
+
 def test_health_diet_plans_and_answer_style(engine: ContextEngine) -> None:
     found = learned(
         engine,
@@ -99,6 +121,27 @@ def test_health_diet_plans_and_answer_style(engine: ContextEngine) -> None:
     # Keywords a question uses that the content may not ("what am I allergic to?").
     allergy = learned(engine, "I'm allergic to penicillin.")[0]
     assert {"allergy", "allergic", "penicillin"} <= set(allergy.keywords)
+
+
+def test_dated_events_projects_by_name_and_injuries(engine: ContextEngine) -> None:
+    found = learned(
+        engine,
+        "I have a job interview on Friday",
+        "I'm getting married in June!",
+        "I've been building Orbit, my side project, for months",
+        "I quit the Orbit project",
+        "I broke my leg skiing",
+        "I keep kosher",
+    )
+    assert [(c.subject, c.content, c.data) for c in found] == [
+        ("plan: job interview", "User has a job interview on Friday", {"when": "on Friday"}),
+        ("plan: wedding", "User is getting married in June", {"when": "in June"}),
+        ("project: orbit", "User is working on a project called Orbit", {}),
+        ("project: orbit", "User stopped working on Orbit", {"retracted": True}),
+        ("health: broken leg", "User has a broken leg", {}),
+        ("diet: kosher", "User eats kosher only", {}),
+    ]
+    assert learned(engine, "I quit smoking", "I'm going to bed") == []
 
 
 def test_a_retraction_states_the_retracted_subject(engine: ContextEngine) -> None:
@@ -169,6 +212,11 @@ def test_a_change_later_in_the_session_comes_later_with_a_later_time(
         "I'm thinking about becoming a pilot.",
         "Are you allergic to anything?",
         "I'm visiting a friend in Chicago this weekend.",
+        "I'm going to Costco later",
+        "I'm at Starbucks",
+        "I'm Ready",
+        "I like that idea",
+        "I know Tom from school",
     ],
 )
 def test_others_hypotheticals_and_questions_state_nothing(engine: ContextEngine, text: str) -> None:

@@ -67,6 +67,26 @@ def test_work_place_languages_and_skills(engine: ContextEngine) -> None:
     ]
 
 
+def test_names_children_and_lists(engine: ContextEngine) -> None:
+    assert facts(
+        engine,
+        "大家好，我是李娜",
+        "我叫王磊，是一名程序员",
+        "我会说英语和日语",
+        "我女儿小雨九月开始上幼儿园",
+        "我有两个孩子",
+    ) == [
+        ("name", "用户叫李娜"),
+        ("name", "用户叫王磊"),
+        ("occupation", "用户是程序员"),
+        ("language: 英语", "用户会说英语"),
+        ("language: 日语", "用户会说日语"),
+        ("family: daughter: 小雨", "用户的女儿叫小雨"),
+        ("plan: school 小雨", "用户的女儿小雨九月上幼儿园"),
+        ("family: child", "用户有两个孩子"),
+    ]
+
+
 def test_health_diet_plans_projects(engine: ContextEngine) -> None:
     found = learned(
         engine,
@@ -120,6 +140,9 @@ def test_a_correction_within_a_message_replaces_what_it_corrects(engine: Context
         "你觉得我要不要去考个心理咨询师证？",
         "如果我住在上海就好了",
         "我没有糖尿病",
+        "我要去趟超市",
+        "医生说我要多休息",
+        "我是说这个方案不行",
     ],
 )
 def test_others_hypotheticals_and_questions_state_nothing(engine: ContextEngine, text: str) -> None:

@@ -127,7 +127,8 @@ def test_a_later_statement_of_the_same_subject_gets_the_same_subject(
     found = extract_declarative(session.events())
     subjects = [(c.subject, c.content) for c in found]
     assert subjects == [
-        ("occupation", "User is a teacher at Riverside High"),
+        ("occupation", "User is a teacher"),
+        ("employer", "User works at Riverside High"),
         ("occupation", "User works as a software developer"),
         ("preference: coffee", "User loves coffee"),
         ("preference: coffee", "User hates coffee"),

@@ -13,6 +13,20 @@ self-statements into :class:`~agentctx.memory.models.MemoryCandidate` objects:
   context when the sentence is about code, releases or a project)
 * episodes: "yesterday I …", "last week we …", "on 3 May, I …" (the date resolved
   against the message's time); 昨天我…
+* the facts people state most, each under a subject of its own: languages (``language:
+  french``), skills (``skill: rust``), family members and their names (``family:
+  daughter: chloe``), allergies and conditions (``allergy: peanuts``, ``health:
+  asthma``), diets (``diet``, ``diet: pork``), dated plans (``plan: trip japan``, the date
+  in ``data["when"]``), projects (``project: apollo``) and how to answer (``answer
+  style: length``); 我会说法语, 我女儿叫朵朵, 我对花生过敏, 我吃素, 请用中文回答…
+
+A retraction ("I'm no longer vegetarian", 日本那趟旅行取消了) states the subject of the
+fact it retracts with ``data={"retracted": True}``. A message that corrects itself
+("I speak Mandarin - well no, Cantonese", "I'm Aleksandr. sorry, it's Oleksandr",
+我叫陈浩……打错了, 是陈昊) states only the correction; statements of different messages
+are all kept, in order, each with the time it was said, and consolidation keeps the
+later. Other people's facts ("my friend is a nurse"), hypotheticals ("if I were a
+pilot"), questions and what the assistant says state nothing about the user.
 
 Only the stored (redacted) text of events is read. A sentence holding the
 placeholder of a secret (an API key, a password, a card number: see
@@ -25,9 +39,13 @@ something that can change (``occupation``, ``residence``, ``favourite drink``,
 confidence: explicit statements score higher than loose ones, and hedged sentences
 ("I think", "maybe", 可能) lower.
 
-The patterns and what each records are in :mod:`~agentctx.memory.extract.rules_en` and
-:mod:`~agentctx.memory.extract.rules_zh` (a sentence with Chinese characters is read by
-the Chinese ones); what they share is in :mod:`~agentctx.memory.extract.statements`.
+The patterns and what each records are in the ``rules_en*`` modules (``rules_en_profile``,
+``rules_en_people``, ``rules_en_health``, ``rules_en_life``, then the general
+``rules_en``) and the ``rules_zh*`` ones (a sentence with Chinese characters is read by
+the Chinese ones), the specific before the general so a sentence one reads is not read
+again as something looser; what they share is in
+:mod:`~agentctx.memory.extract.statements`, :mod:`~agentctx.memory.extract.english`,
+:mod:`~agentctx.memory.extract.chinese` and :mod:`~agentctx.memory.extract.vocabulary`.
 """
 
 from __future__ import annotations
@@ -40,10 +58,13 @@ from agentctx.compaction.offline.keywords import extract_keywords
 from agentctx.compaction.offline.sentences import split_sentences
 from agentctx.events import Event, EventType, Role
 from agentctx.memory.extract.rules_en import EN_RULES
+from agentctx.memory.extract.rules_en_health import HEALTH_RULES
 from agentctx.memory.extract.rules_en_life import LIFE_RULES
-from agentctx.memory.extract.rules_en_profile import PROFILE_RULES, SCHOOL_RULES
+from agentctx.memory.extract.rules_en_people import PEOPLE_RULES, SCHOOL_RULES
+from agentctx.memory.extract.rules_en_profile import PROFILE_RULES
 from agentctx.memory.extract.rules_zh import ZH_RULES
-from agentctx.memory.extract.rules_zh_facts import ZH_FACT_RULES
+from agentctx.memory.extract.rules_zh_life import ZH_LIFE_RULES
+from agentctx.memory.extract.rules_zh_profile import ZH_PROFILE_RULES
 from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule
 from agentctx.memory.models import MemoryCandidate, MemoryKind, Provenance
 from agentctx.privacy.findings import ZH_LABELS, EntityType
@@ -112,10 +133,16 @@ _REQUEST = re.compile(
 _EN_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
     *SCHOOL_RULES,
     *PROFILE_RULES,
+    *PEOPLE_RULES,
+    *HEALTH_RULES,
     *LIFE_RULES,
     *EN_RULES,
 )
-_ZH_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (*ZH_FACT_RULES, *ZH_RULES)
+_ZH_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
+    *ZH_PROFILE_RULES,
+    *ZH_LIFE_RULES,
+    *ZH_RULES,
+)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -158,7 +185,8 @@ _MAY_STATE = re.compile(
     r"\b(?:i|im|me|my|we|our|let's|let us|decided|chose|agreed|work|worked|working|got|"
     r"started|moved|quit|left|been|writing|coding|last day|keep|be|answer|answers|reply|"
     r"respond|use|no|please|again|here|still|switch|switched|signed|renamed|rename|metric|"
-    r"imperial|person|done|moving|move|trip|vegan|vegetarian|gave|had|cast)\b|"
+    r"imperial|person|done|moving|move|trip|vegan|vegetarian|gave|had|cast|hold|dead|"
+    r"shelved|cancelled|canceled)\b|"
     r"[\u4e00-\u9fff]",
     re.IGNORECASE,
 )
@@ -324,7 +352,7 @@ def _add(
     source = provenance(event, extractor_version)
     existing = by_key.get(key)
     if existing is not None:
-        if source not in existing.sources:
+        if all(s.event_id != source.event_id for s in existing.sources):
             # Said again: it moves after what was said in between, so a value changed and
             # changed back within the session ends on the value said last.
             del by_key[key]

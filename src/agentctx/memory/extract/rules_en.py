@@ -88,12 +88,22 @@ def _work_at(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
+    value = re.split(r"\s+as\s+", value, maxsplit=1)[0]  # "Microsoft as a PM"
     prep = match["p"].lower()
     subject = "employer" if prep in {"at", "for"} else "field of work"
     return Found(MemoryKind.PROFILE, f"User works {prep} {value}", subject, 0.8)
 
 
-def _i_am_a(match: Groups, event: Event) -> Found | None:
+def is_role(word: str) -> bool:
+    """Whether ``word`` (a noun's last word) names a job: a known one, or a word made like
+    one ("technician", "designer")."""
+    word = word.lower()
+    if word in _NOT_ROLES:
+        return False
+    return word in _ROLES or (word.endswith(_ROLE_SUFFIXES) and len(word) > 4)
+
+
+def i_am_a(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=6)
     if value is None:
         return None
@@ -110,7 +120,7 @@ def _i_am_a(match: Groups, event: Event) -> Found | None:
     head = head_words.split()[-1] if head_words.split() else ""
     if head in _NOT_ROLES:
         return None
-    if head in _ROLES or (head.endswith(_ROLE_SUFFIXES) and len(head) > 4):
+    if is_role(head):
         content = f"User is {article} {value}"
         return Found(MemoryKind.PROFILE, content, "occupation", 0.75, value=value)
     return Found(MemoryKind.PROFILE, f"User is {article} {value}", None, 0.5)
@@ -328,7 +338,7 @@ EN_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         (rf"{_IM} (?P<v>\d{{1,3}}) (?:years old|yrs old|y/o)\b", _age),
         (rf"{_I} (?:currently |now )?work(?:ed)? as (?P<a>an?|the) (?P<v>.+)", _work_as),
         (rf"{_I} (?:currently |now )?work (?P<p>at|for|in) (?P<v>.+)", _work_at),
-        (rf"{_IM} (?:currently |now |also )?(?P<a>an?) (?P<v>.+)", _i_am_a),
+        (rf"{_IM} (?:currently |now |also )?(?P<a>an?) (?P<v>.+)", i_am_a),
         (
             rf"{_I} (?:currently |now |also )?(?P<verb>study|studied|go to school|majored|major) "
             r"(?:at|in) (?P<v>.+)|{_IM} (?P<verb2>majoring) in (?P<v2>.+)".replace("{_IM}", _IM),

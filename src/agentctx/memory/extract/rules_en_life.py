@@ -1,8 +1,8 @@
-"""English rules for how the user lives: health, diet, plans, projects, and how they want
-answers. Each states one thing under its own subject (``allergy: peanuts``, ``diet``,
-``diet: pork``, ``plan: trip japan``, ``project: apollo``, ``answer style: length``), and
-a retraction ("I'm no longer vegetarian", "the Japan trip is off") states the same
-subject with ``data={"retracted": True}``.
+"""English rules for what the user is doing and how they want answers: plans with their
+dates (``plan: trip japan``, ``plan: move``), projects (``project: apollo``), answer style
+(``answer style: length``, ``language``, ``format``, ``units``) and likes. A retraction
+("the Japan trip is off", "I gave up on the beetle") states the same subject with
+``data={"retracted": True}``. Health and diet are in :mod:`rules_en_health`.
 """
 
 from __future__ import annotations
@@ -10,188 +10,16 @@ from __future__ import annotations
 import re
 
 from agentctx.events import Event
-from agentctx.memory.extract.english import clause_value, corrected
+from agentctx.memory.extract.english import clause_value
 from agentctx.memory.extract.rules_en_profile import PROPER
 from agentctx.memory.extract.statements import Found, Groups, Rule, words
 from agentctx.memory.extract.vocabulary import (
-    CONDITION_ADJECTIVES,
-    CONDITIONS,
-    DIET_REGIMES,
-    FOODS,
     LANGUAGES,
 )
 from agentctx.memory.models import MemoryKind
 
 _IM = r"\bI(?:'m| am|m)"
-_BODY_PARTS = (
-    r"wrist|arm|leg|ankle|foot|hand|finger|thumb|toe|rib|collarbone|knee|shoulder|elbow|"
-    r"hip|nose|jaw"
-)
 _RETRACTED = {"retracted": True}
-_GONE = re.compile(r"\b(?:anymore|any more|no longer|not any longer|outgrew|outgrown)\b", re.I)
-
-
-def singular(word: str) -> str:
-    """A crude singular for subjects: "peanuts" and "peanut" name one allergy."""
-    lower = word.lower()
-    if lower.endswith("ies") and len(lower) > 4:
-        return lower[:-3] + "y"
-    if lower.endswith("oes") and len(lower) > 4:
-        return lower[:-2]
-    if lower.endswith("s") and not lower.endswith(("ss", "us", "is")) and len(lower) > 3:
-        return lower[:-1]
-    return lower
-
-
-def _things(raw: str, *, max_words: int = 4) -> list[str]:
-    """The items of a short list value ("peanuts, shellfish and eggs")."""
-    value = clause_value(re.sub(r"\s+(?:and|&)\s+", ", ", corrected(raw)), max_words=12)
-    if value is None:
-        return []
-    items = [i.strip() for i in re.split(r",\s*|\s+or\s+", value) if i.strip()]
-    items = [re.sub(r"^(?:and|all|any|most|some|the)\s+", "", i, flags=re.I) for i in items]
-    return [i for i in items if i and len(i.split()) <= max_words]
-
-
-# Health -------------------------------------------------------------------------------------
-
-
-def _allergy(match: Groups, event: Event) -> tuple[Found, ...] | None:
-    gone = bool(match["neg"]) or bool(_GONE.search(match.string))
-    found = []
-    for item in _things(match["v"]):
-        thing = re.sub(r"\s+allerg(?:y|ies)$", "", item, flags=re.I)
-        subject = f"allergy: {singular(thing)}"
-        if gone:
-            found.append(
-                Found(
-                    MemoryKind.FACT,
-                    f"User is no longer allergic to {thing}",
-                    subject,
-                    0.8,
-                    value=thing,
-                    data=_RETRACTED,
-                )
-            )
-        else:
-            content = f"User is allergic to {thing}"
-            found.append(Found(MemoryKind.FACT, content, subject, 0.85, value=thing))
-    return tuple(found) or None
-
-
-_CONDITION_AT_START = re.compile(rf"(?:an? )?({CONDITIONS})\b", re.IGNORECASE)
-
-
-def _condition(match: Groups, event: Event) -> Found | None:
-    raw = corrected(match["v"]).strip().lower()
-    if raw in CONDITION_ADJECTIVES:
-        condition = CONDITION_ADJECTIVES[raw]
-    else:
-        found = _CONDITION_AT_START.match(raw)
-        if found is None:
-            return None
-        condition = found.group(1)
-    subject = f"health: {condition}"
-    if match["neg"] or _GONE.search(match.string):
-        return Found(
-            MemoryKind.FACT,
-            f"User no longer has {condition}",
-            subject,
-            0.75,
-            value=condition,
-            data=_RETRACTED,
-        )
-    return Found(MemoryKind.FACT, f"User has {condition}", subject, 0.8, value=condition)
-
-
-def _healed(match: Groups, event: Event) -> Found:
-    part = match["v"].lower()
-    # A cast comes off a fracture: "cast came off, the wrist is healed" ends a broken wrist.
-    injury = "broken" if re.search(r"\bcast\b", match.string, re.IGNORECASE) else "injured"
-    return Found(
-        MemoryKind.FACT,
-        f"User's {injury} {part} has healed",
-        f"health: {injury} {part}",
-        0.7,
-        value=part,
-        data=_RETRACTED,
-    )
-
-
-# Diet ---------------------------------------------------------------------------------------
-
-
-def _regime(match: Groups, event: Event) -> Found | None:
-    regime = match["v"].lower()
-    if regime not in DIET_REGIMES:
-        return None
-    if match["neg"] or _GONE.search(match.string):
-        return Found(
-            MemoryKind.PREFERENCE,
-            f"User is no longer {regime}",
-            "diet",
-            0.8,
-            value=regime,
-            data=_RETRACTED,
-        )
-    return Found(MemoryKind.PREFERENCE, f"User is {regime}", "diet", 0.85, value=regime)
-
-
-def _meat_again(match: Groups, event: Event) -> Found:
-    return Found(
-        MemoryKind.PREFERENCE,
-        "User eats meat again (no longer vegetarian or vegan)",
-        "diet",
-        0.7,
-        data=_RETRACTED,
-    )
-
-
-_NOT_FOODS = re.compile(
-    r"^(?:much|anything|breakfast|lunch|dinner|out|late|that|this|it|there|here|now|today|"
-    r"right|after|before|at|in|on|with|enough|well|properly|alone|a lot|lots)\b",
-    re.IGNORECASE,
-)
-
-
-def _avoids(match: Groups, event: Event) -> tuple[Found, ...] | None:
-    again = bool(match["again"])
-    found = []
-    for thing in _things(match["v"], max_words=3):
-        if _NOT_FOODS.match(thing) or (match["food"] and thing.lower() not in FOODS):
-            return None
-        subject = f"diet: {singular(thing)}"
-        if again:
-            content = f"User eats {thing} again"
-            found.append(
-                Found(MemoryKind.PREFERENCE, content, subject, 0.7, value=thing, data=_RETRACTED)
-            )
-        else:
-            content = f"User doesn't eat {thing}"
-            found.append(Found(MemoryKind.PREFERENCE, content, subject, 0.8, value=thing))
-    return tuple(found) or None
-
-
-def _free_of(match: Groups, event: Event) -> Found:
-    thing = match["v"].lower()
-    return Found(
-        MemoryKind.PREFERENCE,
-        f"User eats {thing}-free",
-        f"diet: {thing}",
-        0.85,
-        value=f"{thing}-free",
-    )
-
-
-def _intolerant(match: Groups, event: Event) -> Found:
-    thing = match["v"].lower()
-    return Found(
-        MemoryKind.PREFERENCE,
-        f"User is {thing} intolerant (eats {thing}-free)",
-        f"diet: {thing}",
-        0.85,
-        value=thing,
-    )
 
 
 # Plans --------------------------------------------------------------------------------------
@@ -208,6 +36,8 @@ def _trip(match: Groups, event: Event) -> Found | None:
         return None
     name = place.group(0)
     when = (match["when"] or "").strip()
+    if not when and re.match(r"(?:going|heading|driving|off)\b", match["verb"], re.IGNORECASE):
+        return None  # "I'm going to Costco": an errand; a trip has a date or a booking
     content = f"User plans a trip to {name}" + (f" {when}" if when else "")
     data = {"when": when} if when else {}
     return Found(
@@ -259,6 +89,20 @@ _EVENT_VERBS = {
 }
 
 
+def _dated_event(match: Groups, event: Event) -> Found:
+    what = match["v"].lower()
+    when = match["when"].strip()
+    if what == "getting married":
+        content, topic = f"User is getting married {when}", "wedding"
+    elif match.string[match.start :].lower().startswith("my "):
+        content, topic = f"User's {what} is {when}", what
+    else:
+        content, topic = f"User has a {what} {when}", what
+    return Found(
+        MemoryKind.EPISODIC, content, f"plan: {topic}", 0.75, value=when, data={"when": when}
+    )
+
+
 def _move(match: Groups, event: Event) -> Found:
     when = match["when"].strip()
     again = match["now"]
@@ -284,9 +128,10 @@ def _project(match: Groups, event: Event) -> Found | None:
     noun = (match["noun"] or "project").lower()
     verb = (match["verb"] or "working on").lower()
     verb = {"started": "started", "launched": "launched"}.get(verb, verb)
-    content = f"User is {verb} a {noun} called {name}"
+    article = "an" if noun[0] in "aeiou" else "a"
+    content = f"User is {verb} {article} {noun} called {name}"
     if verb in {"started", "launched"}:
-        content = f"User {verb} a {noun} called {name}"
+        content = f"User {verb} {article} {noun} called {name}"
     return Found(MemoryKind.PROJECT, content, f"project: {name.lower()}", 0.8, value=name)
 
 
@@ -379,6 +224,18 @@ def _kind_of_person(match: Groups, event: Event) -> Found | None:
     return Found(MemoryKind.PREFERENCE, content, f"preference: {thing}", 0.7, value=thing)
 
 
+def _keen(match: Groups, event: Event) -> Found | None:
+    value = clause_value(match["v"], max_words=5)
+    if value is None:
+        return None
+    topic = re.sub(r"^(?:the|a|an)\s+", "", value.lower())
+    if match["gone"]:
+        content = f"User is no longer into {value}"
+        return Found(MemoryKind.PREFERENCE, content, f"preference: {topic}", 0.65, value=value)
+    content = f"User loves {value}"
+    return Found(MemoryKind.PREFERENCE, content, f"preference: {topic}", 0.65, value=value)
+
+
 def _not_fan(match: Groups, event: Event) -> Found | None:
     value = clause_value(match["v"], max_words=5)
     if value is None:
@@ -393,56 +250,6 @@ _ANSWERS = r"(?:your |the |my )?(?:answers|responses|replies|reply|response|expl
 LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), rule)
     for pattern, rule in (
-        # Health
-        (
-            rf"{_IM} (?P<neg>not |no longer )?(?:\w+ )?allergic to (?P<v>.+)|\bI have (?:an? )?"
-            r"(?:severe |mild |bad |serious )?allergy to (?P<v2>.+)|\bI(?:'ve| have) "
-            r"(?P<neg2>outgrown|outgrew) my (?P<v3>\w+(?: \w+)?) allergy|\bI have (?:an? )?"
-            r"(?:severe |mild |bad |serious )?(?P<v4>\w+(?: \w+)?) allerg(?:y|ies)\b",
-            _allergy,
-        ),
-        (
-            r"\bI(?P<neg> no longer| don't| do not)?(?: have|'ve got| got| get| suffer from| was "
-            r"diagnosed with| live with| struggle with| deal with) (?P<v>.+)|"
-            rf"{_IM} (?P<neg2>no longer |not )?(?P<v2>{'|'.join(CONDITION_ADJECTIVES)})\b|"
-            rf"\bmy (?P<v3>{CONDITIONS}) (?:is|has) (?:gone|cured|healed|fully healed|"
-            r"resolved|in remission)(?P<neg3>)",
-            _condition,
-        ),
-        (
-            rf"\b(?:my|the) (?P<v>{_BODY_PARTS}) (?:is|has) (?:now )?(?:fully |completely |"
-            r"finally |all )?(?:healed|mended)",
-            _healed,
-        ),
-        # Diet
-        (
-            rf"{_IM} (?P<neg>not |no longer )?(?:now |also |a |an |strictly |fully |mostly |"
-            r"still )*(?P<v>\w+)\b(?! (?:restaurant|place|recipe|dish|option|friend))|"
-            r"\bI(?: went| became| turned| have gone|'ve gone| switched to|'m going| am going|"
-            r"(?:'ve| have) gone back to being| went back to being|(?:'ve| have) been) "
-            r"(?P<v2>vegan|vegetarian|pescatarian|keto|paleo)\b|(?:^|,\s*)(?:still|now|fully|"
-            r"proudly) (?P<v5>vegan|vegetarian|pescatarian)\b|\bI(?: eat| follow| do| am on|'m on|"
-            r" started) (?:a |the )?(?P<v3>keto|paleo|vegan|vegetarian|pescatarian)(?: diet)?\b|"
-            r"\bI (?P<neg2>stopped|quit) (?:being |eating )?(?P<v4>vegan|vegetarian|keto|paleo)",
-            _regime,
-        ),
-        (
-            r"\bI(?:'ve| have)? (?:started |begun )?(?:eat|eating) (?:meat|fish and meat|"
-            r"chicken|meat and fish) again\b",
-            _meat_again,
-        ),
-        (
-            r"\bI (?:don't|do not|can't|cannot|never|won't|no longer) (?:eat|touch) "
-            r"(?P<v>.+)|\bI (?P<food>avoid|stay away from|cut out) (?P<v2>.+)|\bI(?:'ve| have)? "
-            r"(?:started )?(?:eat|eating) (?P<v3>\w+(?: \w+)?) (?P<again>again)\b",
-            _avoids,
-        ),
-        (rf"{_IM} (?:\w+ )?(?P<v>lactose|gluten|fructose) intolerant", _intolerant),
-        (
-            r"\bI (?:have to|need to|must|can only|only) eat (?P<v>[\w]+)-free\b|"
-            rf"{_IM} (?:on )?(?:a )?(?P<v2>[\w]+)-free(?: diet)?\b",
-            _free_of,
-        ),
         # Plans
         (
             rf"\b(?:the |my |our )?(?:(?P<v>{PROPER}) trip|trip to (?P<v2>{PROPER}))(?: is| was|"
@@ -457,12 +264,13 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _trip_off,
         ),
         (
-            rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?:going|heading|flying|travel(?:l)?ing|driving|"
-            rf"off) (?:back )?to (?P<v>{PROPER})(?: (?P<when>{_WHEN}))?|\b(?:I|we)(?:'m| am|'re| "
-            r"are|'ve| have)? (?:planning|planned|booked|booking|plan|organizing) (?:a |our |my |"
-            rf"the )?(?:\w+ )?(?:trip|holiday|vacation|visit|getaway) to (?P<v2>{PROPER})(?: "
-            rf"(?P<when2>{_WHEN}))?|\bmy (?:\w+ )?trip to (?P<v3>{PROPER}) (?:is )?"
-            rf"(?P<when3>{_WHEN})",
+            rf"\b(?:I(?:'m| am)|we(?:'re| are)) (?P<verb>going|heading|flying|travel(?:l)?ing|"
+            rf"driving|off|taking (?:my|our|the) \w+) (?:back )?to (?P<v>{PROPER})"
+            rf"(?: (?P<when>{_WHEN}))?|\b(?:I|we)"
+            r"(?:'m| am|'re| are|'ve| have)? (?:planning|planned|booked|booking|plan|organizing) "
+            r"(?:a |our |my |the )?(?:\w+ )?(?:trip|holiday|vacation|visit|getaway) to "
+            rf"(?P<v2>{PROPER})(?: (?P<when2>{_WHEN}))?|\bmy (?:\w+ )?trip to (?P<v3>{PROPER}) "
+            rf"(?:is )?(?P<when3>{_WHEN})",
             _trip,
         ),
         (
@@ -479,11 +287,19 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"[\w ]+?)(?=[,.!?;]|\s+(?:and|so|but|ugh)\b|$)",
             _move,
         ),
+        (
+            rf"\bI (?:have|'ve got|got) (?:a|an|my|the) (?P<v>(?:job )?interview|exam|test|surgery|"
+            r"operation|appointment|recital|competition|presentation|defen[cs]e|audition|"
+            rf"wedding) (?P<when>{_WHEN})|\bmy (?P<v2>wedding|surgery|operation|interview|exam|"
+            rf"graduation|due date|move|recital|defen[cs]e) is (?:now )?(?P<when2>{_WHEN}|"
+            rf"\w+ \d{{1,2}}(?:st|nd|rd|th)?)|{_IM} (?P<v3>getting married) (?P<when3>{_WHEN})",
+            _dated_event,
+        ),
         # Projects
         (
             r"(?:\b(?:I|we)(?:'m| am|'re| are|'ve been| have been)? |^|,\s*)(?:currently |now |"
             r"still |also )?(?P<verb>building|working on|developing|making|writing|creating|"
-            r"coding|started|starting|launched|running) (?:a|an|my|our|this|the) "
+            r"coding|started|starting|launched|launching|running) (?:a|an|my|our|this|the) "
             rf"(?:[\w-]+ ){{0,3}}?(?P<noun>{_PROJECT_NOUNS})s?(?:,? (?:called|named|titled|dubbed) "
             rf"|, )[\"'\u201c]?(?P<v>{_PROJECT_NAME})",
             _project,
@@ -501,13 +317,20 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             _restoring,
         ),
         (
+            rf"\b(?:building|working on|developing|writing|making) (?P<v>{_PROJECT_NAME}), my "
+            rf"(?:side |pet |personal |hobby |new |own )?(?P<noun>{_PROJECT_NOUNS})\b",
+            _project,
+        ),
+        (
             rf"\bmy (?:side |pet |personal |hobby |new |own )?(?P<noun>{_PROJECT_NOUNS}),? "
             rf"(?:is )?(?:called |named )?[\"'\u201c]?(?P<v>{_PROJECT_NAME})",
             _project,
         ),
         (
             r"(?:\bI(?:'ve| have)? |^)(?:abandoned|shelved|dropped|killed|gave up on|given up on|"
-            r"stopped working on|quit working on) (?:the |my )?(?P<v>[\w-]+)|"
+            r"stopped working on|quit working on) (?:the |my )?(?P<v>[\w-]+)"
+            r"(?= project\b|[,.!;]|$| for good\b| for now\b)|\bI (?:quit|paused) (?:the |my )?"
+            r"(?P<v3>[\w-]+) project\b|"
             rf"(?P<v2>{_PROJECT_NAME}) is (?:dead|cancelled|canceled|shelved|abandoned|on hold)",
             _project_dropped,
         ),
@@ -534,6 +357,11 @@ LIFE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"\b(?:use|switch to|give me|in|stick to|stick with|prefer) (?P<v>metric|imperial)"
             r"(?: units)?\b",
             _units,
+        ),
+        (
+            rf"{_IM} (?:really |so |kind of |a bit )?(?:obsessed with|crazy about|passionate about|"
+            rf"hooked on) (?P<v>.+)|{_IM} (?P<gone>no longer|not) (?:really )?into (?P<v2>.+)",
+            _keen,
         ),
         (
             rf"(?:{_IM}|\bI(?:'ve| have) become|\bI became) (?:a |an )?(?P<v>\w+) person\b|"

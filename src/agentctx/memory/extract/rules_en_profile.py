@@ -1,8 +1,8 @@
-"""English rules for who the user is: name, job, employer, city, languages, skills and
-family (one memory per language, skill and family member).
+"""English rules for who the user is: name, job, employer, city and home town (each one
+memory, single-valued: a later statement supersedes).
 
 They run before the general rules of :mod:`rules_en`, so a sentence they read ("I'm a
-vegetarian", "my sister Ines") is not read again as something looser.
+software engineer at Google") is not read again as something looser.
 """
 
 from __future__ import annotations
@@ -11,15 +11,8 @@ import re
 
 from agentctx.events import Event
 from agentctx.memory.extract.english import clause_value, corrected
-from agentctx.memory.extract.statements import Found, Groups, Rule
-from agentctx.memory.extract.vocabulary import (
-    INSTRUMENTS,
-    LANGUAGES,
-    RELATION_PATTERN,
-    RELATIONS,
-    TECH,
-    TECH_AS_WRITTEN,
-)
+from agentctx.memory.extract.rules_en import i_am_a
+from agentctx.memory.extract.statements import Found, Groups, Rule, words
 from agentctx.memory.models import MemoryKind
 
 # A proper name as written: capitalized whatever the rule's case-insensitivity.
@@ -34,101 +27,20 @@ _I_OR_START = (
     r"(?:(?:^|\s[-\u2013\u2014]\s|[,;]\s)(?:so |and |well |just |finally |then |ok so )?|"
     r"\bI (?:just |finally |recently |also )?)"
 )
-_NOT_NAMES = frozenset(
-    [
-        "American",
-        "British",
-        "English",
-        "Canadian",
-        "Australian",
-        "German",
-        "French",
-        "Italian",
-        "Spanish",
-        "Mexican",
-        "Chinese",
-        "Japanese",
-        "Korean",
-        "Indian",
-        "Irish",
-        "Scottish",
-        "Welsh",
-        "Dutch",
-        "Swedish",
-        "Polish",
-        "Russian",
-        "Ukrainian",
-        "Brazilian",
-        "Jewish",
-        "Muslim",
-        "Christian",
-        "Catholic",
-        "Buddhist",
-        "Hindu",
-        "European",
-        "Asian",
-        "African",
-        "Latino",
-        "Latina",
-        "Vegan",
-        "Vegetarian",
-        "Sorry",
-        "Back",
-        "Here",
-        "Home",
-        "Done",
-        "Fine",
-        "Good",
-        "Okay",
-        "Ok",
-        "Just",
-        "So",
-        "Not",
-        "Still",
-        "Also",
-        "Really",
-        "Pretty",
-        "Very",
-        "Currently",
-        "Now",
-        "Based",
-        "From",
-        "In",
-        "At",
-        "On",
-        "Into",
-        "Gonna",
-        "Going",
-        "Trying",
-        "Looking",
-        "Working",
-        "Moving",
-        "Thinking",
-        "Curious",
-        "New",
-        "Free",
-        "Busy",
-        "Tired",
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-    ]
+# Capitalized words that follow "I'm" or a relation without being a name.
+NOT_NAMES = words(
+    """
+    American British English Canadian Australian German French Italian Spanish Mexican
+    Chinese Japanese Korean Indian Irish Scottish Welsh Dutch Swedish Polish Russian
+    Ukrainian Brazilian Jewish Muslim Christian Catholic Buddhist Hindu European Asian
+    African Latino Latina Vegan Vegetarian Sorry Back Here Home Done Fine Good Okay Ok Just
+    So Not Still Also Really Pretty Very Currently Now Based From In At On Into Gonna Going
+    Trying Looking Working Moving Thinking Curious New Free Busy Tired January February
+    March April May June July August September October November December Monday Tuesday
+    Wednesday Thursday Friday Saturday Sunday Ready Sure Glad Happy Sad Bored Excited Late
+    Early Lost Stuck Confused Hungry Sick Alive Alone Afraid Aware Broke Certain Serious
+    Exhausted Thankful Grateful
+    """
 )
 _TIME_TAIL = re.compile(
     r"\s+(?:last|next|this|in|since|for|a|two|three|few|about|over|back|ago|recently)\b.*$",
@@ -136,10 +48,10 @@ _TIME_TAIL = re.compile(
 )
 
 
-def _proper(raw: str) -> str | None:
+def proper(raw: str) -> str | None:
     """The proper name at the start of ``raw`` (corrections applied), else None."""
     match = re.match(PROPER, corrected(raw).lstrip(" \"'"))
-    if match is None or match.group(0) in _NOT_NAMES:
+    if match is None or match.group(0) in NOT_NAMES:
         return None
     return _TIME_TAIL.sub("", match.group(0)).rstrip(".'") or None
 
@@ -149,7 +61,7 @@ def _proper(raw: str) -> str | None:
 
 def _name(match: Groups, event: Event) -> Found | None:
     value = re.match(FULL_NAME, corrected(match["v"]))
-    if value is None or any(word in _NOT_NAMES for word in value.group(0).split()):
+    if value is None or any(word in NOT_NAMES for word in value.group(0).split()):
         return None
     name = value.group(0)
     return Found(MemoryKind.PROFILE, f"User's name is {name}", "name", 0.85, value=name)
@@ -185,30 +97,51 @@ _NOT_OCCUPATIONS = frozenset(
 )
 
 
-def _occupation(match: Groups, event: Event) -> Found | None:
-    value = clause_value(match["v"], max_words=6)
+def _occupation(match: Groups, event: Event) -> tuple[Found, ...] | None:
+    value = clause_value(match["v"], max_words=8)
     if value is None:
         return None
     value = re.sub(r"^(?:an?|the)\s+", "", value, flags=re.IGNORECASE)
-    value = re.split(r"\s+(?:at|in|for|with|from)\s+", value, maxsplit=1)[0]
+    parts = re.split(r"\s+(at|in|for|with|from)\s+", value, maxsplit=1)
+    value = parts[0]
     if not value or value.split()[-1].lower() in _NOT_OCCUPATIONS:
         return None
     verb = match["verb"].lower()
     content = (
         f"User runs their own {value}" if verb.startswith("run") else f"User works as a {value}"
     )
-    return Found(MemoryKind.PROFILE, content, "occupation", 0.8, value=value)
+    job = Found(MemoryKind.PROFILE, content, "occupation", 0.8, value=value)
+    return (job, *_employer_in(parts))
+
+
+def _employer_in(parts: list[str]) -> tuple[Found, ...]:
+    """The employer a job's tail names ("… at Spotify"), if any."""
+    if len(parts) < 3 or parts[1] not in {"at", "for", "with"}:
+        return ()
+    org = proper(parts[2])
+    if org is None or org in _NOT_PLACES:
+        return ()
+    return (Found(MemoryKind.PROFILE, f"User works at {org}", "employer", 0.75, value=org),)
+
+
+def _role_at(match: Groups, event: Event) -> tuple[Found, ...] | None:
+    job = i_am_a(match, event)
+    if job is None or job.subject != "occupation":
+        return None
+    return (job, *_employer_in(["", "at", match["org"]]))
 
 
 def _employer(match: Groups, event: Event) -> Found | None:
-    value = _proper(match["v"])
+    value = proper(match["v"])
     if value is None:
         return None
+    if match["at"] and not _WORK_WORDS.search(match.string):
+        return None  # "I'm at Starbucks": a place the user is at, unless work is the topic
     return Found(MemoryKind.PROFILE, f"User works at {value}", "employer", 0.8, value=value)
 
 
 def _employer_left(match: Groups, event: Event) -> Found | None:
-    value = _proper(match["v"])
+    value = proper(match["v"])
     if value is None:
         return None
     return Found(
@@ -221,13 +154,20 @@ def _employer_left(match: Groups, event: Event) -> Found | None:
     )
 
 
+_WORK_WORDS = re.compile(
+    r"\b(?:work|job|office|team|boss|shift|colleagues?|coworkers?|manager|company|firm|"
+    r"employer|promotion|raise|salary|role|busy season|clients?|hired|career|intern(?:ship)?)\b",
+    re.IGNORECASE,
+)
+
+
 # Place --------------------------------------------------------------------------------------
 
-_NOT_PLACES = _NOT_NAMES
+_NOT_PLACES = NOT_NAMES
 
 
 def _residence(match: Groups, event: Event) -> Found | None:
-    value = _proper(match["v"])
+    value = proper(match["v"])
     if value is None or value in _NOT_PLACES:
         return None
     verb = match["verb"].lower()
@@ -237,174 +177,13 @@ def _residence(match: Groups, event: Event) -> Found | None:
     )
 
 
-# Languages and skills ------------------------------------------------------------------------
-
-_LIST_SEPARATOR = re.compile(r"\s*(?:,|\band\b|\bplus\b|/|&)\s*", re.IGNORECASE)
-_QUALIFIERS = re.compile(
-    r"^(?:(?:some|a little|a bit of|a bit|basic|conversational|decent|fluent|native|"
-    r"good|great|ok|okay|passable|broken|also|both|bits of|pretty much|mostly|little)\s+)+",
-    re.IGNORECASE,
-)
-
-
-def _listed(raw: str, accept: object) -> list[str]:
-    """The leading items of ``raw`` ("French, Spanish and a bit of German") that
-    ``accept`` (a callable on one item) takes, in order; stops at the first it refuses."""
-    assert callable(accept)
-    text = re.split(r"[.;:!?()]|\s[-\u2013\u2014]\s", corrected(raw), maxsplit=1)[0]
-    found: list[str] = []
-    for part in _LIST_SEPARATOR.split(text):
-        item = _QUALIFIERS.sub("", part.strip()).strip()
-        if not item:
-            continue
-        value = accept(item)
-        if value is None:
-            if found:
-                break
-            return []
-        found.append(value)
-    return found
-
-
-def _language_word(item: str) -> str | None:
-    word = item.split(maxsplit=1)[0] if item.split() else ""
-    return word.capitalize() if word.lower() in LANGUAGES else None
-
-
-def _tech_word(item: str) -> str | None:
-    word = item.split(maxsplit=1)[0] if item.split() else ""
-    word = word.rstrip(",.")
-    if word in TECH_AS_WRITTEN or word.lower() in TECH:
-        return word
-    return None
-
-
-def _instrument(item: str) -> str | None:
-    words = re.sub(r"^the\s+", "", item, flags=re.IGNORECASE).split()
-    return words[0].lower() if words and words[0].lower() in INSTRUMENTS else None
-
-
-def _languages(match: Groups, event: Event) -> tuple[Found, ...] | None:
-    verb = match["verb"].lower()
-    found: list[Found] = []
-    for language in _listed(match["v"], _language_word):
-        if match["gone"]:
-            content, data = f"User can no longer speak {language}", {"retracted": True}
-        elif verb.startswith("learn"):
-            content, data = f"User is learning {language}", {}
-        elif verb in {"first", "native", "mother"}:
-            content, data = f"User's {verb} language is {language}", {}
-        else:
-            content, data = f"User speaks {language}", {}
-        subject = f"language: {language.lower()}"
-        found.append(Found(MemoryKind.PROFILE, content, subject, 0.8, value=language, data=data))
-    return tuple(found) or None
-
-
-def _skills(match: Groups, event: Event) -> tuple[Found, ...] | None:
-    verb = match["verb"].lower()
-    instrument = verb.startswith("play")
-    accept = _instrument if instrument else _tech_word
-    found: list[Found] = []
-    for skill in _listed(match["v"], accept):
-        if match["gone"]:
-            content = (
-                f"User no longer plays {skill}" if instrument else f"User no longer uses {skill}"
-            )
-            data: dict[str, object] = {"retracted": True}
-        else:
-            content = f"User plays {skill}" if instrument else f"User knows {skill}"
-            data = {}
-        subject = f"skill: {skill.lower()}"
-        found.append(Found(MemoryKind.SKILL, content, subject, 0.8, value=skill, data=data))
-    return tuple(found) or None
-
-
-# Family -------------------------------------------------------------------------------------
-
-
-def family_member(word: str, name: str | None, *, written: str | None = None) -> Found:
-    """The family member ``word`` ("daughter", "wife") of the user, named ``name`` if known."""
-    relation = RELATIONS.get(word.lower(), word.lower())
-    shown = written or word.lower()
-    if name is None:
-        return Found(MemoryKind.FACT, f"User has a {shown}", f"family: {relation}", 0.7)
-    return Found(
-        MemoryKind.FACT,
-        f"User's {shown} is named {name}",
-        f"family: {relation}: {name.lower()}",
-        0.8,
-        value=name,
-    )
-
-
-def _family(match: Groups, event: Event) -> tuple[Found, ...] | None:
-    names = re.findall(NAME, match["v"])
-    if not names or any(n in _NOT_NAMES for n in names):
+def _home_town(match: Groups, event: Event) -> Found | None:
+    value = proper(match["v"])
+    if value is None or value in _NOT_PLACES:
         return None
-    relation = match["rel"] or "partner"
-    return tuple(family_member(relation, name) for name in names)
+    return Found(MemoryKind.PROFILE, f"User is from {value}", "home town", 0.75, value=value)
 
 
-def _partner_named(match: Groups, event: Event) -> Found | None:
-    name = match["v"]
-    if name in _NOT_NAMES:
-        return None
-    word = {"his": "boyfriend", "her": "girlfriend"}.get(match["pron"].lower(), "partner")
-    return family_member(word, name)
-
-
-def _breakup(match: Groups, event: Event) -> Found | None:
-    name = match["v"]
-    if name in _NOT_NAMES:
-        return None
-    return Found(
-        MemoryKind.FACT,
-        f"User and {name} broke up",
-        f"family: partner: {name.lower()}",
-        0.75,
-        value=name,
-        data={"retracted": True},
-    )
-
-
-_SCHOOL = (
-    r"(?:primary |elementary |middle |high |secondary |nursery |grade |pre)?school|"
-    r"kindergarten|preschool|nursery|daycare|college|university|uni|first grade|year \d+|"
-    r"\w+ grade"
-)
-
-
-def _starts_school(match: Groups, event: Event) -> tuple[Found, ...] | None:
-    name = match["name"] or None
-    rel = match["rel"]
-    if name is None and not rel:
-        return None
-    what = match["what"].lower()
-    when = (match["when"] or "").strip()
-    who = (
-        f"User's {rel.lower()} {name}"
-        if rel and name
-        else (f"User's {rel.lower()}" if rel else name)
-    )
-    assert who is not None
-    content = f"{who} starts {what}" + (f" {when}" if when else "")
-    topic = f"plan: {what.split()[-1] if 'school' in what else what} {(name or rel).lower()}"
-    plan = Found(
-        MemoryKind.EPISODIC,
-        content,
-        topic,
-        0.75,
-        data={"when": when} if when else {},
-    )
-    return (family_member(rel, name), plan) if rel else (plan,)
-
-
-_WHEN = r"(?:in|on|next|this|at the end of|after) [\w ]+?"
-_ADJ = (
-    r"(?:(?:little|older|younger|big|baby|eldest|oldest|youngest|twin|new|step|teenage|"
-    r"\d+[- ]year[- ]old) )?"
-)
 PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), rule)
     for pattern, rule in (
@@ -422,6 +201,13 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         ),
         (rf"^(?P<v>{NAME}) (?:again|here)\s*[,!.\-]", _name),
         # Work
+        (
+            rf"{_IM} (?:now |currently |also )?(?P<a>an?) (?P<v>[\w -]{{2,40}}?) (?:at|for|with) "
+            rf"(?P<org>{PROPER})|\bI(?:'ve| have) been (?P<a2>an?) (?P<v2>[\w -]{{2,40}}?) for\b|"
+            r"\bI (?:became|'ve become|have become) (?P<a3>an?) (?P<v3>[\w -]{2,40}?)(?=[,.!;]|$|"
+            r"\s+(?:and|so|but|last|this|in)\b)",
+            _role_at,
+        ),
         (
             rf"{_I_OR_START}(?:currently |now |still )?(?P<verb>work(?:ing|ed)?|started|start|"
             rf"began|got hired|was hired|got a job|got a new job|'m starting|am starting) "
@@ -441,10 +227,11 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         ),
         (
             rf"\bI(?:'ve| have)? (?:been )?work(?:ed|ing) (?:for|at) (?P<v>{PROPER})|"
-            rf"{_IM} (?:now |currently )?at (?P<v2>{PROPER})(?!\s+(?:this|for|today|"
+            rf"{_IM} (?:now |currently )?(?P<at>at) (?P<v2>{PROPER})(?!\s+(?:this|for|today|"
             r"tonight|right now|on|until|till|airport|station|hotel)\b)|"
             rf"(?:{_I_OR_START}|{_IM} (?:now |also )?)(?:start|starting|started|will start|"
-            rf"'ll start) (?:at|with) (?P<v3>{PROPER})|"
+            r"'ll start)(?: (?:a |my )?(?:new )?(?:job|role|position))? (?:at|with) "
+            rf"(?P<v3>{PROPER})|"
             rf"(?:{_I_OR_START}|{_IM} (?:now |also )?)(?:joined|joining) (?P<v4>{PROPER})",
             _employer,
         ),
@@ -459,86 +246,14 @@ PROFILE_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             rf"(?:{_I_OR_START}|\bwe(?:'ve| have)? (?:just |recently |finally )?)"
             r"(?P<verb>moved|relocated)(?: down| up| over| back| out)? to (?P<v>.+)|"
             rf"{_IM} (?:now |currently )?(?P<verb2>based|living|settled|back|now) in (?P<v2>.+)|"
-            rf"{_IM} (?P<verb3>in) (?P<v3>{PROPER})(?=\s*(?:,|\.|$|and\b))",
+            rf"{_IM} (?P<verb3>in) (?P<v3>{PROPER})(?=\s*(?:,|\.|$|and\b))|"
+            rf"\b(?:but|and|now) (?:I )?(?P<verb4>live) in (?P<v4>{PROPER})",
             _residence,
         ),
-        # Languages
         (
-            rf"\bI (?:can )?(?:also |still )?(?P<verb>speak) (?P<v>.+)|{_IM} (?:also )?"
-            r"(?:\w+ )?(?P<verb2>fluent|conversational|proficient) in (?P<v2>.+)|"
-            rf"{_IM} (?:also )?(?P<verb3>learning) (?P<v3>.+)",
-            _languages,
-        ),
-        (
-            r"\bI (?:can't|cannot|can not|don't) (?P<verb>speak) (?P<v>\w+) "
-            r"(?P<gone>anymore|any more)|"
-            r"\bI(?:'ve| have) (?P<gone2>forgotten) (?:all |most )?(?:of )?(?:my )?(?P<v2>\w+)",
-            _languages,
-        ),
-        (
-            r"(?P<v>\w+) is my (?P<verb>first|native|mother) (?:language|tongue)|\bmy "
-            r"(?P<verb2>first|native|mother) (?:language|tongue) is (?P<v2>\w+)|"
-            rf"{_IM} a (?P<verb3>native) (?P<v3>\w+) speaker",
-            _languages,
-        ),
-        # Skills
-        (
-            r"(?:\bI (?:also |already |just )?(?P<verb>know|write|code in|program in|"
-            r"develop in|use|work with|learned|learnt)|(?:\bI(?:'ve| have) been|\bI(?:'m| am)) "
-            r"(?P<verb2>coding|programming|writing|developing|using|working|learning)"
-            r"(?: in| with)?) (?P<v>.+)|^(?:been )?(?P<verb3>coding|programming|writing|"
-            r"developing) (?:in |with )?(?P<v2>[\w+#.]+) (?:for|since|every)\b",
-            _skills,
-        ),
-        (
-            rf"{_IM} (?:pretty |really |very |quite |fairly |decent(?:ly)? )?(?P<verb>good|decent|"
-            r"great|skilled|proficient|experienced|an expert|fluent) (?:at|in|with) (?P<v>.+)",
-            _skills,
-        ),
-        (r"\bI (?:can )?(?:also )?(?P<verb>play) (?P<v>.+)", _skills),
-        (
-            r"\bI (?:don't|do not|no longer) (?P<verb>play) (?P<v>(?:the )?\w+)"
-            r"(?: (?P<gone>anymore|any more))?",
-            _skills,
-        ),
-        # Family
-        (
-            rf"\bmy {_ADJ}(?P<rel>{RELATION_PATTERN})(?:'s name is|'s called| is called| is "
-            rf"named|,)? (?P<v>{NAME}(?:'s)?(?:,? and {NAME})?)",
-            _family,
-        ),
-        (
-            rf"\bI have (?:a|an|one|two|three|\d) {_ADJ}(?P<rel>{RELATION_PATTERN})s? (?:named|"
-            rf"called) (?P<v>{NAME}(?:,? and {NAME})?)|\bour {_ADJ}(?:baby )?(?P<rel2>son|"
-            rf"daughter|baby|boy|girl)\b.*?\b(?:called|named) (?:him|her|them|it) (?P<v2>{NAME})",
-            _family,
-        ),
-        (
-            rf"\b(?:seeing|dating|with) (?:someone|somebody|a guy|a girl|a woman|a man)"
-            rf"(?: new)?,? (?P<pron>his|her|their) name(?:'s| is) (?P<v>{NAME})",
-            _partner_named,
-        ),
-        (
-            rf"(?P<v>{NAME}) and I (?:just |finally )?(?:broke up|split up|split|separated|"
-            rf"divorced|got divorced)|\bI (?:broke up with|divorced|split up with|dumped) "
-            rf"(?P<v2>{NAME})",
-            _breakup,
+            rf"\bI grew up in (?P<v>{PROPER})|\bI(?:'m| am) originally from (?P<v2>{PROPER})",
+            _home_town,
         ),
     )
 )
-"""Patterns of profile statements and their rules (run before :data:`SCHOOL_RULES`'
-looser neighbours)."""
-
-SCHOOL_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
-    (
-        re.compile(
-            rf"(?:\bmy {_ADJ}(?P<rel>{RELATION_PATTERN}),? (?:(?P<name>{NAME}),? )?|"
-            rf"(?<!\w)(?P<name2>{NAME}),? )(?:starts|will start|is starting|'s starting|begins|"
-            rf"will begin|is going to start|goes to|will go to|is off to|heads to) "
-            rf"(?P<what>{_SCHOOL})(?: (?P<when>{_WHEN}))?(?=\s+and\b|\s+so\b|\s*[,.!?;]|$)",
-            re.IGNORECASE,
-        ),
-        _starts_school,
-    ),
-)
-"""A child starting school: the family member and the plan, with its date."""
+"""Patterns of name, work and place statements and their rules."""

@@ -150,6 +150,6 @@ ZH_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         ),
         (r"(?:我们|我)(?:最后|最终|已经)?决定(?:了)?(?P<v>.+)", _zh_decision),
         (r"^(?P<when>昨天|昨晚|上周|上个月|去年|上周末)[\uff0c,]?(?:我|我们).+", _zh_episode),
-        (r"我(?:现在|目前)?是(?P<v>.+)", _zh_am),
+        (r"(?:我|^|[\uff0c,]\s*)(?:现在|目前)?是(?P<v>.+)", _zh_am),
     )
 )

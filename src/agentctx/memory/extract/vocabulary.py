@@ -170,6 +170,7 @@ ZH_RELATIONS = {
     "丈夫": "partner",
     "先生": "partner",
     "男朋友": "partner",
+    "对象": "partner",
     "女朋友": "partner",
     "男友": "partner",
     "女友": "partner",
