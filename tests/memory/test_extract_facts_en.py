@@ -12,6 +12,7 @@ import pytest
 from agentctx import ContextEngine
 from agentctx.memory.extract import RULES_VERSION, extract_declarative
 from agentctx.memory.models import MemoryCandidate, MemoryKind
+from agentctx.memory.vocabulary import subject_words
 
 DAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -50,7 +51,7 @@ def test_the_statements_that_learned_nothing_before(engine: ContextEngine) -> No
     ]
     plan = learned(engine, "my daughter Chloe starts school in September")[1]
     assert plan.kind is MemoryKind.EPISODIC
-    assert plan.data == {"when": "in September"}
+    assert plan.data["when"] == "in September"
     assert all(s.extractor_version == RULES_VERSION == "rules-2" for s in plan.sources)
 
 
@@ -117,10 +118,12 @@ def test_health_diet_plans_and_answer_style(engine: ContextEngine) -> None:
         (MemoryKind.PREFERENCE, "answer style: length", "User wants short answers"),
         (MemoryKind.PREFERENCE, "answer style: language", "User wants answers in French"),
     ]
-    assert found[3].data == {"when": "in May"}
-    # Keywords a question uses that the content may not ("what am I allergic to?").
+    assert found[3].data == {"when": "in May", "value": "japan"}
+    # The value is a keyword; the words a question uses that the content may not ("what
+    # am I allergic to?") are indexed with every memory of the subject.
     allergy = learned(engine, "I'm allergic to penicillin.")[0]
-    assert {"allergy", "allergic", "penicillin"} <= set(allergy.keywords)
+    assert "penicillin" in allergy.keywords and allergy.data["value"] == "penicillin"
+    assert {"allergy", "allergic"} <= set(subject_words(allergy.subject).split())
 
 
 def test_dated_events_projects_by_name_and_injuries(engine: ContextEngine) -> None:
@@ -133,14 +136,19 @@ def test_dated_events_projects_by_name_and_injuries(engine: ContextEngine) -> No
         "I broke my leg skiing",
         "I keep kosher",
     )
-    assert [(c.subject, c.content, c.data) for c in found] == [
-        ("plan: job interview", "User has a job interview on Friday", {"when": "on Friday"}),
-        ("plan: wedding", "User is getting married in June", {"when": "in June"}),
-        ("project: orbit", "User is working on a project called Orbit", {}),
-        ("project: orbit", "User stopped working on Orbit", {"retracted": True}),
-        ("health: broken leg", "User has a broken leg", {}),
-        ("diet: kosher", "User eats kosher only", {}),
+    assert [(c.subject, c.content, c.data.get("retracted", False)) for c in found] == [
+        ("plan: job interview", "User has a job interview on Friday", False),
+        ("plan: wedding", "User is getting married in June", False),
+        ("project: orbit", "User is working on a project called Orbit", False),
+        ("project: orbit", "User stopped working on Orbit", True),
+        ("health: broken leg", "User has a broken leg", False),
+        ("diet: kosher", "User eats kosher only", False),
     ]
+    # A plan's value is its date: the same plan moved to another date supersedes it.
+    assert [c.data.get("when") for c in found[:2]] == ["on Friday", "in June"]
+    assert found[0].data["value"] == "on friday"
+    # A retraction names what it takes back, as its statement did.
+    assert found[3].data.get("value") == found[2].data.get("value")
     assert learned(engine, "I quit smoking", "I'm going to bed") == []
 
 
@@ -160,7 +168,9 @@ def test_a_retraction_states_the_retracted_subject(engine: ContextEngine) -> Non
         "honestly I can't speak Korean anymore",
     )
     assert [c.subject for c in retracted] == [c.subject for c in stated]
-    assert all(c.data == {"retracted": True} for c in retracted)
+    assert all(c.data.get("retracted") is True for c in retracted)
+    # A retraction names the value it takes back, as the statement did.
+    assert [c.data.get("value") for c in retracted] == [c.data.get("value") for c in stated]
     assert [c.content for c in retracted] == [
         "User is no longer vegetarian",
         "User is no longer allergic to shellfish",

@@ -368,6 +368,10 @@ def _add(
     data = {k: v for k, v in found.data.items() if k != CORRECTS}
     if found.episodic_date:
         data["date"] = found.episodic_date
+    value = fact_value(found)
+    if value is not None:
+        # Two statements of one subject with one value are one fact said twice.
+        data["value"] = value
     by_key[key] = MemoryCandidate(
         kind=found.kind,
         content=content,
@@ -380,30 +384,19 @@ def _add(
     )
 
 
-# Words a search for a fact uses that its content may not hold ("what am I allergic to?").
-_SUBJECT_WORDS = {
-    "allergy": ("allergy", "allergic", "过敏"),
-    "health": ("health", "condition", "健康"),
-    "diet": ("diet", "eat", "饮食"),
-    "family": ("family", "家人"),
-    "plan": ("plan", "计划"),
-    "project": ("project", "项目"),
-    "language": ("language", "speak", "语言"),
-    "skill": ("skill", "技能"),
-    "answer style": ("answer", "reply", "回答"),
-    "name": ("name", "名字"),
-    "occupation": ("job", "work", "工作", "职业"),
-    "employer": ("employer", "company", "work", "公司"),
-    "residence": ("live", "city", "住"),
-}
-
-
 def _keywords(content: str, found: Found) -> tuple[str, ...]:
-    """The content's keywords, then the words of the fact's subject and its value."""
+    """The content's keywords, then the fact's value. (The words questions about its
+    subject are asked with are indexed for every memory: agentctx.memory.vocabulary.)"""
     words = list(keywords_of(content))
-    if found.subject:
-        head = found.subject.split(":")[0].strip()
-        words.extend(_SUBJECT_WORDS.get(head, (head,)))
-        if found.value:
-            words.append(found.value.lower())
+    if found.subject and found.value:
+        words.append(found.value.lower())
     return tuple(dict.fromkeys(w for w in words if w))[:12]
+
+
+def fact_value(found: Found) -> str | None:
+    """A statement's value as consolidation compares it: lowercase words without
+    articles ("a software engineer" -> "software engineer"); None without a subject."""
+    if not found.subject or not found.value:
+        return None
+    words = [w for w in found.value.lower().split() if w not in {"a", "an", "the"}]
+    return " ".join(words) or None
