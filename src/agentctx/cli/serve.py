@@ -15,6 +15,15 @@ from agentctx.cli._common import fail, load, out, safe_url
 from agentctx.errors import AgentCtxError, MissingExtra
 from agentctx.gc_freeze import freeze_long_lived
 
+# The modules of the ``server`` extra, each with the package that installs it.
+SERVER_MODULES = {
+    "fastapi": "fastapi",
+    "starlette": "fastapi",
+    "uvicorn": "uvicorn",
+    "prometheus_client": "prometheus-client",
+    "jwt": "pyjwt",
+}
+
 
 def serve(  # noqa: PLR0917 - Typer options are parameters
     ctx: typer.Context,
@@ -37,8 +46,11 @@ def serve(  # noqa: PLR0917 - Typer options are parameters
 
         from agentctx.server.app import create_app  # noqa: PLC0415
         from agentctx.server.runner import uvicorn_config  # noqa: PLC0415
-    except ImportError as exc:
-        fail(str(MissingExtra("server", exc.name or "fastapi")))
+    except ModuleNotFoundError as exc:
+        package = SERVER_MODULES.get((exc.name or "").partition(".")[0])
+        if package is None:
+            raise  # not a missing extra: a bug, shown as one
+        fail(f"{MissingExtra('server', package)} [{MissingExtra.code}]")
     from agentctx.demo import DEMO_USER, run_demo  # noqa: PLC0415
     from agentctx.engine import ContextEngine  # noqa: PLC0415
     from agentctx.server.auth import ApiKeyStore  # noqa: PLC0415
