@@ -40,9 +40,10 @@ def create(
     with open_engine(ctx) as engine, expected_errors():
         key, token = ApiKeyStore(engine.db).create(user, scope, tenant=tenant, label=label)
     console = out()
-    console.print(
-        f"key {key.key_id} for {escape(', '.join(key.users) or '(admin)')} "
-        f"[{', '.join(key.scopes)}], tenant {escape(key.tenant)}"
+    console.print(  # plain text: the scopes' brackets are not markup
+        f"key {key.key_id} for {', '.join(key.users) or '(admin)'} "
+        f"[{', '.join(key.scopes)}], tenant {key.tenant}",
+        markup=False,
     )
     console.print(token, markup=False, soft_wrap=True)
 
