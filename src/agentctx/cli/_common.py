@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -73,6 +74,19 @@ def _hide_flag_types(command: object, ctx: Any) -> None:
     if isinstance(command, TyperGroup):
         for sub in command.commands.values():
             _hide_flag_types(sub, ctx)
+
+
+def command_line(ctx: typer.Context, *args: str) -> str:
+    """``agentctx ARGS…`` as a shell line carrying this run's ``--url``/``--home``, so
+    a next step printed for the user opens the same store when pasted (a database
+    password is shown masked, as everywhere else)."""
+    opts = options(ctx)
+    words = ["agentctx"]
+    if opts.url:
+        words += ["--url", safe_url(opts.url)]
+    if opts.home:
+        words += ["--home", str(opts.home.expanduser().absolute())]
+    return shlex.join([*words, *args])
 
 
 def out() -> Console:
