@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -359,6 +360,50 @@ def test_an_admin_key_may_type_any_user(page: Page, live: Live, recorded: Record
     page.fill("#user-id", "u1")
     page.click("#user-form button")
     expect(page.locator(".session-row")).to_have_count(1 + len(recorded.extra_sessions))
+
+
+def _link(live: Live, **fragment: str) -> str:
+    """An inspector link as ``agentctx serve`` prints it: ``/ui#key=…&user=…&session=…``."""
+    return f"{live.url}/ui#{urlencode(fragment)}"
+
+
+def test_a_link_naming_the_user_and_session_opens_that_session(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("*", scopes=("read", "admin"))  # acts for any user, as serve's key does
+    sid = recorded.session_id
+    page.goto(_link(live, key=token, user="u1", session=sid))
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    expect(page.locator("[data-code=user_required]")).to_have_count(0)
+    assert token not in page.url and page.url.endswith(f"#/sessions/{sid}")
+    expect(page.locator("#user-id")).to_have_value("u1")
+
+
+def test_a_key_link_opened_in_an_open_inspector_signs_in_with_it(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    sign_in(page, live, live.key("u2"))
+    expect(page.locator(".session-row")).to_have_count(1)
+    page.evaluate("window.stillTheSamePage = true")
+    token = live.key("*", scopes=("read", "admin"))
+    sid = recorded.session_id
+    page.goto(_link(live, key=token, user="u1", session=sid))  # only the hash changes
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    assert page.evaluate("window.stillTheSamePage") is True  # no reload did the work
+    assert page.evaluate(f"sessionStorage.getItem('{KEY_STORAGE}')") == token
+    assert token not in page.url and page.url.endswith(f"#/sessions/{sid}")
+
+
+def test_signing_in_on_a_link_to_a_view_opens_that_view(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    sid = recorded.session_id
+    page.goto(f"{live.url}/ui#/sessions/{sid}")
+    expect(page.locator("#signin-form")).to_be_visible()
+    page.fill("#signin-key", live.key("u1"))
+    page.click("#signin-form button[type=submit]")
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    assert page.url.endswith(f"#/sessions/{sid}")
 
 
 # Sessions -----------------------------------------------------------------------------
