@@ -596,6 +596,51 @@ def test_context_window_shows_sections_and_what_was_left_out(
     expect(page.locator("#timeline .event.highlight")).to_have_attribute("data-seq", str(first))
 
 
+PHONE = {"width": 375, "height": 740}
+
+
+def _within_the_width(page: Page, selector: str) -> None:
+    """Every element ``selector`` matches is visible and inside the viewport's width."""
+    boxes = [
+        page.locator(selector).nth(i).bounding_box() for i in range(page.locator(selector).count())
+    ]
+    assert boxes, selector
+    for box in boxes:
+        assert box is not None and box["width"] > 0, selector
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 0.5, (selector, box)
+
+
+def _no_horizontal_scroll(page: Page) -> None:
+    widths = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+
+
+def test_the_header_and_the_context_form_fit_a_phone(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    page.set_viewport_size(PHONE)
+    token = live.key("*", scopes=("read", "admin"))  # the widest header: it has a user field
+    sid = recorded.session_id
+    page.goto(_link(live, key=token, user="u1", session=sid))
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    page.goto(f"{live.url}/ui#/sessions/{sid}/context")
+    expect(page.locator("#context-form")).to_be_visible()
+    header = "#top .brand, #top .main-nav a, #user-id, #user-form button, #sign-out"
+    _within_the_width(page, "#top")
+    _within_the_width(page, header)
+    _within_the_width(page, "#context-form input, #context-form select, #context-form button")
+    _no_horizontal_scroll(page)
+    shot(page, "phone-context", full_page=False)
+    page.click("#context-form button[type=submit]")
+    expect(page.locator("#window-summary")).to_be_visible()
+    _no_horizontal_scroll(page)
+    page.click("text=Sessions")
+    expect(page.locator(".session-row").first).to_be_visible()
+    _within_the_width(page, header)
+    _no_horizontal_scroll(page)
+    shot(page, "phone-sessions", full_page=False)
+
+
 def test_context_errors_from_the_api_are_shown(page: Page, live: Live, recorded: Recorded) -> None:
     sign_in(page, live, live.key("u1"), f"#/sessions/{recorded.session_id}/context?budget=0&run=1")
     error = page.locator("#context-result .error-box")
