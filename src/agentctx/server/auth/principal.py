@@ -75,7 +75,7 @@ class Principal:
             if len(named) != 1 or ANY_USER in self.users:
                 raise UserRequired(
                     "the user_id query parameter is required (e.g. ?user_id=u1): the "
-                    "caller acts for several users (an admin key or a '*' key: for any)"
+                    "caller acts for several users (an admin key or a key for '*': any user)"
                 )
             user_id = named[0]
         validate_user_id(user_id)
