@@ -71,6 +71,13 @@ def test_a_required_user_is_marked_required(command: str) -> None:
     assert "[required]" in line and line.lstrip("│ ").startswith("*")
 
 
+def test_arguments_are_named_in_capitals() -> None:
+    for path in command_paths():
+        usage = next(line for line in help_text(*path).splitlines() if "Usage:" in line)
+        arguments = usage.partition("[OPTIONS]")[2]
+        assert arguments == arguments.upper(), usage
+
+
 def test_verify_says_when_it_needs_a_user() -> None:
     text = help_text("sessions", "verify")
     assert "required with SESSION" in " ".join(text.split())

@@ -75,7 +75,9 @@ def list_keys(
 
 
 @keys_app.command("revoke")
-def revoke(ctx: typer.Context, key_id: str = typer.Argument(..., help="The key id.")) -> None:
+def revoke(
+    ctx: typer.Context, key_id: str = typer.Argument(..., metavar="KEY_ID", help="The key id.")
+) -> None:
     """Revoke a key: it stops authenticating at once, on every replica."""
     with open_engine(ctx) as engine, expected_errors():
         key = ApiKeyStore(engine.db).revoke(key_id)
