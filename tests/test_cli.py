@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import time
 from datetime import timedelta
@@ -138,6 +139,18 @@ def test_demo_records_a_session_that_verifies(db_url: str, home: Path) -> None:
     code, out, _ = cli(db_url, home, "sessions", "verify", "--all")
     assert code == 0
     assert "checked 1 sessions" in out
+
+
+def test_demo_prints_a_next_step_that_works_as_printed(tmp_path: Path) -> None:
+    home = tmp_path / "my home"  # a space: the printed line quotes it
+    code, out, err = cli(sqlite_url(tmp_path), home, "demo")
+    assert code == 0, err
+    [line] = [line for line in out.splitlines() if line.startswith("next: ")]
+    command, *args = shlex.split(line.removeprefix("next: "))
+    assert command == "agentctx" and args[args.index("--home") + 1] == str(home)
+    result = runner.invoke(app, args, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.stderr
+    assert "travel-agent" in result.stdout and "Booked" in result.stdout
 
 
 # verify ------------------------------------------------------------------------------------

@@ -140,6 +140,18 @@ def test_me_says_whom_a_key_acts_for(live: Live) -> None:
     assert _get(live, token, "/v1/sessions?user_id=u2").status_code == 200
 
 
+@pytest.mark.parametrize("users", [("*",), ()])
+def test_a_listing_by_a_key_for_any_user_names_the_user_id_parameter(
+    live: Live, users: tuple[str, ...]
+) -> None:
+    token = live.key(*users, scopes=("read", "admin") if not users else ("read",))
+    error = _get(live, token, "/v1/sessions")
+    body = error.json()["error"]
+    assert error.status_code == 422 and body["code"] == "user_required"
+    assert body["field"] == "user_id"
+    assert "user_id query parameter" in body["message"] and "?user_id=" in body["message"]
+
+
 @pytest.mark.parametrize(
     "claims",
     [

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -361,6 +362,50 @@ def test_an_admin_key_may_type_any_user(page: Page, live: Live, recorded: Record
     expect(page.locator(".session-row")).to_have_count(1 + len(recorded.extra_sessions))
 
 
+def _link(live: Live, **fragment: str) -> str:
+    """An inspector link as ``agentctx serve`` prints it: ``/ui#key=…&user=…&session=…``."""
+    return f"{live.url}/ui#{urlencode(fragment)}"
+
+
+def test_a_link_naming_the_user_and_session_opens_that_session(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    token = live.key("*", scopes=("read", "admin"))  # acts for any user, as serve's key does
+    sid = recorded.session_id
+    page.goto(_link(live, key=token, user="u1", session=sid))
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    expect(page.locator("[data-code=user_required]")).to_have_count(0)
+    assert token not in page.url and page.url.endswith(f"#/sessions/{sid}")
+    expect(page.locator("#user-id")).to_have_value("u1")
+
+
+def test_a_key_link_opened_in_an_open_inspector_signs_in_with_it(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    sign_in(page, live, live.key("u2"))
+    expect(page.locator(".session-row")).to_have_count(1)
+    page.evaluate("window.stillTheSamePage = true")
+    token = live.key("*", scopes=("read", "admin"))
+    sid = recorded.session_id
+    page.goto(_link(live, key=token, user="u1", session=sid))  # only the hash changes
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    assert page.evaluate("window.stillTheSamePage") is True  # no reload did the work
+    assert page.evaluate(f"sessionStorage.getItem('{KEY_STORAGE}')") == token
+    assert token not in page.url and page.url.endswith(f"#/sessions/{sid}")
+
+
+def test_signing_in_on_a_link_to_a_view_opens_that_view(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    sid = recorded.session_id
+    page.goto(f"{live.url}/ui#/sessions/{sid}")
+    expect(page.locator("#signin-form")).to_be_visible()
+    page.fill("#signin-key", live.key("u1"))
+    page.click("#signin-form button[type=submit]")
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    assert page.url.endswith(f"#/sessions/{sid}")
+
+
 # Sessions -----------------------------------------------------------------------------
 
 
@@ -549,6 +594,51 @@ def test_context_window_shows_sections_and_what_was_left_out(
     first = report["dropped"][0]["seq"]
     dropped.first.locator("a").click()
     expect(page.locator("#timeline .event.highlight")).to_have_attribute("data-seq", str(first))
+
+
+PHONE = {"width": 375, "height": 740}
+
+
+def _within_the_width(page: Page, selector: str) -> None:
+    """Every element ``selector`` matches is visible and inside the viewport's width."""
+    boxes = [
+        page.locator(selector).nth(i).bounding_box() for i in range(page.locator(selector).count())
+    ]
+    assert boxes, selector
+    for box in boxes:
+        assert box is not None and box["width"] > 0, selector
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 0.5, (selector, box)
+
+
+def _no_horizontal_scroll(page: Page) -> None:
+    widths = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+
+
+def test_the_header_and_the_context_form_fit_a_phone(
+    page: Page, live: Live, recorded: Recorded
+) -> None:
+    page.set_viewport_size(PHONE)
+    token = live.key("*", scopes=("read", "admin"))  # the widest header: it has a user field
+    sid = recorded.session_id
+    page.goto(_link(live, key=token, user="u1", session=sid))
+    expect(page.locator("#timeline .event").first).to_be_visible()
+    page.goto(f"{live.url}/ui#/sessions/{sid}/context")
+    expect(page.locator("#context-form")).to_be_visible()
+    header = "#top .brand, #top .main-nav a, #user-id, #user-form button, #sign-out"
+    _within_the_width(page, "#top")
+    _within_the_width(page, header)
+    _within_the_width(page, "#context-form input, #context-form select, #context-form button")
+    _no_horizontal_scroll(page)
+    shot(page, "phone-context", full_page=False)
+    page.click("#context-form button[type=submit]")
+    expect(page.locator("#window-summary")).to_be_visible()
+    _no_horizontal_scroll(page)
+    page.click("text=Sessions")
+    expect(page.locator(".session-row").first).to_be_visible()
+    _within_the_width(page, header)
+    _no_horizontal_scroll(page)
+    shot(page, "phone-sessions", full_page=False)
 
 
 def test_context_errors_from_the_api_are_shown(page: Page, live: Live, recorded: Recorded) -> None:

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 import typer
 from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 from sqlalchemy.engine import make_url
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from agentctx.config import Settings, load_settings
 from agentctx.engine import ContextEngine
@@ -45,6 +47,46 @@ def options(ctx: typer.Context) -> CliOptions:
     """The global options stored by the root callback."""
     obj = ctx.find_root().obj
     return obj if isinstance(obj, CliOptions) else CliOptions()
+
+
+class RootGroup(TyperGroup):
+    """The ``agentctx`` group. Its help and every command's show no type after a flag
+    (``--all``, ``--help``): a flag takes no value. Typer's help gives every option its
+    type, flags too; a flag's empty metavar shows none. The whole tree is marked when
+    the root parses its arguments, before any help is drawn."""
+
+    _flags_marked = False
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Mark the flags of every command once, then parse as usual."""
+        if not self._flags_marked:
+            _hide_flag_types(self, ctx)
+            self._flags_marked = True
+        return super().parse_args(ctx, args)
+
+
+def _hide_flag_types(command: object, ctx: Any) -> None:
+    if not isinstance(command, TyperCommand | TyperGroup):
+        return
+    for param in [*command.params, command.get_help_option(ctx)]:
+        if isinstance(param, TyperOption) and param.is_flag:
+            param.metavar = ""
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _hide_flag_types(sub, ctx)
+
+
+def command_line(ctx: typer.Context, *args: str) -> str:
+    """``agentctx ARGS…`` as a shell line carrying this run's ``--url``/``--home``, so
+    a next step printed for the user opens the same store when pasted (a database
+    password is shown masked, as everywhere else)."""
+    opts = options(ctx)
+    words = ["agentctx"]
+    if opts.url:
+        words += ["--url", safe_url(opts.url)]
+    if opts.home:
+        words += ["--home", str(opts.home.expanduser().absolute())]
+    return shlex.join([*words, *args])
 
 
 def out() -> Console:

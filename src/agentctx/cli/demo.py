@@ -7,7 +7,7 @@ import hashlib
 import typer
 from rich.markup import escape
 
-from agentctx.cli._common import EXIT_FAILED_CHECK, open_engine, out, safe_url
+from agentctx.cli._common import EXIT_FAILED_CHECK, command_line, open_engine, out, safe_url
 from agentctx.cli.sessions import print_verify, render_session
 from agentctx.demo import DEMO_USER, run_demo
 
@@ -44,9 +44,7 @@ def demo(
             f"({first.media_type}, {first.width}x{first.height}), "
             + ("matches its content address" if intact else "[red]DOES NOT match its address[/]")
         )
-        console.print(
-            f"\nnext: agentctx sessions show {session.id} --user {escape(session.user_id)}",
-            style="dim",
-        )
+        show = command_line(ctx, "sessions", "show", session.id, "--user", session.user_id)
+        console.print(f"\nnext: {show}", style="dim", markup=False)
     if not (report.ok and intact):
         raise typer.Exit(EXIT_FAILED_CHECK)

@@ -40,9 +40,10 @@ def create(
     with open_engine(ctx) as engine, expected_errors():
         key, token = ApiKeyStore(engine.db).create(user, scope, tenant=tenant, label=label)
     console = out()
-    console.print(
-        f"key {key.key_id} for {escape(', '.join(key.users) or '(admin)')} "
-        f"[{', '.join(key.scopes)}], tenant {escape(key.tenant)}"
+    console.print(  # plain text: the scopes' brackets are not markup
+        f"key {key.key_id} for {', '.join(key.users) or '(admin)'} "
+        f"[{', '.join(key.scopes)}], tenant {key.tenant}",
+        markup=False,
     )
     console.print(token, markup=False, soft_wrap=True)
 
@@ -74,7 +75,9 @@ def list_keys(
 
 
 @keys_app.command("revoke")
-def revoke(ctx: typer.Context, key_id: str = typer.Argument(..., help="The key id.")) -> None:
+def revoke(
+    ctx: typer.Context, key_id: str = typer.Argument(..., metavar="KEY_ID", help="The key id.")
+) -> None:
     """Revoke a key: it stops authenticating at once, on every replica."""
     with open_engine(ctx) as engine, expected_errors():
         key = ApiKeyStore(engine.db).revoke(key_id)

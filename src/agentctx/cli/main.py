@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from agentctx import __version__
-from agentctx.cli._common import CliOptions
+from agentctx.cli._common import CliOptions, RootGroup
 from agentctx.cli.bench import bench_app
 from agentctx.cli.blobs import blobs_app
 from agentctx.cli.db import db_app
@@ -25,6 +25,7 @@ from agentctx.cli.sessions import sessions_app
 
 app = typer.Typer(
     name="agentctx",
+    cls=RootGroup,
     help="agentctx: a context engine for LLM agents, on a durable, ordered, "
     "tamper-evident event log.",
     no_args_is_help=True,

@@ -50,7 +50,7 @@ sessions_app = typer.Typer(
     no_args_is_help=True,
 )
 
-USER_OPTION = typer.Option(None, "--user", "-u", help="The user the session belongs to.")
+USER_OPTION = typer.Option(..., "--user", "-u", help="The user the session belongs to.")
 PREVIEW_CHARS = 100
 _VERIFY_BATCH = 500
 
@@ -268,11 +268,10 @@ def list_sessions(
 def show(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="SESSION", help="The session id."),
-    user: str | None = USER_OPTION,
+    user_id: str = USER_OPTION,
     last: int = typer.Option(50, "--last", "-n", min=0, help="Show the newest N events (0: all)."),
 ) -> None:
     """Show a session: its state, turns and events."""
-    user_id = _require_user(user)
     with open_engine(ctx) as engine:
         session = engine.get_session(session_id, user_id=user_id)
         render_session(out(), engine, session, last)
@@ -299,7 +298,7 @@ class StrategyChoice(StrEnum):
 def context(  # noqa: PLR0917 - one parameter per command-line option
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="SESSION", help="The session id."),
-    user: str | None = USER_OPTION,
+    user_id: str = USER_OPTION,
     query: str | None = typer.Option(
         None, "--query", "-q", help="What the window should be relevant to."
     ),
@@ -323,7 +322,6 @@ def context(  # noqa: PLR0917 - one parameter per command-line option
     """Build the context window the next model call would get, and show it with its
     report (per-section tokens, what was left out and why). Reads only: nothing is
     appended to the session."""
-    user_id = _require_user(user)
     with open_engine(ctx) as engine:
         session = engine.get_session(session_id, user_id=user_id)
         window = session.build_context(
@@ -352,7 +350,7 @@ def import_messages(  # noqa: PLR0917 - one parameter per command-line option
     file: str = typer.Argument(
         ..., metavar="FILE", help="A JSON file of chat messages ('-': standard input)."
     ),
-    user: str | None = USER_OPTION,
+    user_id: str = USER_OPTION,
     agent: str = typer.Option("default", "--agent", "-a", help="The agent of a new session."),
     session_id: str | None = typer.Option(
         None, "--session", "-s", help="Add to this session (created when it does not exist)."
@@ -364,7 +362,6 @@ def import_messages(  # noqa: PLR0917 - one parameter per command-line option
     """Record a conversation given as chat messages, as the agent made it: each user
     message opens a turn; tool calls and results keep their ids. FILE holds a JSON list
     of messages, an object with "messages" (and "system"), or one message per line."""
-    user_id = _require_user(user)
     messages = _read_messages(file)
     with open_engine(ctx) as engine:
         try:
@@ -403,9 +400,15 @@ def verify(
     session_id: str | None = typer.Argument(
         None, metavar="SESSION", help="The session id (or use --all)."
     ),
-    user: str | None = USER_OPTION,
+    user: str | None = typer.Option(
+        None,
+        "--user",
+        "-u",
+        help="The user the session belongs to: required with SESSION; "
+        "with --all, only this user's sessions.",
+    ),
     all_sessions: bool = typer.Option(
-        False, "--all", help="Verify every live session of every user."
+        False, "--all", help="Verify every live session (of every user, or of --user)."
     ),
 ) -> None:
     """Check hash chains. Exit code 1 names the first bad seq of each broken session."""
@@ -477,13 +480,12 @@ def sweep(ctx: typer.Context) -> None:
 def export(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="SESSION", help="The session id."),
-    user: str | None = USER_OPTION,
+    user_id: str = USER_OPTION,
     out_file: Path | None = typer.Option(
         None, "--out", "-o", help="Write to this file instead of stdout.", dir_okay=False
     ),
 ) -> None:
     """Write every event as one JSON object per line, in seq order."""
-    user_id = _require_user(user)
     with open_engine(ctx) as engine:
         # Load first: a missing session fails before any output (or file) exists.
         session = engine.get_session(session_id, user_id=user_id)

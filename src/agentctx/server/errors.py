@@ -192,8 +192,11 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _agentctx_error(request: Request, exc: AgentCtxError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthenticated) else None
         request.state.error_code = exc.code  # for the access audit record
+        # An error about one request field (user_required: user_id) names it.
+        field = getattr(exc, "field", None)
+        extra = {"field": field} if isinstance(field, str) else {}
         return JSONResponse(
-            error_body(exc.code, str(exc)), status_code=status_of(exc), headers=headers
+            error_body(exc.code, str(exc), **extra), status_code=status_of(exc), headers=headers
         )
 
     @app.exception_handler(RequestValidationError)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from agentctx.server.auth.jwt import JwtVerifier
+from typing import TYPE_CHECKING
+
 from agentctx.server.auth.keys import KEY_PREFIX, ApiKeyStore
 from agentctx.server.auth.principal import Principal, Unauthenticated
+
+if TYPE_CHECKING:  # PyJWT comes with the ``server`` extra; the key store needs only the core
+    from agentctx.server.auth.jwt import JwtVerifier
 
 
 class Authenticator:

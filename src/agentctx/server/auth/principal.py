@@ -21,9 +21,11 @@ class UserNotFound(NotFound):
 
 
 class UserRequired(InvalidInput):
-    """The caller acts for several users and the request did not say which."""
+    """The caller acts for several users and the request did not say which (with the
+    ``user_id`` query parameter, which the error names as its ``field``)."""
 
     code = "user_required"
+    field = "user_id"
 
 
 class Forbidden(AgentCtxError):
@@ -71,7 +73,10 @@ class Principal:
         if user_id is None:
             named = [u for u in self.users if u != ANY_USER]
             if len(named) != 1 or ANY_USER in self.users:
-                raise UserRequired("user_id is required: this caller acts for several users")
+                raise UserRequired(
+                    "the user_id query parameter is required (e.g. ?user_id=u1): the "
+                    "caller acts for several users (an admin key or a key for '*': any user)"
+                )
             user_id = named[0]
         validate_user_id(user_id)
         if not self.may_act_for(user_id):

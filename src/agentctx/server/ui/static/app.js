@@ -17,14 +17,22 @@ const view = document.getElementById("view");
 const header = document.getElementById("top");
 let signInMessage = null;
 
-// "#key=<token>" (optionally "&user=<id>"): sign in from a link, then take the key out
-// of the address bar and the history so it is not shared or bookmarked by accident.
+// "#key=<token>" (optionally "&user=<id>" and "&session=<id>"): sign in from a link,
+// then take the key out of the address bar and the history so it is not shared or
+// bookmarked by accident, and open the link's session (else the sessions list).
 function takeKeyFromFragment() {
   if (!location.hash.startsWith("#key=")) return;
   const params = new URLSearchParams(location.hash.slice(1));
   const key = params.get("key");
-  if (key) auth.signIn(key, params.get("user") || "", Boolean(params.get("user")));
-  history.replaceState(null, "", `${location.pathname}${location.search}#/sessions`);
+  const user = params.get("user") || "";
+  if (key) {
+    auth.signIn(key, user, Boolean(user));
+    forgetImages();
+    signInMessage = null;
+  }
+  const session = params.get("session");
+  const target = hashFor(session ? ["sessions", session] : ["sessions"]);
+  history.replaceState(null, "", `${location.pathname}${location.search}${target}`);
 }
 
 function drawHeader(route) {
@@ -66,7 +74,9 @@ async function resolve(route) {
     const message = signInMessage;
     signInMessage = null;
     document.title = "Sign in · agentctx";
-    signInView(view, { message, onSignedIn: () => router.navigate(hashFor(["sessions"])) });
+    // A link to a view (a session, a memory) opens that view once signed in.
+    const asked = section && section !== "signin" ? location.hash : hashFor(["sessions"]);
+    signInView(view, { message, onSignedIn: () => router.navigate(asked) });
     return;
   }
   window.scrollTo(0, 0);
@@ -91,6 +101,10 @@ async function resolve(route) {
   replace(view, errorBox({ code: "not_found", message: `No view at ${location.hash}` }));
 }
 
+// A "#key=" link opened in a tab that already shows the inspector changes only the
+// hash. This listener is added before the router's, so the router draws the view the
+// link names, not "#key=…".
+window.addEventListener("hashchange", takeKeyFromFragment);
 const router = new Router(resolve);
 
 on("unauthorized", (error) => {
