@@ -1,0 +1,187 @@
+"""A LangGraph ``pre_model_hook`` that records the conversation in agentctx and hands the
+model agentctx's context window.
+
+``create_react_agent(model, tools, pre_model_hook=pre_model_hook(engine, budget=3000))``
+runs the hook before every model call. The hook
+
+1. records the messages of the graph state that agentctx does not have yet (the user's
+   request, each AI message with its tool calls, each tool result), each exactly once:
+   every event carries an idempotency key made of its message id, and the hook
+   remembers where it stopped, so the whole list it sees at every step costs only the
+   new messages. Each run of new messages up to the next ``HumanMessage`` is one
+   append, and so one agentctx turn (turn-end compaction runs after it);
+2. builds the context window for the next call (``Session.build_context``: within the
+   budget, compacted, with the older events relevant to the latest request) and
+   returns it as ``llm_input_messages``: the model sees the window, the graph state
+   keeps every message.
+
+The agentctx user and session come from the hook's arguments or, per run, from the
+config: ``configurable.user_id`` and ``configurable.thread_id`` (the checkpointer's
+thread is the agentctx session). The final AI message of a run is recorded by the
+next call of the hook (the next request), or at once by :meth:`ContextHook.record`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from agentctx.context.window import ContextWindow
+from agentctx.errors import InvalidInput
+from agentctx.events import Event
+from agentctx.integrations.langgraph.messages import (
+    message_key,
+    message_to_drafts,
+    window_messages,
+)
+from agentctx.integrations.sessions import EngineLike, SessionLike, open_session
+
+REMEMBERED_SESSIONS = 1024
+"""How many sessions a hook remembers its place in (the oldest is forgotten first; a
+forgotten session's messages are handed over again and the idempotency keys drop them)."""
+
+
+class ContextHook:
+    """The ``pre_model_hook`` :func:`pre_model_hook` makes (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: EngineLike,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str = "default",
+        budget: int = 4000,
+        query: str | None = None,
+        strategy: str | None = None,
+        system_prompt: str | None = None,
+        context_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.user_id = user_id
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.budget = budget
+        self.query = query
+        self.strategy = strategy
+        self.system_prompt = system_prompt
+        self.context_config = context_config
+        self.last_window: ContextWindow | None = None
+        # (user, session) -> (messages recorded, the key of the last one)
+        self._recorded: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The hook: record what is new, return the window as the model's input."""
+        messages = _messages_of(state)
+        session = self.session(config)
+        self.record(messages, config)
+        window = session.build_context(
+            self.query if self.query is not None else latest_request(messages),
+            self.budget,
+            strategy=self.strategy,
+            system_prompt=self.system_prompt,
+            config=self.context_config,
+        )
+        self.last_window = window
+        return {"llm_input_messages": window_messages(window.messages)}
+
+    def session(self, config: RunnableConfig | None = None) -> SessionLike:
+        """The agentctx session of a run (created on first use)."""
+        user_id, session_id = self._ids(config)
+        return open_session(self.engine, session_id, user_id, self.agent_id)
+
+    def record(
+        self, messages: Sequence[BaseMessage], config: RunnableConfig | None = None
+    ) -> list[Event]:
+        """Record the messages agentctx does not have yet; returns the events written
+        now (or found stored: a message recorded before writes nothing new)."""
+        ids = self._ids(config)
+        done, last = self._recorded.get(ids, (0, ""))
+        start = done if 0 < done <= len(messages) and message_key(messages[done - 1]) == last else 0
+        new = list(messages[start:])
+        if not new:
+            return []
+        session = self.session(config)
+        written: list[Event] = []
+        for group in _runs_by_request(new):
+            drafts = [draft for message in group for draft in message_to_drafts(message)]
+            written.extend(session.append(*drafts))
+        self._recorded[ids] = (len(messages), message_key(messages[-1]))
+        self._recorded.move_to_end(ids)
+        while len(self._recorded) > REMEMBERED_SESSIONS:
+            self._recorded.popitem(last=False)
+        return written
+
+    def _ids(self, config: RunnableConfig | None) -> tuple[str, str]:
+        configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+        user_id = self.user_id or configurable.get("user_id")
+        session_id = self.session_id or configurable.get("thread_id")
+        if not isinstance(user_id, str) or not user_id:
+            raise InvalidInput("no user: pass user_id to the hook or configurable.user_id")
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidInput("no session: pass session_id to the hook or a thread_id")
+        return user_id, session_id
+
+
+def pre_model_hook(
+    engine: EngineLike,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str = "default",
+    budget: int = 4000,
+    query: str | None = None,
+    strategy: str | None = None,
+    system_prompt: str | None = None,
+    context_config: dict[str, Any] | None = None,
+) -> ContextHook:
+    """A ``pre_model_hook`` for ``create_react_agent`` kept in agentctx.
+
+    ``budget``, ``query`` (default: the latest ``HumanMessage``'s text), ``strategy``,
+    ``system_prompt`` and ``context_config`` shape the window (``Session.build_context``'s
+    arguments). ``user_id`` / ``session_id`` fix the agentctx user and session; without
+    them each run names them in ``configurable.user_id`` and ``configurable.thread_id``.
+    """
+    return ContextHook(
+        engine,
+        user_id=user_id,
+        session_id=session_id,
+        agent_id=agent_id,
+        budget=budget,
+        query=query,
+        strategy=strategy,
+        system_prompt=system_prompt,
+        context_config=context_config,
+    )
+
+
+def latest_request(messages: Sequence[BaseMessage]) -> str | None:
+    """The text of the newest ``HumanMessage`` (what the window should be relevant to)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message.text or None
+    return None
+
+
+def _messages_of(state: Any) -> list[BaseMessage]:
+    messages = state.get("messages") if isinstance(state, Mapping) else state.messages
+    if not isinstance(messages, list):
+        raise InvalidInput("the graph state has no list of messages")
+    return messages
+
+
+def _runs_by_request(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """``messages`` cut before each ``HumanMessage``: one run per request."""
+    runs: list[list[BaseMessage]] = []
+    for message in messages:
+        if isinstance(message, HumanMessage) or not runs:
+            runs.append([])
+        runs[-1].append(message)
+    return runs
+
+
+__all__ = ["REMEMBERED_SESSIONS", "ContextHook", "latest_request", "pre_model_hook"]
