@@ -24,7 +24,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from agentctx import ContextEngine, EventType, MissingExtra
-from agentctx.integrations.langgraph import AgentCtxChatMessageHistory
+from agentctx.integrations.langgraph import AgentCtxChatMessageHistory, WindowSettings
 from conftest import make_png
 from integrations.scripted_chat_model import scripted
 
@@ -123,7 +123,8 @@ def test_with_a_budget_the_history_is_the_window(eng: ContextEngine) -> None:
         full.add_messages(
             [HumanMessage(f"Question {i}: " + "word " * 60), AIMessage(f"Answer {i}")]
         )
-    window = AgentCtxChatMessageHistory(eng, session_id="long", user_id="u1", budget=800)
+    settings = WindowSettings(budget=800)
+    window = AgentCtxChatMessageHistory(eng, session_id="long", user_id="u1", window=settings)
     shown = window.messages
     assert len(full.messages) == 60 and 0 < len(shown) < 60
     assert shown[-1] == AIMessage("Answer 29")

@@ -6,11 +6,12 @@ a client of an agentctx server with the same methods.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentctx.context.window import ContextWindow
-from agentctx.errors import SessionExists, SessionNotFound
-from agentctx.events import Event, EventDraft
+from agentctx.errors import BlobNotFound, SessionExists, SessionNotFound
+from agentctx.events import BlobPart, Event, EventDraft, ImagePart
 
 
 class SessionLike(Protocol):
@@ -76,4 +77,45 @@ def open_session(engine: EngineLike, session_id: str, user_id: str, agent_id: st
             return engine.get_session(session_id, user_id)
 
 
-__all__ = ["EngineLike", "SessionLike", "open_session"]
+@dataclass(frozen=True)
+class WindowSettings:
+    """What shapes a context window: ``Session.build_context``'s arguments."""
+
+    budget: int = 4000
+    query: str | None = None
+    strategy: str | None = None
+    system_prompt: str | None = None
+    context_config: dict[str, Any] | None = None
+
+    def build(self, session: SessionLike, query: str | None = None) -> ContextWindow:
+        """The session's window, relevant to the settings' ``query`` or else ``query``."""
+        return session.build_context(
+            self.query if self.query is not None else query,
+            self.budget,
+            strategy=self.strategy,
+            system_prompt=self.system_prompt,
+            config=self.context_config,
+        )
+
+
+def read_blob(engine: EngineLike, user_id: str, part: BlobPart) -> bytes:
+    """The bytes an offloaded part of the user's event stands for."""
+    return engine.get_blob(part.blob_id, user_id)
+
+
+def read_image(engine: EngineLike, user_id: str, part: ImagePart) -> bytes | None:
+    """The bytes of an image part of the user's event (None once retention removed them)."""
+    try:
+        return engine.restore_image(part.image_id, user_id)
+    except BlobNotFound:  # ImageExpired included
+        return None
+
+
+__all__ = [
+    "EngineLike",
+    "SessionLike",
+    "WindowSettings",
+    "open_session",
+    "read_blob",
+    "read_image",
+]

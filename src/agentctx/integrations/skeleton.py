@@ -14,7 +14,17 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentctx.events import BlobPart, Event, ImageData, ImagePart, JsonPart, TextPart
+from agentctx.events import (
+    BlobPart,
+    Event,
+    EventDraft,
+    EventMeta,
+    EventType,
+    ImageData,
+    ImagePart,
+    JsonPart,
+    TextPart,
+)
 
 MARK = "$agentctx"
 """The key of a marker that stands for content moved into part ``part``."""
@@ -96,6 +106,28 @@ def images_out(value: Any, parts: Parts) -> Any:
     if isinstance(value, list):
         return [images_out(v, parts) for v in value]
     return value
+
+
+def skeleton_draft(
+    kind: EventType,
+    parts: Parts,
+    key: str,
+    skeleton: dict[str, Any],
+    *,
+    call_id: str | None = None,
+    meta: EventMeta | None = None,
+    payload: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+) -> EventDraft:
+    """The event that keeps ``skeleton`` under payload ``key``, its content in ``parts``."""
+    return EventDraft(
+        type=kind,
+        parts=tuple(parts.parts),
+        payload={**(payload or {}), key: skeleton},
+        meta=meta or EventMeta(),
+        call_id=call_id,
+        idempotency_key=idempotency_key,
+    )
 
 
 ReadBlob = Callable[[BlobPart], bytes]

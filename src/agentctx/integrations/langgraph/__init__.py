@@ -28,12 +28,14 @@ from agentctx.integrations.langgraph.messages import (
     window_messages,
 )
 from agentctx.integrations.langgraph.store import AgentCtxStore, Namespaces, item_subject
+from agentctx.integrations.sessions import WindowSettings
 
 __all__ = [
     "AgentCtxChatMessageHistory",
     "AgentCtxStore",
     "ContextHook",
     "Namespaces",
+    "WindowSettings",
     "event_to_message",
     "item_subject",
     "latest_request",

@@ -8,8 +8,8 @@ types, ids, tool calls and tool call ids included (content redacted).
 
 * ``add_messages`` writes one batch as one all-or-nothing append, one agentctx turn.
   A message that carries an id is recorded once: adding it again writes nothing.
-* ``messages`` is every recorded message, oldest first; with a ``budget`` it is the
-  context window instead (``Session.build_context`` within the budget, as LangChain
+* ``messages`` is every recorded message, oldest first; with ``window`` settings it
+  is the context window instead (``Session.build_context`` within the budget, as LangChain
   messages with tool calls and results paired).
 * ``clear`` deletes the session and its data and starts it again, empty, with the
   same id.
@@ -20,26 +20,32 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from agentctx.errors import BlobNotFound, SessionNotFound
+from agentctx.errors import SessionNotFound
 from agentctx.events import BlobPart, ImagePart
 from agentctx.integrations.langgraph.messages import (
     event_to_message,
     message_to_drafts,
     window_messages,
 )
-from agentctx.integrations.sessions import EngineLike, SessionLike, open_session
+from agentctx.integrations.sessions import (
+    EngineLike,
+    SessionLike,
+    WindowSettings,
+    open_session,
+    read_blob,
+    read_image,
+)
 
 
 class AgentCtxChatMessageHistory(BaseChatMessageHistory):
     """A ``BaseChatMessageHistory`` whose messages are an agentctx session's events.
 
-    ``budget`` (with ``query``, ``strategy``, ``system_prompt``, ``context_config``)
-    makes ``messages`` the context window rather than every message.
+    ``window`` (budget, query, strategy, …) makes ``messages`` the context window
+    rather than every message.
     """
 
     def __init__(
@@ -49,22 +55,14 @@ class AgentCtxChatMessageHistory(BaseChatMessageHistory):
         session_id: str,
         user_id: str,
         agent_id: str = "default",
-        budget: int | None = None,
-        query: str | None = None,
-        strategy: str | None = None,
-        system_prompt: str | None = None,
-        context_config: dict[str, Any] | None = None,
+        window: WindowSettings | None = None,
     ) -> None:
         super().__init__()
         self.engine = engine
         self.session_id = session_id
         self.user_id = user_id
         self.agent_id = agent_id
-        self.budget = budget
-        self.query = query
-        self.strategy = strategy
-        self.system_prompt = system_prompt
-        self.context_config = context_config
+        self.window = window
         self._handle: SessionLike | None = None
 
     def __repr__(self) -> str:
@@ -80,16 +78,9 @@ class AgentCtxChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        """Every recorded message, oldest first (with a ``budget``: the window)."""
-        if self.budget is not None:
-            window = self.session().build_context(
-                self.query,
-                self.budget,
-                strategy=self.strategy,
-                system_prompt=self.system_prompt,
-                config=self.context_config,
-            )
-            return window_messages(window.messages)
+        """Every recorded message, oldest first (with ``window``: the window)."""
+        if self.window is not None:
+            return window_messages(self.window.build(self.session()).messages)
         found: list[BaseMessage] = []
         for event in self.session().events():
             message = event_to_message(event, self._read_blob, self._read_image)
@@ -115,13 +106,10 @@ class AgentCtxChatMessageHistory(BaseChatMessageHistory):
         self.session()
 
     def _read_blob(self, part: BlobPart) -> bytes:
-        return self.engine.get_blob(part.blob_id, self.user_id)
+        return read_blob(self.engine, self.user_id, part)
 
     def _read_image(self, part: ImagePart) -> bytes | None:
-        try:
-            return self.engine.restore_image(part.image_id, self.user_id)
-        except BlobNotFound:  # retention removed the bytes
-            return None
+        return read_image(self.engine, self.user_id, part)
 
 
 __all__ = ["AgentCtxChatMessageHistory"]

@@ -23,6 +23,7 @@ next call of the hook (the next request), or at once by :meth:`ContextHook.recor
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,7 +39,12 @@ from agentctx.integrations.langgraph.messages import (
     message_to_drafts,
     window_messages,
 )
-from agentctx.integrations.sessions import EngineLike, SessionLike, open_session
+from agentctx.integrations.sessions import (
+    EngineLike,
+    SessionLike,
+    WindowSettings,
+    open_session,
+)
 
 REMEMBERED_SESSIONS = 1024
 """How many sessions a hook remembers its place in (the oldest is forgotten first; a
@@ -55,37 +61,24 @@ class ContextHook:
         user_id: str | None = None,
         session_id: str | None = None,
         agent_id: str = "default",
-        budget: int = 4000,
-        query: str | None = None,
-        strategy: str | None = None,
-        system_prompt: str | None = None,
-        context_config: dict[str, Any] | None = None,
+        window: WindowSettings | None = None,
     ) -> None:
         self.engine = engine
         self.user_id = user_id
         self.session_id = session_id
         self.agent_id = agent_id
-        self.budget = budget
-        self.query = query
-        self.strategy = strategy
-        self.system_prompt = system_prompt
-        self.context_config = context_config
+        self.window = window or WindowSettings()
         self.last_window: ContextWindow | None = None
         # (user, session) -> (messages recorded, the key of the last one)
         self._recorded: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The hook: record what is new, return the window as the model's input."""
         messages = _messages_of(state)
         session = self.session(config)
         self.record(messages, config)
-        window = session.build_context(
-            self.query if self.query is not None else latest_request(messages),
-            self.budget,
-            strategy=self.strategy,
-            system_prompt=self.system_prompt,
-            config=self.context_config,
-        )
+        window = self.window.build(session, latest_request(messages))
         self.last_window = window
         return {"llm_input_messages": window_messages(window.messages)}
 
@@ -100,7 +93,8 @@ class ContextHook:
         """Record the messages agentctx does not have yet; returns the events written
         now (or found stored: a message recorded before writes nothing new)."""
         ids = self._ids(config)
-        done, last = self._recorded.get(ids, (0, ""))
+        with self._lock:
+            done, last = self._recorded.get(ids, (0, ""))
         start = done if 0 < done <= len(messages) and message_key(messages[done - 1]) == last else 0
         new = list(messages[start:])
         if not new:
@@ -110,10 +104,11 @@ class ContextHook:
         for group in _runs_by_request(new):
             drafts = [draft for message in group for draft in message_to_drafts(message)]
             written.extend(session.append(*drafts))
-        self._recorded[ids] = (len(messages), message_key(messages[-1]))
-        self._recorded.move_to_end(ids)
-        while len(self._recorded) > REMEMBERED_SESSIONS:
-            self._recorded.popitem(last=False)
+        with self._lock:
+            self._recorded[ids] = (len(messages), message_key(messages[-1]))
+            self._recorded.move_to_end(ids)
+            while len(self._recorded) > REMEMBERED_SESSIONS:
+                self._recorded.popitem(last=False)
         return written
 
     def _ids(self, config: RunnableConfig | None) -> tuple[str, str]:
@@ -146,16 +141,9 @@ def pre_model_hook(
     arguments). ``user_id`` / ``session_id`` fix the agentctx user and session; without
     them each run names them in ``configurable.user_id`` and ``configurable.thread_id``.
     """
+    window = WindowSettings(budget, query, strategy, system_prompt, context_config)
     return ContextHook(
-        engine,
-        user_id=user_id,
-        session_id=session_id,
-        agent_id=agent_id,
-        budget=budget,
-        query=query,
-        strategy=strategy,
-        system_prompt=system_prompt,
-        context_config=context_config,
+        engine, user_id=user_id, session_id=session_id, agent_id=agent_id, window=window
     )
 
 

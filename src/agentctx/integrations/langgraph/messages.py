@@ -45,6 +45,7 @@ from agentctx.integrations.skeleton import (
     content_out,
     images_out,
     restore,
+    skeleton_draft,
     stored_skeleton,
 )
 
@@ -124,18 +125,10 @@ def _draft(
     parts: Parts,
     skeleton: dict[str, Any],
     idempotency_key: str,
-    *,
-    call_id: str | None = None,
-    meta: EventMeta | None = None,
-    payload: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> EventDraft:
-    return EventDraft(
-        type=kind,
-        parts=tuple(parts.parts),
-        payload={**(payload or {}), MESSAGE_KEY: skeleton},
-        meta=meta or EventMeta(),
-        call_id=call_id,
-        idempotency_key=idempotency_key,
+    return skeleton_draft(
+        kind, parts, MESSAGE_KEY, skeleton, idempotency_key=idempotency_key, **fields
     )
 
 

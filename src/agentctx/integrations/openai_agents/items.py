@@ -40,6 +40,7 @@ from agentctx.integrations.skeleton import (
     content_out,
     images_out,
     restore,
+    skeleton_draft,
     stored_skeleton,
 )
 
@@ -139,12 +140,8 @@ def _draft(
     meta: EventMeta | None = None,
     payload: dict[str, Any] | None = None,
 ) -> EventDraft:
-    return EventDraft(
-        type=kind,
-        parts=tuple(parts.parts),
-        payload={**(payload or {}), ITEM_KEY: skeleton},
-        meta=meta or EventMeta(),
-        call_id=call_id,
+    return skeleton_draft(
+        kind, parts, ITEM_KEY, skeleton, call_id=call_id, meta=meta, payload=payload
     )
 
 

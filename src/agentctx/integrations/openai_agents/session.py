@@ -35,7 +35,6 @@ from typing import Any
 from agentctx.context.gather import RETRACTED_KEY
 from agentctx.context.window import ContextWindow
 from agentctx.errors import (
-    BlobNotFound,
     MissingExtra,
     SessionNotFound,
     StaleSession,
@@ -49,7 +48,13 @@ from agentctx.integrations.openai_agents.items import (
     skeleton_of,
 )
 from agentctx.integrations.openai_agents.window import window_items, without_retracted
-from agentctx.integrations.sessions import EngineLike, SessionLike, open_session
+from agentctx.integrations.sessions import (
+    EngineLike,
+    SessionLike,
+    open_session,
+    read_blob,
+    read_image,
+)
 
 # The session-state key listing retracted item events (``{"event_id", "seq"}``); windows
 # leave them out (agentctx.context.builder.without_retracted).
@@ -259,13 +264,10 @@ class AgentCtxSession:
         return item
 
     def _read_blob(self, part: BlobPart) -> bytes:
-        return self.engine.get_blob(part.blob_id, self.user_id)
+        return read_blob(self.engine, self.user_id, part)
 
     def _read_image(self, part: ImagePart) -> bytes | None:
-        try:
-            return self.engine.restore_image(part.image_id, self.user_id)
-        except BlobNotFound:  # ImageExpired included: retention removed the bytes
-            return None
+        return read_image(self.engine, self.user_id, part)
 
 
 def _as_dict(item: Any) -> dict[str, Any]:
