@@ -68,12 +68,12 @@ def test_the_model_gets_the_window_and_each_message_is_recorded_once(
     hook = pre_model_hook(eng, budget=BUDGET)
     graph = agent(model, hook, checkpointer=InMemorySaver())
 
-    graph.invoke({"messages": [("user", "Where is order A1?")]}, CONFIG)
-    for i in range(1, FILLER_TURNS + 1):
-        graph.invoke({"messages": [("user", f"Show the invoice B{i}")]}, CONFIG)
-    state = graph.invoke(
-        {"messages": [("user", "What was the tracking number of order A1?")]}, CONFIG
-    )
+    requests = ["Where is order A1?"]
+    requests += [f"Show the invoice B{i}" for i in range(1, FILLER_TURNS + 1)]
+    requests.append("What was the tracking number of order A1?")
+    for request in requests:
+        state = graph.invoke({"messages": [("user", request)]}, CONFIG)
+        assert hook.last_window is not None and hook.last_window.tokens <= BUDGET
     assert model.tools == ["lookup"]
 
     # The last model call: the window, within the budget; the newest turns as chat,
