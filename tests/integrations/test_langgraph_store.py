@@ -183,6 +183,11 @@ def test_personal_data_in_a_value_is_stored_redacted(
     )
     assert "ann@example.com" not in stored and "555 0100" not in stored
     assert item.value["content"].startswith("Mail me at ")
+    # A key that is personal data is stored redacted; get still finds the item by it.
+    store.put(NS, "ann@example.com", {"content": "hi"})
+    by_email = store.get(NS, "ann@example.com")
+    assert by_email is not None and by_email.key == "ann@example.com"
+    assert "ann@example.com" not in json.dumps([m.data for m in eng.memory.list("u1")])
 
 
 def test_a_batch_reads_before_it_writes_and_runs_async(store: AgentCtxStore) -> None:

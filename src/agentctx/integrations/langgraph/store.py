@@ -196,7 +196,11 @@ class AgentCtxStore(BaseStore):
         found = find_keyed(self.memory, user, item_subject(namespace, op.key), kind=self.kind)
         if found is None or _expired(found) or not self._visible(found, namespace):
             return None
-        return self._item(found, user)
+        item = self._item(found, user)
+        # Found by the digest of the namespace and key asked for: those are its own, even
+        # where redaction changed the stored copies (a key that is an email address).
+        item.namespace, item.key = namespace, op.key
+        return item
 
     def _put(self, op: PutOp) -> None:
         namespace = _checked(op.namespace)
