@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -47,8 +48,18 @@ from agentctx.integrations.sessions import (
 )
 
 REMEMBERED_SESSIONS = 1024
-"""How many sessions a hook remembers its place in (the oldest is forgotten first; a
-forgotten session's messages are handed over again and the idempotency keys drop them)."""
+"""How many sessions a hook remembers its place (and handle) in; the least recently used
+is forgotten first, and a forgotten session's messages are handed over again (the
+idempotency keys drop them)."""
+
+
+@dataclass
+class _Place:
+    """Where a hook stopped in one session's message list."""
+
+    session: SessionLike
+    recorded: int = 0  # how many messages of the list are recorded
+    last: str = ""  # the key of the last of them
 
 
 class ContextHook:
@@ -69,47 +80,55 @@ class ContextHook:
         self.agent_id = agent_id
         self.window = window or WindowSettings()
         self.last_window: ContextWindow | None = None
-        # (user, session) -> (messages recorded, the key of the last one)
-        self._recorded: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
+        self._places: OrderedDict[tuple[str, str], _Place] = OrderedDict()
         self._lock = threading.Lock()
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The hook: record what is new, return the window as the model's input."""
         messages = _messages_of(state)
-        session = self.session(config)
-        self.record(messages, config)
-        window = self.window.build(session, latest_request(messages))
+        place = self._place(config)
+        self._record(place, messages)
+        window = self.window.build(place.session, latest_request(messages))
         self.last_window = window
         return {"llm_input_messages": window_messages(window.messages)}
 
     def session(self, config: RunnableConfig | None = None) -> SessionLike:
         """The agentctx session of a run (created on first use)."""
-        user_id, session_id = self._ids(config)
-        return open_session(self.engine, session_id, user_id, self.agent_id)
+        return self._place(config).session
 
     def record(
         self, messages: Sequence[BaseMessage], config: RunnableConfig | None = None
     ) -> list[Event]:
         """Record the messages agentctx does not have yet; returns the events written
         now (or found stored: a message recorded before writes nothing new)."""
-        ids = self._ids(config)
-        with self._lock:
-            done, last = self._recorded.get(ids, (0, ""))
-        start = done if 0 < done <= len(messages) and message_key(messages[done - 1]) == last else 0
-        new = list(messages[start:])
-        if not new:
-            return []
-        session = self.session(config)
+        return self._record(self._place(config), messages)
+
+    def _record(self, place: _Place, messages: Sequence[BaseMessage]) -> list[Event]:
+        done = place.recorded
+        known = 0 < done <= len(messages) and message_key(messages[done - 1]) == place.last
+        new = list(messages[done if known else 0 :])
         written: list[Event] = []
         for group in _runs_by_request(new):
             drafts = [draft for message in group for draft in message_to_drafts(message)]
-            written.extend(session.append(*drafts))
-        with self._lock:
-            self._recorded[ids] = (len(messages), message_key(messages[-1]))
-            self._recorded.move_to_end(ids)
-            while len(self._recorded) > REMEMBERED_SESSIONS:
-                self._recorded.popitem(last=False)
+            written.extend(place.session.append(*drafts))
+        if messages:
+            place.recorded, place.last = len(messages), message_key(messages[-1])
         return written
+
+    def _place(self, config: RunnableConfig | None) -> _Place:
+        ids = self._ids(config)
+        with self._lock:
+            place = self._places.get(ids)
+            if place is not None:
+                self._places.move_to_end(ids)
+                return place
+        user_id, session_id = ids
+        place = _Place(open_session(self.engine, session_id, user_id, self.agent_id))
+        with self._lock:
+            place = self._places.setdefault(ids, place)
+            while len(self._places) > REMEMBERED_SESSIONS:
+                self._places.popitem(last=False)
+        return place
 
     def _ids(self, config: RunnableConfig | None) -> tuple[str, str]:
         configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
