@@ -24,6 +24,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from agentctx import ContextEngine, EventType, MissingExtra
+from agentctx.events import BlobPart
 from agentctx.integrations.langgraph import AgentCtxChatMessageHistory, WindowSettings
 from conftest import make_png
 from integrations.scripted_chat_model import scripted
@@ -93,6 +94,19 @@ def test_messages_come_back_as_they_were_added(eng: ContextEngine) -> None:
     assert "base64" not in json.dumps(events[1].payload)
     assert events[2].text == "Let me zoom in."
     assert len({e.turn_id for e in events}) == 1  # one batch, one turn
+
+
+def test_content_past_the_inline_limit_comes_back_whole(eng: ContextEngine) -> None:
+    big = "row " * (eng.settings.max_inline_bytes // 2)
+    messages = [
+        AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "dump", "args": {}}]),
+        ToolMessage(big, tool_call_id="c1", id="t1", artifact={"rows": big}),
+    ]
+    history = AgentCtxChatMessageHistory(eng, session_id="big", user_id="u1")
+    history.add_messages(messages)
+    stored = eng.get_session("big", user_id="u1").events()
+    assert any(isinstance(p, BlobPart) for p in stored[1].parts)  # offloaded
+    assert history.messages == messages
 
 
 def test_a_message_with_an_id_is_recorded_once(eng: ContextEngine) -> None:

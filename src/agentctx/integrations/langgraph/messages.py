@@ -37,7 +37,15 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from agentctx.events import Event, EventDraft, EventMeta, EventType, JsonPart, TextPart
+from agentctx.events import (
+    BlobPart,
+    Event,
+    EventDraft,
+    EventMeta,
+    EventType,
+    JsonPart,
+    TextPart,
+)
 from agentctx.integrations.skeleton import (
     Parts,
     ReadBlob,
@@ -142,7 +150,7 @@ def records_message(event: Event) -> bool:
     payload is told apart by reading it)."""
     return MESSAGE_KEY in event.payload or (
         PART_OF_KEY not in event.payload
-        and any(getattr(p, "original_kind", None) == "payload" for p in event.parts)
+        and any(isinstance(p, BlobPart) and p.original_kind == "payload" for p in event.parts)
     )
 
 
