@@ -65,6 +65,12 @@ PART_OF_KEY = "langchain_message_of"
 
 IDEMPOTENCY_PREFIX = "langchain:"
 
+_MESSAGE_TYPES = (
+    (HumanMessage, EventType.USER_INPUT),
+    (AIMessage, EventType.AGENT_RESPONSE),
+    (SystemMessage, EventType.SYSTEM),
+)
+
 
 def message_key(message: BaseMessage) -> str:
     """What identifies a message across graph steps: its id (LangGraph's ``add_messages``
@@ -118,11 +124,7 @@ def message_to_drafts(message: BaseMessage, key: str | None = None) -> list[Even
                 )
             drafts.append(draft)
         return drafts
-    kind = {
-        HumanMessage: EventType.USER_INPUT,
-        AIMessage: EventType.AGENT_RESPONSE,
-        SystemMessage: EventType.SYSTEM,
-    }.get(type(message), EventType.NOTE)
+    kind = next((kind for cls, kind in _MESSAGE_TYPES if isinstance(message, cls)), EventType.NOTE)
     if kind is EventType.NOTE and not parts.parts:
         parts.parts.append(TextPart(text=f"{message.type} message"))
     return [_draft(kind, parts, skeleton, idempotency)]
