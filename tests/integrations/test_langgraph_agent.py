@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
@@ -21,7 +22,6 @@ from agentctx import ContextEngine, EventType
 from agentctx.errors import InvalidInput
 from agentctx.integrations.langgraph import (
     AgentCtxChatMessageHistory,
-    ContextHook,
     paired,
     pre_model_hook,
 )
@@ -46,7 +46,9 @@ def lookup(order: str) -> str:
     return f"order {order}: " + " ".join(f"line {i} of the {order} invoice" for i in range(60))
 
 
-def agent(model: ScriptedChatModel, hook: ContextHook, **kwargs: Any) -> CompiledStateGraph[Any]:
+def agent(
+    model: ScriptedChatModel, hook: Callable[..., Any], **kwargs: Any
+) -> CompiledStateGraph[Any]:
     # create_react_agent is deprecated in LangGraph 1.x for langchain's create_agent,
     # which has no pre_model_hook; it is still LangGraph's prebuilt agent.
     with warnings.catch_warnings():
@@ -66,14 +68,25 @@ def test_the_model_gets_the_window_and_each_message_is_recorded_once(
     script.append(f"The tracking number is {TRACKING}.")
     model = scripted(*script)
     hook = pre_model_hook(eng, budget=BUDGET)
-    graph = agent(model, hook, checkpointer=InMemorySaver())
+    windows: list[int] = []
+
+    def measured(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        update = hook(state, config)
+        assert hook.last_window is not None
+        windows.append(hook.last_window.tokens)
+        return update
+
+    graph = agent(model, measured, checkpointer=InMemorySaver())
 
     requests = ["Where is order A1?"]
     requests += [f"Show the invoice B{i}" for i in range(1, FILLER_TURNS + 1)]
     requests.append("What was the tracking number of order A1?")
     for request in requests:
         state = graph.invoke({"messages": [("user", request)]}, CONFIG)
-        assert hook.last_window is not None and hook.last_window.tokens <= BUDGET
+    # Every model call: a window within the budget, every tool call answered.
+    assert len(windows) == len(model.sent) == len(script)
+    assert all(0 < tokens <= BUDGET for tokens in windows)
+    assert all(sent == paired(sent) for sent in model.sent)
     assert model.tools == ["lookup"]
 
     # The last model call: the window, within the budget; the newest turns as chat,
@@ -81,7 +94,6 @@ def test_the_model_gets_the_window_and_each_message_is_recorded_once(
     window = hook.last_window
     assert window is not None and window.tokens <= BUDGET
     sent = model.sent[-1]
-    assert sent == paired(sent)  # every call answered, every result asked for
     assert isinstance(sent[-2], HumanMessage)
     assert sent[-2].text == "What was the tracking number of order A1?"
     texts = [str(m.content) for m in sent]
