@@ -333,9 +333,7 @@ class Consolidator:
 
     @staticmethod
     def _lock_user(conn: Connection, user_id: str) -> None:
-        if conn.dialect.name == "postgresql":
-            key = zlib.crc32(f"agentctx-memory:{user_id}".encode())
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+        lock_user(conn, user_id)
 
     @staticmethod
     def _applied(conn: Connection, run_key: str, through_seq: int) -> bool:
@@ -379,6 +377,14 @@ class Consolidator:
                 .where(memory_runs.c.run_key == run_key)
                 .values(through_seq=through_seq, memory_ids=ids, created_at=now)
             )
+
+
+def lock_user(conn: Connection, user_id: str) -> None:
+    """Serialize the user's memory writes for the rest of ``conn``'s write transaction
+    (SQLite's writer lock does it already; a per-user advisory lock on PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        key = zlib.crc32(f"agentctx-memory:{user_id}".encode())
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
 
 
 def redact_candidate(redactor: Redactor, candidate: MemoryCandidate) -> MemoryCandidate:
@@ -437,6 +443,7 @@ __all__ = [
     "merge_data",
     "merged_confidence",
     "normalized",
+    "lock_user",
     "redact_candidate",
     "word_similarity",
 ]

@@ -151,7 +151,7 @@ class MemoryWrites:
             "model": run.model,
             "created_at": now,
             "updated_at": now,
-            "expires_at": self._expiry(candidate.kind, now),
+            "expires_at": self.expiry(candidate.kind, now),
             "valid_from": candidate.ts or now,
             "valid_to": None,
             "superseded_by": None,
@@ -214,7 +214,7 @@ class MemoryWrites:
             "support_count": support,
             "tainted": memory.tainted or candidate.tainted,
             "updated_at": now,
-            "expires_at": self._expiry(memory.kind, now),
+            "expires_at": self.expiry(memory.kind, now),
         }
         if memory.kind is MemoryKind.PROCEDURAL and data:
             # The text says what the merged counts say, never what the first run said.
@@ -264,7 +264,7 @@ class MemoryWrites:
             "superseded_by": statement.memory_id,
             "updated_at": run.now,
         }
-        self._change(conn, run, rival, values, action="supersede", reason=reason)
+        self.change(conn, run, rival, values, action="supersede", reason=reason)
         run.report.staled.append(rival.memory_id)
 
     def restore(self, conn: Connection, run: Run, memory: Memory, reason: str) -> Memory:
@@ -275,11 +275,11 @@ class MemoryWrites:
             "superseded_by": None,
             "updated_at": run.now,
         }
-        self._change(conn, run, memory, values, action="restore", reason=reason)
+        self.change(conn, run, memory, values, action="restore", reason=reason)
         run.report.staled = [i for i in run.report.staled if i != memory.memory_id]
         return memory.model_copy(update={**values, "version": memory.version + 1})
 
-    def _change(
+    def change(
         self,
         conn: Connection,
         run: Run,
@@ -311,7 +311,7 @@ class MemoryWrites:
             version=memory.version + 1,
         )
 
-    def _expiry(self, kind: MemoryKind, now: datetime) -> datetime | None:
+    def expiry(self, kind: MemoryKind, now: datetime) -> datetime | None:
         ttl: timedelta | None = self.config.ttl.get(kind)
         return now + ttl if ttl is not None else None
 

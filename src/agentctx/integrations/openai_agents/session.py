@@ -30,18 +30,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from agentctx.context.gather import RETRACTED_KEY
 from agentctx.context.window import ContextWindow
 from agentctx.errors import (
-    BlobNotFound,
     MissingExtra,
-    SessionExists,
     SessionNotFound,
     StaleSession,
 )
-from agentctx.events import BlobPart, Event, EventDraft, ImagePart
+from agentctx.events import BlobPart, Event, ImagePart
 from agentctx.integrations.openai_agents.items import (
     ITEM_KEY,
     event_to_item,
@@ -50,6 +48,13 @@ from agentctx.integrations.openai_agents.items import (
     skeleton_of,
 )
 from agentctx.integrations.openai_agents.window import window_items, without_retracted
+from agentctx.integrations.sessions import (
+    EngineLike,
+    SessionLike,
+    open_session,
+    read_blob,
+    read_image,
+)
 
 # The session-state key listing retracted item events (``{"event_id", "seq"}``); windows
 # leave them out (agentctx.context.builder.without_retracted).
@@ -58,58 +63,6 @@ POP_ATTEMPTS = 16
 """How often a pop that keeps losing compare-and-set races retries before giving up."""
 
 Item = dict[str, Any]
-
-
-class SessionLike(Protocol):
-    """The ``Session`` methods the integration uses."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def state(self) -> dict[str, Any]: ...
-
-    def refresh(self) -> Any: ...
-
-    def append(self, *drafts: EventDraft, expected_last_seq: int | None = None) -> list[Event]: ...
-
-    def events(
-        self,
-        *,
-        start_seq: int | None = None,
-        end_seq: int | None = None,
-        last: int | None = None,
-    ) -> list[Event]: ...
-
-    def update_state(
-        self, changes: dict[str, Any], *, expected_version: int | None = None
-    ) -> dict[str, Any]: ...
-
-    def build_context(
-        self,
-        query: str | None = None,
-        budget: int = 4000,
-        *,
-        strategy: str | None = None,
-        system_prompt: str | None = None,
-        config: dict[str, Any] | None = None,
-    ) -> ContextWindow: ...
-
-
-class EngineLike(Protocol):
-    """The ``ContextEngine`` methods the integration uses."""
-
-    def get_session(self, session_id: str, user_id: str) -> SessionLike: ...
-
-    def create_session(
-        self, user_id: str, agent_id: str = "default", *, session_id: str | None = None
-    ) -> SessionLike: ...
-
-    def delete_session(self, session_id: str, user_id: str) -> Any: ...
-
-    def get_blob(self, blob_id: str, user_id: str) -> bytes: ...
-
-    def restore_image(self, image_id: str, user_id: str) -> bytes: ...
 
 
 def _require_sdk() -> Any:
@@ -196,15 +149,7 @@ class AgentCtxSession:
     def session(self) -> SessionLike:
         """The agentctx session (created on first use)."""
         if self._handle is None:
-            try:
-                self._handle = self.engine.get_session(self.session_id, self.user_id)
-            except SessionNotFound:
-                try:
-                    self._handle = self.engine.create_session(
-                        self.user_id, self.agent_id, session_id=self.session_id
-                    )
-                except SessionExists:  # created meanwhile by another handle
-                    self._handle = self.engine.get_session(self.session_id, self.user_id)
+            self._handle = open_session(self.engine, self.session_id, self.user_id, self.agent_id)
         return self._handle
 
     def record(self, items: Sequence[Any]) -> list[Event]:
@@ -319,13 +264,10 @@ class AgentCtxSession:
         return item
 
     def _read_blob(self, part: BlobPart) -> bytes:
-        return self.engine.get_blob(part.blob_id, self.user_id)
+        return read_blob(self.engine, self.user_id, part)
 
     def _read_image(self, part: ImagePart) -> bytes | None:
-        try:
-            return self.engine.restore_image(part.image_id, self.user_id)
-        except BlobNotFound:  # ImageExpired included: retention removed the bytes
-            return None
+        return read_image(self.engine, self.user_id, part)
 
 
 def _as_dict(item: Any) -> dict[str, Any]:
