@@ -275,3 +275,35 @@ def test_by_default_a_ready_model_embeds_the_query_in_the_window(
         assert engine.embedding is not None and engine.embedding.wait_idle(GATE_TIMEOUT)
         window = session.build_context(budget=2000, query="a question never asked before")
         assert window.report.dense_ranking == "used"
+
+
+class SlowLoad(HashingEmbedder):
+    """A model whose load writes under the engine's home for a while, as the local
+    model's unpacking does."""
+
+    def __init__(self, home: Path) -> None:
+        super().__init__(dimensions=32)
+        self.home = home
+        self.finished = threading.Event()
+
+    def load(self) -> None:
+        for i in range(5):
+            time.sleep(0.1)
+            (self.home / f"weights-{i}.part").write_bytes(b"x")
+        self.finished.set()
+
+
+def test_close_waits_for_a_model_still_loading(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    model = SlowLoad(home)
+    engine = ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}", home=home, embedder=model, jobs="background"
+    )
+    engine.close()
+    # Nothing of the engine writes under its home once close returned (a caller may
+    # delete the folder at once).
+    assert model.finished.is_set()
+    assert engine.model_warmup is not None
+    assert engine.model_warmup._thread is not None
+    assert not engine.model_warmup._thread.is_alive()

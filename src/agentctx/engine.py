@@ -646,6 +646,11 @@ class ContextEngine:
         self._erasures.close()
         if self.embedding is not None:
             self.embedding.close(timeout)
+        if self.model_warmup is not None:
+            # A model still loading writes under the engine's home (its unpacked
+            # weights): nothing of this engine's runs on once close returned.
+            self.model_warmup.settle(timeout)
+        self.memory.flush_audit(timeout)
         self.hitl.close(timeout)
         self.jobs.close(timeout)
         self.cache.close()

@@ -208,20 +208,44 @@ def _right(content: str, values: Iterable[str], distractors: Iterable[str]) -> b
     return not any(_holds(content, d) and not any(_holds(v, d) for v in held) for d in distractors)
 
 
+def turn_outcomes(case: Case) -> tuple[int, int]:
+    """(tasks that succeeded, tasks that failed) in the case's sessions: a task is a user
+    line and the tool lines after it, and it succeeded when its last tool result is ok
+    (a retry that worked is a success; the error before it is not a task of its own)."""
+    done = failed = 0
+    for session in case.sessions:
+        last: bool | None = None
+        for line in (*session.turns, Turn(role="user")):
+            if line.role == "user":
+                if last is not None:
+                    done, failed = (done + 1, failed) if last else (done, failed + 1)
+                last = None
+            elif line.role == "tool_result":
+                last = line.ok
+    return done, failed
+
+
 def _score_procedure(case: Case, memories: Sequence[Memory], figures: CategoryScore) -> None:
+    """Learned when the user's tool-path statistics add up to the tasks that succeeded
+    and failed, name only the case's tools, and each says in its text what its counts
+    hold (the text made from the merged counts)."""
     assert case.procedure is not None
-    expected = case.procedure
     figures.stated += 1
-    paths = [m.procedural for m in memories if m.procedural is not None]
-    matching = [p for p in paths if p.tools == expected.tools]
-    successes = sum(p.successes for p in matching)
-    failures = sum(p.failures for p in matching)
-    if matching and (successes, failures) == (expected.successes, expected.failures):
+    stats = [(m, m.procedural) for m in memories if m.procedural is not None]
+    successes = sum(p.successes for _, p in stats)
+    failures = sum(p.failures for _, p in stats)
+    expected = turn_outcomes(case)
+    tools = set(case.procedure.tools)
+    texts = all(m.content == p.render() for m, p in stats)
+    known = all(set(p.tools) <= tools for _, p in stats)
+    if stats and (successes, failures) == expected and texts and known:
         figures.learned += 1
     else:
         figures.missed.append(
-            f"{case.id}: {' -> '.join(expected.tools)} {expected.successes}/{expected.failures}"
-            f" (found {len(matching)} path(s), {successes}/{failures})"
+            f"{case.id}: tasks {expected[0]}/{expected[1]} ok/failed, statistics "
+            f"{successes}/{failures} in {len(stats)} path(s)"
+            f"{'' if texts else ', a text not made from its counts'}"
+            f"{'' if known else ', a tool the case does not call'}"
         )
 
 

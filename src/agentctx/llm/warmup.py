@@ -95,6 +95,13 @@ class ModelWarmup:
         """Whether vectors can be computed now without waiting for a load."""
         return self._done.is_set() and not self._failed
 
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait (at most ``timeout`` seconds) for a load in progress to end; a load never
+        started is not started. For shutdown."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the load ends (for background work and tests, never a window);
         True when the model is ready. A load never started is started first."""
