@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentctx.bench.memory_facts import run_fact_timelines
-from agentctx.memory.calibration import LabelledPair, calibrate, separate
 from agentctx.llm.hashing import HashingEmbedder
+from agentctx.memory.calibration import LabelledPair, calibrate, separate
 
 SUITE = """
 - id: t-occ-change
@@ -89,11 +89,13 @@ def test_a_wrong_answer_is_scored_wrong(suite: Path) -> None:
     assert [o.question for o in wrong] == ["what do I do for work?"]
 
 
-def test_threshold_separates_labelled_scores() -> None:
-    scored = [(0.9, True), (0.7, True), (0.45, True), (0.5, False), (0.3, False), (0.1, False)]
-    threshold, relevant, irrelevant = separate(scored)
-    assert threshold == 0.45
-    assert (relevant, round(irrelevant, 3)) == (1.0, round(1 / 3, 3))
+def test_the_threshold_keeps_the_share_of_relevant_pairs_asked_for() -> None:
+    relevant = [(0.9 - i * 0.02, True) for i in range(20)]  # 0.9 down to 0.52
+    scored = [*relevant, (0.6, False), (0.3, False), (0.1, False), (0.05, False)]
+    threshold, kept, irrelevant = separate(scored, keep=0.95)
+    assert threshold == pytest.approx(0.54)  # the 19th of 20 relevant scores
+    assert (kept, irrelevant) == (0.95, 0.25)
+    assert separate(scored, keep=1.0)[0] == pytest.approx(0.52)
     with pytest.raises(ValueError, match="relevant and irrelevant"):
         separate([(0.5, True)])
 
