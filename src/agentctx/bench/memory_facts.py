@@ -249,6 +249,9 @@ def run_fact_timelines(
                 redaction={"enabled": redaction},
                 jobs="manual",
             ) as engine:
+                if engine.model_warmup is not None:
+                    # Every question ranked with the model, none before it loaded.
+                    engine.model_warmup.wait(300)
                 index_embedder = engine.memory.index.embedder if engine.memory.index else None
                 if index_embedder is not None:
                     embedder_name = index_embedder.name
