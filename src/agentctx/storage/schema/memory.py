@@ -78,7 +78,8 @@ memory_history = Table(
     Column("memory_id", String(64), nullable=False),
     Column("user_id", String(ID), nullable=False),
     Column("version", Integer, nullable=False),
-    Column("action", String(16), nullable=False),  # create|merge|update|stale|supersede|delete|restore
+    # create | merge | update | stale | supersede | restore | delete
+    Column("action", String(16), nullable=False),
     Column("old_value", JsonColumn, nullable=True),
     Column("new_value", JsonColumn, nullable=True),
     Column("reason", Text, nullable=False),
