@@ -127,6 +127,7 @@ def test_the_command_runs_the_suite_and_writes_its_figures(suite: Path, tmp_path
             str(suite),
             "--embedder",
             "hashing",
+            "--calibrate",
             "--out",
             str(out),
         ],
@@ -139,6 +140,7 @@ def test_the_command_runs_the_suite_and_writes_its_figures(suite: Path, tmp_path
     assert "latest truth" in done.stdout
     figures = json.loads(out.read_text())
     assert figures["halves"][0]["latest_truth"] == 1.0
+    assert figures["calibration"]["relevant"] > 0  # measured on the dev half
     neither = subprocess.run(
         [sys.executable, "-m", "agentctx.cli.main", "bench", "memory"],
         capture_output=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from agentctx.bench.memory_facts import TARGETS, FactsReport, HalfReport
@@ -125,11 +126,11 @@ def facts_json(report: FactsReport) -> dict[str, Any]:
                     }
                     for name, s in sorted(half.extraction.categories.items())
                 },
-                "wrong": [o.__dict__ for o in half.outcomes if not o.correct],
+                "wrong": [asdict(o) for o in half.outcomes if not o.correct],
             }
             for half in report.halves
         ],
-        "calibration": report.calibration.__dict__ if report.calibration else None,
+        "calibration": asdict(report.calibration) if report.calibration else None,
     }
 
 
