@@ -134,6 +134,8 @@ def test_llm_extraction_counts_calls_and_tokens(tmp_path: Path) -> None:
             "kind": "profile",
             "content": content,
             "subject": None,
+            "value": None,
+            "retracted": False,
             "keywords": content.lower().split()[1:],
             "confidence": 0.9,
             "source_seqs": [1],
