@@ -225,6 +225,14 @@ def test_memory_routes(client: httpx.Client) -> None:
     assert [h["action"] for h in history] == ["create", "update"]
     assert client.delete(f"/v1/memories/{mid}").json()["status"] == "deleted"
     assert client.get("/v1/memories/search", params={"query": "aisle"}).json() == []
+    # Deleted, it is gone from the API (its history stays).
+    for gone in (
+        client.get(f"/v1/memories/{mid}"),
+        client.patch(f"/v1/memories/{mid}", json={"content": "back"}),
+        client.delete(f"/v1/memories/{mid}"),
+    ):
+        assert gone.status_code == 404 and gone.json()["error"]["code"] == "memory_not_found"
+    assert client.get(f"/v1/memories/{mid}/history").json()[-1]["action"] == "delete"
     assert client.put("/v1/memory-settings", json={"declarative_opt_out": True}).json() == {
         "declarative_opt_out": True
     }

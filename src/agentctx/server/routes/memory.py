@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
+from agentctx.engine import ContextEngine
+from agentctx.errors import MemoryNotFound
 from agentctx.memory import Memory, MemoryChange, MemoryHit, MemoryKind
 from agentctx.server.deps import (
     AgentIdQuery,
@@ -108,10 +110,19 @@ def list_memories(
     return respond(caller, body)
 
 
+def _live(engine: ContextEngine, user_id: str, memory_id: str) -> Memory:
+    """The memory, unless it was deleted: a deleted memory is gone from the API (404
+    ``memory_not_found``); its history stays at ``…/history``."""
+    memory = engine.memory.get(user_id, memory_id)
+    if memory.status == "deleted":
+        raise MemoryNotFound(memory_id)
+    return memory
+
+
 @router.get("/memories/{memory_id}", response_model=Memory)
 def get_memory(memory_id: IdPath, user_id: ReadUser, engine: Engine, caller: Caller) -> Response:
-    """One memory with its provenance; its ETag is its version."""
-    memory = engine.memory.get(user_id, memory_id)
+    """One memory with its provenance; its ETag is its version. 404 once deleted."""
+    memory = _live(engine, user_id, memory_id)
     return respond(caller, memory, ETag=etag(memory.version))
 
 
@@ -124,8 +135,10 @@ def update_memory(
     caller: Caller,
     if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
-    """Change a memory; with ``If-Match`` a compare-and-set (412 ``stale_memory``)."""
+    """Change a memory; with ``If-Match`` a compare-and-set (412 ``stale_memory``).
+    404 once deleted."""
     expected = parse_if_match(if_match) if if_match is not None else None
+    _live(engine, user_id, memory_id)
     memory = engine.memory.update(
         user_id,
         memory_id,
@@ -148,8 +161,9 @@ def delete_memory(
     caller: Caller,
     if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
-    """Mark a memory deleted (its history stays)."""
+    """Mark a memory deleted (its history stays); 404 when it already is."""
     expected = parse_if_match(if_match) if if_match is not None else None
+    _live(engine, user_id, memory_id)
     memory = engine.memory.delete(user_id, memory_id, expected_version=expected)
     return respond(caller, memory)
 
