@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis import GenerationMode
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.openapi.checks import RejectedPositiveData
 from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -97,6 +98,20 @@ SETTINGS = settings(
 )
 
 
+def openapi_schema(url: str) -> Any:
+    """The server's OpenAPI schema, with the statuses its checks must also expect."""
+    schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+    # A compare-and-set write without its If-Match header is 428 Precondition
+    # Required (RFC 6585), which this check does not expect by default.
+    missing_header = schema.config.checks.missing_required_header
+    missing_header.expected_statuses = [*missing_header.expected_statuses, "428"]
+    # A well-formed If-Match (or expected_last_seq) naming a version that is not the
+    # current one is 412 Precondition Failed (RFC 9110), however valid the request.
+    accepted = schema.config.checks.positive_data_acceptance
+    accepted.expected_statuses = [*accepted.expected_statuses, "412"]
+    return schema
+
+
 @contextmanager
 def running_api(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -137,15 +152,7 @@ def running_api(
             "key_id": "0000000000000000",
         }
         token = live.key(USER, scopes=("read", "write", "admin"))
-        schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json")
-        # A compare-and-set write without its If-Match header is 428 Precondition
-        # Required (RFC 6585), which this check does not expect by default.
-        missing_header = schema.config.checks.missing_required_header
-        missing_header.expected_statuses = [*missing_header.expected_statuses, "428"]
-        # A well-formed If-Match naming a version that is not the current one is 412
-        # Precondition Failed (RFC 9110), however valid the rest of the request.
-        accepted = schema.config.checks.positive_data_acceptance
-        accepted.expected_statuses = [*accepted.expected_statuses, "412"]
+        schema = openapi_schema(live.url)
         yield {"schema": schema, "url": live.url, "token": token, "ids": ids, "live": live}
 
 
@@ -173,7 +180,23 @@ def api_schema(api: dict[str, Any]) -> Any:
     return api["schema"]
 
 
-lazy = schemathesis.pytest.from_fixture("api_schema")
+# The batch append's negative cases are left out: schemathesis (4.32) mutates its body
+# schema into one no array satisfies ("Cannot generate an array with 1 demanded
+# elements") and fails the test while generating, on some runs and not others (its
+# strategy cache is process-wide). Its positive cases run below, and every negative case
+# of the event body runs through the single append, which takes the same event schema.
+BATCH = {"path": "/v1/sessions/{session_id}/events/batch", "method": "POST"}
+lazy = schemathesis.pytest.from_fixture("api_schema").exclude(**BATCH)
+
+
+@pytest.fixture(scope="module")
+def positive_schema(api: dict[str, Any]) -> Any:
+    schema = openapi_schema(api["url"])
+    schema.config.generation.update(modes=[GenerationMode.POSITIVE])
+    return schema
+
+
+lazy_batch = schemathesis.pytest.from_fixture("positive_schema").include(**BATCH)
 
 
 def _throwaway(api: dict[str, Any], method: str, path: str) -> dict[str, str]:
@@ -195,6 +218,10 @@ def _throwaway(api: dict[str, Any], method: str, path: str) -> dict[str, str]:
 @lazy.parametrize()
 @SETTINGS
 def test_every_operation_passes_every_check(case: Any, api: dict[str, Any]) -> None:
+    _call_and_check(case, api)
+
+
+def _call_and_check(case: Any, api: dict[str, Any]) -> None:
     meta = case.meta
     if case.path_parameters and not (meta and meta.is_negative_at(ParameterLocation.PATH)):
         owned = {**api["ids"], **_throwaway(api, case.method.upper(), case.path)}
@@ -205,6 +232,12 @@ def test_every_operation_passes_every_check(case: Any, api: dict[str, Any]) -> N
         timeout=60,
         **CHECKS,
     )
+
+
+@lazy_batch.parametrize()
+@SETTINGS
+def test_batch_append_passes_every_check_on_valid_data(case: Any, api: dict[str, Any]) -> None:
+    _call_and_check(case, api)
 
 
 def test_stateful_sequences_pass_every_check(fresh_api: dict[str, Any]) -> None:

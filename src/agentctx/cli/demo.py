@@ -45,6 +45,7 @@ def demo(
             + ("matches its content address" if intact else "[red]DOES NOT match its address[/]")
         )
         show = command_line(ctx, "sessions", "show", session.id, "--user", session.user_id)
-        console.print(f"\nnext: {show}", style="dim", markup=False)
+        # One line however long (a wrapped command would not work when pasted).
+        console.print(f"\nnext: {show}", style="dim", markup=False, soft_wrap=True)
     if not (report.ok and intact):
         raise typer.Exit(EXIT_FAILED_CHECK)
