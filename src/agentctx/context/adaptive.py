@@ -113,6 +113,7 @@ def _place_history(build: Assembly, plan: Plan, capacity: int) -> tuple[History,
         low_water=config.adaptive.low_water,
         compact_share=config.adaptive.digest_share,
         keep_messages=config.adaptive.recent_messages,
+        ledger_share=config.adaptive.ledger_share,
     )
     plan.allocated["recent"] = capacity - digest.tokens
     compacted = set(digest.event_ids)

@@ -86,6 +86,14 @@ class AdaptiveSettings(_Strict):
         description="Share of the history's room given, once turns have left it, to the "
         "compacted past: those turns as compact dated lines, newest first (0: off).",
     )
+    ledger_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of a compacted block (the compacted past, the compacted part of "
+        "a long turn) kept for the values its lines leave out: ids, codes, dates and names, "
+        "listed once each (0: off).",
+    )
     important_keywords: tuple[str, ...] = (
         "decision",
         "decided",

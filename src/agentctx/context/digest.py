@@ -42,7 +42,13 @@ def digest_of(build: Assembly, before: int, room: int) -> Digest:
     """The events before seq ``before`` as compact lines within ``room`` tokens, the
     newest first."""
     events = _events_before(build, before)
-    block = compact_block(build.pricer, DIGEST_HEADING, atoms_of(events), room)
+    block = compact_block(
+        build.pricer,
+        DIGEST_HEADING,
+        atoms_of(events),
+        room,
+        ledger_share=build.request.config.adaptive.ledger_share,
+    )
     if block.message is None:
         return Digest()
     return Digest(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctx.context.layout import BlockLayout, BlockLine, render_block
+from agentctx.context.ledger import ledger_line, named_values
 from agentctx.context.pieces import Candidate, Piece
 from agentctx.context.pricing import Pricer
 from agentctx.context.relevance import LINE_OVERHEAD
@@ -268,16 +269,29 @@ class CompactBlock:
     tokens: int = 0
 
 
-def compact_block(pricer: Pricer, heading: str, atoms: Sequence[Atom], room: int) -> CompactBlock:
+def compact_block(
+    pricer: Pricer,
+    heading: str,
+    atoms: Sequence[Atom],
+    room: int,
+    *,
+    ledger_share: float = 0.0,
+) -> CompactBlock:
     """``atoms`` as compact lines within ``room`` tokens: the newest, back to the first
     that does not fit, shown oldest first under ``heading``:
     tool calls with their arguments, messages shortened in their middle, JSON tool output
-    as its leaves. Query-independent, so the same atoms and room give the same block."""
+    as its leaves. With ``ledger_share``, that share of the room is kept for the values
+    the lines leave out (cut from a line, or in an atom that did not fit), listed once
+    each after the lines (:mod:`agentctx.context.ledger`); what the lines leave unused
+    goes to it too. Query-independent, so the same atoms and room give the same block."""
+    whole_room = room
     room -= pricer.cost({"role": "system", "content": heading + "\n"})
     if room <= 0:
         return CompactBlock()
+    ledger_room = int(ledger_share * room)
+    lines_room = room - ledger_room
     layout = BlockLayout(lambda day: pricer.counter.count(f"## {day}"))
-    limit = max(MIN_LINE, room // 2)
+    limit = max(MIN_LINE, lines_room // 2)
     chosen: list[BlockLine] = []
     shown: list[Event] = []
     for atom in reversed(atoms):
@@ -285,16 +299,30 @@ def compact_block(pricer: Pricer, heading: str, atoms: Sequence[Atom], room: int
         if not lines:
             continue
         cost = layout.price(lines)
-        if cost > room:
+        if cost > lines_room and not chosen:
+            # The newest atom alone is too long: shown shorter rather than not at all.
+            lines = lines_of(
+                atom, frozenset(), pricer, max(MIN_LINE, lines_room // len(lines)), compact=True
+            )
+            cost = layout.price(lines)
+        if cost > lines_room:
             break
         layout.add(lines)
-        room -= cost
+        lines_room -= cost
         chosen.extend(lines)
         shown.extend(atom.events)
-    if not chosen:
+    ordered = sorted(chosen, key=lambda line: line.key)
+    content = block_text(heading, ordered) if chosen else heading
+    if ledger_share > 0:
+        values = named_values([e for atom in atoms for e in atom.events])
+        ledger, _ = ledger_line(pricer.counter, values, content, ledger_room + lines_room - 1)
+        if ledger is not None and pricer.cost(_system(f"{content}\n{ledger}")) <= whole_room:
+            content += "\n" + ledger
+    if content == heading:
         return CompactBlock()
-    message = {
-        "role": "system",
-        "content": block_text(heading, sorted(chosen, key=lambda line: line.key)),
-    }
+    message = _system(content)
     return CompactBlock(message, sorted(shown, key=lambda e: e.seq), pricer.cost(message))
+
+
+def _system(content: str) -> dict[str, Any]:
+    return {"role": "system", "content": content}

@@ -17,6 +17,9 @@ from agentctx.context.pricing import Pricer
 from agentctx.context.units import Unit
 from agentctx.tokens.weight import event_weight
 
+FRONT_VALUES_SHARE = 0.2
+"""Share of what an older turn's omitted events took that lists the values they named."""
+
 
 def fit_turns(turns: list[Unit], pieces: list[Piece], pricer: Pricer, allowed: int) -> list[Piece]:
     """Whole turns within ``allowed``: older turns go first, then the newest turn is
@@ -43,6 +46,7 @@ def fit_history(
     low_water: float,
     compact_share: float,
     keep_messages: int = 0,
+    ledger_share: float = 0.0,
 ) -> list[Piece]:
     """Every turn of an agent loop's history within ``allowed``, none dropped while they
     can be shortened: older turns lose their earliest events after the first (their end,
@@ -55,7 +59,12 @@ def fit_history(
     for index in range(len(by_turn) - 1):
         if over <= 0:
             break
-        shortened = _shorten_front(by_turn[index], pricer, over)
+        shortened = _shorten_front(
+            by_turn[index],
+            pricer,
+            over,
+            values_share=FRONT_VALUES_SHARE if ledger_share > 0 else 0.0,
+        )
         over -= sum(p.tokens for p in by_turn[index]) - sum(p.tokens for p in shortened)
         by_turn[index] = shortened
     older = [p for group in by_turn[:-1] for p in group]
@@ -69,6 +78,7 @@ def fit_history(
             low_water=low_water,
             compact_share=compact_share,
             keep_messages=keep_messages,
+            ledger_share=ledger_share,
         )
     kept = older + newest
     while sum(p.tokens for p in kept) > allowed and len(by_turn) > 1:
@@ -88,6 +98,7 @@ def slide_turn(
     low_water: float,
     compact_share: float,
     keep_messages: int = 0,
+    ledger_share: float = 0.0,
 ) -> list[Piece]:
     """The newest turn of an agent loop within ``allowed``: its first message (the request),
     the events it leaves out as compact lines (``compact_share`` of the room), then its
@@ -117,6 +128,7 @@ def slide_turn(
         "compacted (oldest first):]",
         [p.atom for p in omitted],
         compact_room,
+        ledger_share=ledger_share,
     )
     shown = {e.seq for e in block.events}
     for piece in omitted:
@@ -184,14 +196,19 @@ def _by_turn(turns: list[Unit], pieces: list[Piece]) -> list[list[Piece]]:
     return [group for group in groups if group]
 
 
-def _shorten_front(pieces: list[Piece], pricer: Pricer, over: int) -> list[Piece]:
+def _shorten_front(
+    pieces: list[Piece], pricer: Pricer, over: int, *, values_share: float = 0.0
+) -> list[Piece]:
     """A turn without its earliest events after the first, about ``over`` tokens fewer
-    (at most all but its first and last), with a marker where they were."""
+    (at most all but its first and last), with a marker where they were. With
+    ``values_share``, the marker lists the values the omitted events named
+    (:mod:`agentctx.context.ledger`) in that share of what they took: a room that depends
+    only on which events left, so the marker changes only when more leave."""
     if len(pieces) <= 2:
         return pieces
     omitted: list[Piece] = []
     freed = 0
-    while len(pieces) - len(omitted) > 2 and freed < over:
+    while len(pieces) - len(omitted) > 2 and freed - int(values_share * freed) < over:
         piece = pieces[1 + len(omitted)]
         omitted.append(piece)
         freed += piece.tokens
@@ -200,6 +217,15 @@ def _shorten_front(pieces: list[Piece], pricer: Pricer, over: int) -> list[Piece
     for piece in omitted:
         pricer.drop(piece.atom, "budget")
     marker = _omitted_marker(omitted)
+    block = compact_block(
+        pricer,
+        str(marker["content"]),
+        [p.atom for p in omitted],
+        int(values_share * freed),
+        ledger_share=1.0,
+    )
+    if block.message is not None:
+        return [pieces[0], marker_piece(block.message, block.tokens), *pieces[1 + len(omitted) :]]
     return [pieces[0], marker_piece(marker, pricer.cost(marker)), *pieces[1 + len(omitted) :]]
 
 

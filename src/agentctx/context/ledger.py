@@ -1,0 +1,179 @@
+"""The values named by events a window compacts: ids, codes, dates, names, each once.
+
+An agent's next tool call mostly passes on a value it has already seen: the user id
+the user gave, a reservation id or an order number a tool returned, a flight code, a
+date. When a window compacts events (the digest of turns that left the history, the
+compacted part of a long turn), lines are cut to fit and the oldest lines do not fit at
+all, and the values they named would be gone from the window. The ledger lists those
+values in a few tokens, each once, as one line under the compact lines:
+
+* what a tool was passed or returned as ``key=value`` (the key says what the value is),
+  string leaves only, up to :data:`LONGEST_VALUE` characters (longer is prose);
+* what a message said: the identifier-like words (a digit or an underscore in them,
+  or a code in capitals), bare.
+
+When the room is short, what the user said and what the agent passed to a tool come
+first (the values the agent has acted on), then what tools returned, newest first;
+the line shows them in the order they were first named, so the same events and room
+give the same line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentctx.context.render import event_text
+from agentctx.events import Event, EventType, JsonPart, TextPart
+from agentctx.tokens.base import TokenCounter
+
+LEDGER_LABEL = "Also named earlier:"
+
+LONGEST_VALUE = 64
+"""A string leaf longer than this many characters is prose, not a value to pass on."""
+
+_WORDS_IN_VALUE = 6
+"""A string leaf of more words than this is prose."""
+
+# A word of three or more characters holding a digit or an underscore (ids, codes,
+# dates, amounts with a unit), or a code of three or more capitals and digits. A bare
+# number of up to three digits is a quantity, not an identifier.
+_IDENTIFIER = re.compile(
+    r"(?<![\w@.\-/])(?:(?=[\w.\-/]*[\d_])[A-Za-z0-9][\w.\-/]*[A-Za-z0-9_]|[A-Z][A-Z0-9]{2,})"
+    r"(?![\w@\-/])"
+)
+_SMALL_NUMBER = re.compile(r"[\d.,]{1,3}")
+
+_GIVEN = frozenset({EventType.USER_INPUT, EventType.TOOL_CALL})
+_SHOWN_AS_TEXT = frozenset({EventType.USER_INPUT, EventType.AGENT_RESPONSE})
+
+
+@dataclass(frozen=True)
+class Named:
+    """One value as the ledger shows it: ``key=value`` or the bare value."""
+
+    value: str
+    key: str | None
+    first_seq: int  # when it was first named: the line's order
+    given: bool  # said by the user or passed to a tool (shown first when room is short)
+    last_seq: int  # when it was last named: the newest come first after the given
+
+
+def named_values(events: Sequence[Event]) -> list[Named]:
+    """Every value ``events`` name, once each (see the module docstring)."""
+    found: dict[str, Named] = {}
+    for event in events:
+        given = event.type in _GIVEN
+        for key, value in _values_of(event):
+            seen = found.get(value)
+            if seen is None:
+                found[value] = Named(value, key, event.seq, given, event.seq)
+            else:
+                found[value] = Named(
+                    value,
+                    seen.key or key,
+                    seen.first_seq,
+                    seen.given or given,
+                    max(seen.last_seq, event.seq),
+                )
+    return list(found.values())
+
+
+def ledger_line(
+    counter: TokenCounter, values: Sequence[Named], shown: str, room: int
+) -> tuple[str | None, int]:
+    """The ledger of ``values`` not already in ``shown``, within ``room`` tokens, and what
+    it costs (None and 0 when nothing fits or nothing is missing). Values of one key share
+    it (``flight=A, B``)."""
+    missing = [v for v in values if v.value not in shown]
+    if not missing:
+        return None, 0
+    ranked = sorted(missing, key=lambda v: (not v.given, -v.last_seq, v.first_seq))
+    label_cost = counter.count(LEDGER_LABEL)
+    if label_cost >= room:
+        return None, 0
+    keys = sorted({v.key for v in ranked if v.key})
+    # Each value and each key once, plus a token for the separator before it.
+    key_costs = {
+        k: c + 1 for k, c in zip(keys, counter.count_many([f"{k}=" for k in keys]), strict=True)
+    }
+    value_costs = [c + 1 for c in counter.count_many([v.value for v in ranked])]
+    chosen: list[Named] = []
+    opened: set[str | None] = set()
+    spent = label_cost
+    for value, cost in zip(ranked, value_costs, strict=True):
+        extra = 0 if value.key in opened else key_costs.get(value.key or "", 1)
+        if spent + cost + extra > room:
+            continue  # a shorter one may still fit
+        chosen.append(value)
+        opened.add(value.key)
+        spent += cost + extra
+    while chosen:
+        line = _render(chosen)
+        tokens = counter.count(line)
+        if tokens <= room:
+            return line, tokens
+        chosen.pop()  # the estimate per entry was short: the least wanted goes
+    return None, 0
+
+
+def _render(values: list[Named]) -> str:
+    """The chosen values grouped by key, keys and values in the order first named."""
+    groups: dict[str | None, list[Named]] = {}
+    for value in sorted(values, key=lambda v: v.first_seq):
+        groups.setdefault(value.key, []).append(value)
+    entries = []
+    for key, members in groups.items():
+        listed = ", ".join(v.value for v in members)
+        entries.append(f"{key}={listed}" if key else listed)
+    return f"{LEDGER_LABEL} " + "; ".join(entries)
+
+
+def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:
+    """(key, value) of what ``event`` names: the leaves of its JSON, the identifiers of
+    its text."""
+    if event.type is EventType.TOOL_CALL or event.type is EventType.TOOL_RESULT:
+        structured = _json_of(event)
+        if structured is not None:
+            yield from _leaves(structured, None)
+            return
+        if event.type is EventType.TOOL_CALL:
+            return
+    if event.type in _SHOWN_AS_TEXT or event.type is EventType.TOOL_RESULT:
+        for match in _IDENTIFIER.finditer(event_text(event)):
+            word = match.group(0)
+            if not _SMALL_NUMBER.fullmatch(word):
+                yield None, word
+
+
+def _json_of(event: Event) -> Any:
+    for part in event.parts:
+        if isinstance(part, JsonPart):
+            return part.data
+        if isinstance(part, TextPart) and part.text.lstrip()[:1] in ("{", "["):
+            try:
+                return json.loads(part.text)
+            except ValueError:
+                return None
+    return None
+
+
+def _leaves(value: Any, key: str | None) -> Iterator[tuple[str | None, str]]:
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            yield from _leaves(inner, str(name))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _leaves(inner, key)
+    elif isinstance(value, str):
+        text = value.strip()
+        if (
+            text
+            and len(text) <= LONGEST_VALUE
+            and len(text.split()) <= _WORDS_IN_VALUE
+            and not (text.startswith("[") and text.endswith("]"))  # a redaction placeholder
+        ):
+            yield key, text
