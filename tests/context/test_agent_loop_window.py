@@ -8,6 +8,7 @@ share their start), then what varies per call. On SQLite and PostgreSQL.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,26 @@ def test_a_screenshot_session_is_read_by_what_its_images_cost_in_the_history(
         assert window.report.not_considered == 0, strategy
         assert session.events()[1].event_id in window.report.included_event_ids, strategy
         assert window.tokens <= 32_000
+
+
+def test_a_newest_turn_longer_than_the_budget_keeps_its_request_calls_and_results(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session("u1", "desk")
+    with session.turn() as turn:
+        turn.add_message("user", "Export the three parts of the report.")
+        calls = [turn.add_tool_call("export", {"part": p}, call_id=f"p{p}") for p in range(3)]
+        for p, call in enumerate(calls):
+            rows = [{"row": f"row_{p}_{k}", "value": f"cell {k * 7919 % 1000}"} for k in range(80)]
+            turn.add_tool_result(call.call_id, content=json.dumps(rows))
+        turn.add_message("assistant", "All three parts exported.")
+    for budget in (3000, 1000, 600):
+        window = session.build_context(query="export", budget=budget)
+        assert window.tokens <= budget
+        roles = [m["role"] for m in window.messages]
+        # The request, the calls, each call's result (cut), the answer: nothing dropped,
+        # no marker for events that were not omitted.
+        assert roles == ["user", "assistant", "tool", "tool", "tool", "assistant"], roles
+        assert window.messages[0]["content"] == "Export the three parts of the report."
+        assert [m["tool_call_id"] for m in window.messages[2:5]] == ["p0", "p1", "p2"]
+        assert window.report.truncated

@@ -142,3 +142,71 @@ def test_ledger_lists_what_is_missing_once_grouped_by_key_within_its_room(
     assert "credit_card" not in short and short_tokens <= room
     assert ledger_line(counter, values, shown="", room=2) == (None, 0)
     assert message_tokens(counter, {"role": "system", "content": line}) > tokens
+
+
+def test_an_older_turn_shortened_at_its_front_lists_what_it_omitted(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session("u1", "desk")
+    with session.turn() as turn:
+        turn.add_message("user", "Check all my parcels please.")
+        for k in range(10):
+            call = turn.add_tool_call("track", {"parcel": f"PCL{k:04d}"}, call_id=f"t{k}")
+            turn.add_tool_result(
+                call.call_id,
+                content=json.dumps(
+                    {
+                        "parcel": f"PCL{k:04d}",
+                        "depot": f"depot_{k}x",
+                        "log": " ".join(f"scan{j}" for j in range(120)),
+                    }
+                ),
+            )
+    session.add_message("user", "Thanks. What about the last one?")
+    window = session.build_context(query="the last parcel", budget=2000)
+    assert window.tokens <= 2000
+    texts = [text_of(m) for m in window.messages]
+    marker = next(t for t in texts if "events of this turn omitted to fit the budget" in t)
+    chat = "\n".join(
+        t for m, t in zip(window.messages, texts, strict=True) if m["role"] != "system"
+    ) + "".join(
+        str(c["function"]["arguments"]) for m in window.messages for c in m.get("tool_calls") or ()
+    )
+    omitted = [f"PCL{k:04d}" for k in range(10) if f"PCL{k:04d}" not in chat]
+    assert omitted, "the turn was shortened"
+    assert LEDGER_LABEL in marker
+    assert all(value in marker for value in omitted)
+    assert window.messages[-1]["content"] == "Thanks. What about the last one?"
+
+
+def test_a_compacted_event_longer_than_the_room_shows_shortened(engine: ContextEngine) -> None:
+    session = engine.create_session("u1", "desk")
+    for i in range(8):
+        with session.turn() as turn:
+            turn.add_message("user", f"Export report {i}.")
+            # Parallel calls: one atom of six lines, together far over the digest's room.
+            calls = [
+                turn.add_tool_call("export", {"report": f"R{i}", "part": p}, call_id=f"e{i}{p}")
+                for p in range(3)
+            ]
+            for p, call in enumerate(calls):
+                rows = [
+                    {"row": f"row_{i}_{p}_{k}", "value": f"cell {k * 7919 % 1000}"}
+                    for k in range(30)
+                ]
+                turn.add_tool_result(call.call_id, content=json.dumps(rows))
+            turn.add_message("assistant", f"Report R{i} exported.")
+    window = session.build_context(query="export", budget=3000)
+    digest = next(
+        t for t in map(text_of, window.messages) if t.startswith("Earlier in this session")
+    )
+    # The newest atom before the history is far longer than the digest's room: shown
+    # shortened (its calls, the start of its rows), not left out with all before it.
+    history_start = next(
+        int(t.split()[2].rstrip("."))
+        for m, t in zip(window.messages, map(text_of, window.messages), strict=True)
+        if m["role"] == "user"
+    )
+    before = history_start - 1
+    assert f'called export({{"part":0,"report":"R{before}"}})' in digest
+    assert f"row=row_{before}_0_0" in digest

@@ -278,7 +278,7 @@ def compact_block(
     ledger_share: float = 0.0,
 ) -> CompactBlock:
     """``atoms`` as compact lines within ``room`` tokens: the newest, back to the first
-    that does not fit, shown oldest first under ``heading``:
+    that does not fit (shown shorter if it can be), oldest first under ``heading``:
     tool calls with their arguments, messages shortened in their middle, JSON tool output
     as its leaves. With ``ledger_share``, that share of the room is kept for the values
     the lines leave out (cut from a line, or in an atom that did not fit), listed once
@@ -299,18 +299,22 @@ def compact_block(
         if not lines:
             continue
         cost = layout.price(lines)
-        if cost > lines_room and not chosen:
-            # The newest atom alone is too long: shown shorter rather than not at all.
+        last = cost > lines_room
+        if last:
+            # The first atom that does not fit shows shorter in the room left, if it can
+            # (its calls and the start of their results), and is the last shown.
             lines = lines_of(
                 atom, frozenset(), pricer, max(MIN_LINE, lines_room // len(lines)), compact=True
             )
             cost = layout.price(lines)
-        if cost > lines_room:
-            break
+            if cost > lines_room:
+                break
         layout.add(lines)
         lines_room -= cost
         chosen.extend(lines)
         shown.extend(atom.events)
+        if last:
+            break
     ordered = sorted(chosen, key=lambda line: line.key)
     content = block_text(heading, ordered) if chosen else heading
     if ledger_share > 0:

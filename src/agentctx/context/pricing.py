@@ -25,6 +25,9 @@ from agentctx.context.window_images import ImageAccess, WindowImages
 from agentctx.events import Event
 from agentctx.tokens import TokenCounter, message_tokens
 
+SHORTEST_CUT = 16
+"""A message is not cut shorter than this many tokens."""
+
 
 class Pricer:
     """Renders and counts for one build; records truncations and drops."""
@@ -129,17 +132,21 @@ class Pricer:
     # Shortening and dropping --------------------------------------------------------------
 
     def cut(self, piece: Piece, over: int) -> bool:
-        """Shorten the longest text message of ``piece`` by about ``over`` tokens (False
-        when it has none long enough to shorten)."""
+        """Shorten the longest text message of ``piece`` by about ``over`` tokens, or as
+        far as it goes (to :data:`SHORTEST_CUT` tokens): called again, the next longest
+        goes on. False when none is long enough to shorten."""
         texts = [m for m in piece.messages if isinstance(m.get("content"), str) and m["content"]]
         if not texts:
             return False
         message = max(texts, key=lambda m: len(m["content"]))
         current = self.counter.count(message["content"])
-        target = current - over - 1
-        if target < 8:
+        target = max(SHORTEST_CUT, current - over - 1)
+        if target >= current:
             return False
-        message["content"] = self.counter.truncate(message["content"], target)
+        shortened = self.counter.truncate(message["content"], target)
+        if self.counter.count(shortened) >= current:
+            return False  # no shorter than it was (the marker costs what it saves)
+        message["content"] = shortened
         piece.tokens = sum(self.cost(m) for m in piece.messages)
         if piece.atom.events:
             owner = _owner(piece.atom, message["content"])

@@ -134,7 +134,7 @@ def slide_turn(
     for piece in omitted:
         pricer.drop_many([e for e in piece.atom.events if e.seq not in shown], "budget")
     middle = [marker_piece(block.message, block.tokens)] if block.message is not None else []
-    if not middle:
+    if omitted and not middle:
         marker = _omitted_marker(omitted)
         middle = [marker_piece(marker, pricer.cost(marker))]
     result = [first, *middle, *kept]
