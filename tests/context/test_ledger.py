@@ -195,7 +195,6 @@ def test_a_compacted_event_longer_than_the_room_shows_shortened(engine: ContextE
                     for k in range(30)
                 ]
                 turn.add_tool_result(call.call_id, content=json.dumps(rows))
-            turn.add_message("assistant", f"Report R{i} exported.")
     window = session.build_context(query="export", budget=3000)
     digest = next(
         t for t in map(text_of, window.messages) if t.startswith("Earlier in this session")

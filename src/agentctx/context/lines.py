@@ -278,17 +278,21 @@ def compact_block(
     ledger_share: float = 0.0,
 ) -> CompactBlock:
     """``atoms`` as compact lines within ``room`` tokens: the newest, back to the first
-    that does not fit (shown shorter if it can be), oldest first under ``heading``:
+    that does not fit (the newest shown shorter if it alone is too long), oldest first
+    under ``heading``:
     tool calls with their arguments, messages shortened in their middle, JSON tool output
-    as its leaves. With ``ledger_share``, that share of the room is kept for the values
-    the lines leave out (cut from a line, or in an atom that did not fit), listed once
-    each after the lines (:mod:`agentctx.context.ledger`); what the lines leave unused
-    goes to it too. Query-independent, so the same atoms and room give the same block."""
+    as its leaves. With ``ledger_share``, up to that share of the room is kept for the
+    values the lines leave out (cut from a line, or in an atom that did not fit), listed
+    once each after the lines (:mod:`agentctx.context.ledger`); what the lines leave
+    unused goes to it too. Query-independent, so the same atoms and room give the same block."""
     whole_room = room
     room -= pricer.cost({"role": "system", "content": heading + "\n"})
     if room <= 0:
         return CompactBlock()
-    ledger_room = int(ledger_share * room)
+    # The ledger's room is kept only as far as it could use it: a block of chat with few
+    # ids gives nearly all its room to lines.
+    values = named_values([e for atom in atoms for e in atom.events]) if ledger_share > 0 else []
+    _, ledger_room = ledger_line(pricer.counter, values, "", int(ledger_share * room))
     lines_room = room - ledger_room
     layout = BlockLayout(lambda day: pricer.counter.count(f"## {day}"))
     limit = max(MIN_LINE, lines_room // 2)
@@ -300,9 +304,11 @@ def compact_block(
             continue
         cost = layout.price(lines)
         last = cost > lines_room
+        if last and chosen:
+            break  # what it named is in the ledger
         if last:
-            # The first atom that does not fit shows shorter in the room left, if it can
-            # (its calls and the start of their results), and is the last shown.
+            # The newest atom alone is too long: shown shorter rather than not at all
+            # (its calls and the start of their results).
             lines = lines_of(
                 atom, frozenset(), pricer, max(MIN_LINE, lines_room // len(lines)), compact=True
             )
@@ -317,8 +323,7 @@ def compact_block(
             break
     ordered = sorted(chosen, key=lambda line: line.key)
     content = block_text(heading, ordered) if chosen else heading
-    if ledger_share > 0:
-        values = named_values([e for atom in atoms for e in atom.events])
+    if values:
         ledger, _ = ledger_line(pricer.counter, values, content, ledger_room + lines_room - 1)
         if ledger is not None and pricer.cost(_system(f"{content}\n{ledger}")) <= whole_room:
             content += "\n" + ledger
