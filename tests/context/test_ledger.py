@@ -177,6 +177,9 @@ def test_an_older_turn_shortened_at_its_front_lists_what_it_omitted(
     assert LEDGER_LABEL in marker
     assert all(value in marker for value in omitted)
     assert window.messages[-1]["content"] == "Thanks. What about the last one?"
+    # Listing the values never costs the newest messages their place as chat.
+    assert [m.get("tool_call_id") for m in window.messages[-4:-1]] == ["t8", None, "t9"]
+    assert window.messages[-3]["tool_calls"][0]["id"] == "t9"
 
 
 def test_a_compacted_event_longer_than_the_room_shows_shortened(engine: ContextEngine) -> None:
@@ -209,3 +212,45 @@ def test_a_compacted_event_longer_than_the_room_shows_shortened(engine: ContextE
     before = history_start - 1
     assert f'called export({{"part":0,"report":"R{before}"}})' in digest
     assert f"row=row_{before}_0_0" in digest
+
+
+def test_listing_omitted_values_never_costs_the_newest_messages(
+    engine: ContextEngine, db_url: str, home: Path
+) -> None:
+    session = engine.create_session("u1", "desk")
+    with session.turn() as turn:
+        turn.add_message("user", "Track my three parcels.")
+        for k in range(3):
+            call = turn.add_tool_call("track", {"parcel": f"PCL{k:04d}"}, call_id=f"t{k}")
+            log = " ".join(f"scan{j}" for j in range(150))
+            turn.add_tool_result(
+                call.call_id, content=json.dumps({"parcel": f"PCL{k:04d}", "log": log})
+            )
+    question = "And the last one?"
+    session.add_message("user", question)
+
+    def newest_as_chat(messages: list[dict[str, Any]]) -> list[Any]:
+        return [
+            m.get("tool_call_id") or [c["id"] for c in m.get("tool_calls") or ()] or m["content"]
+            for m in messages
+            if m["role"] != "system"
+        ][-4:]
+
+    listed = 0
+    with ContextEngine(
+        url=db_url,
+        home=home,
+        embeddings={"provider": "hashing"},
+        jobs="inline",
+        context={"adaptive": {"ledger_share": 0}},
+    ) as plain:
+        bare = plain.get_session(session.id, "u1")
+        for budget in range(500, 1600, 25):
+            window = session.build_context(query=question, budget=budget)
+            listed += any(
+                "omitted to fit the budget" in text_of(m) and LEDGER_LABEL in text_of(m)
+                for m in window.messages
+            )
+            without = bare.build_context(query=question, budget=budget)
+            assert newest_as_chat(window.messages) == newest_as_chat(without.messages), budget
+    assert listed

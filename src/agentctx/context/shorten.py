@@ -56,6 +56,8 @@ def fit_history(
         return list(pieces)
     by_turn = _by_turn(turns, pieces)
     over = sum(p.tokens for p in pieces) - allowed
+    # The newest messages leave only as they would without the values listed.
+    protected = {id(p) for p in pieces[_keeping_pieces(pieces, keep_messages) :]}
     for index in range(len(by_turn) - 1):
         if over <= 0:
             break
@@ -64,6 +66,7 @@ def fit_history(
             pricer,
             over,
             values_share=FRONT_VALUES_SHARE if ledger_share > 0 else 0.0,
+            protected=protected,
         )
         over -= sum(p.tokens for p in by_turn[index]) - sum(p.tokens for p in shortened)
         by_turn[index] = shortened
@@ -197,23 +200,37 @@ def _by_turn(turns: list[Unit], pieces: list[Piece]) -> list[list[Piece]]:
 
 
 def _shorten_front(
-    pieces: list[Piece], pricer: Pricer, over: int, *, values_share: float = 0.0
+    pieces: list[Piece],
+    pricer: Pricer,
+    over: int,
+    *,
+    values_share: float = 0.0,
+    protected: set[int] | frozenset[int] = frozenset(),
 ) -> list[Piece]:
     """A turn without its earliest events after the first, about ``over`` tokens fewer
-    (at most all but its first and last), with a marker where they were. With
-    ``values_share``, the marker lists the values the omitted events named
-    (:mod:`agentctx.context.ledger`) in that share of what they took: a room that depends
-    only on which events left, so the marker changes only when more leave."""
+    (at most all but its first and last), with a marker where they were.
+
+    With ``values_share``, the marker lists the values the omitted events named
+    (:mod:`agentctx.context.ledger`) in that share of what they took, a room that
+    depends only on which events left (so the marker changes only when more leave); to
+    make that room, more events leave, but never a piece whose ``id`` is in
+    ``protected`` (the newest messages): then the room is what the omission spared."""
     if len(pieces) <= 2:
         return pieces
     omitted: list[Piece] = []
     freed = 0
-    while len(pieces) - len(omitted) > 2 and freed - int(values_share * freed) < over:
-        piece = pieces[1 + len(omitted)]
-        omitted.append(piece)
-        freed += piece.tokens
+
+    def more(enough: int) -> bool:
+        return len(pieces) - len(omitted) > 2 and freed < enough
+
+    while more(over):
+        omitted.append(pieces[1 + len(omitted)])
+        freed += omitted[-1].tokens
     if not omitted:
         return pieces
+    while more(over + int(values_share * freed)) and id(pieces[1 + len(omitted)]) not in protected:
+        omitted.append(pieces[1 + len(omitted)])
+        freed += omitted[-1].tokens
     for piece in omitted:
         pricer.drop(piece.atom, "budget")
     marker = _omitted_marker(omitted)
@@ -221,7 +238,7 @@ def _shorten_front(
         pricer,
         str(marker["content"]),
         [p.atom for p in omitted],
-        int(values_share * freed),
+        min(int(values_share * freed), freed - over),
         ledger_share=1.0,
     )
     if block.message is not None:

@@ -143,7 +143,7 @@ class Consolidator:
             report = run.report
             try:
                 with self.db.write() as conn:
-                    self._lock_user(conn, user_id)
+                    lock_user(conn, user_id)
                     if run_key is not None and self._applied(conn, run_key, through_seq):
                         report.skipped = len(candidates)
                         return report
@@ -330,10 +330,6 @@ class Consolidator:
         return store.load(conn, user_id, ids)
 
     # Idempotency and locking ---------------------------------------------------------
-
-    @staticmethod
-    def _lock_user(conn: Connection, user_id: str) -> None:
-        lock_user(conn, user_id)
 
     @staticmethod
     def _applied(conn: Connection, run_key: str, through_seq: int) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from agentctx.memory.extract.statements import Groups
-from agentctx.memory.extract.vocabulary import ZH_TIME
+from agentctx.memory.extract.value_words import ZH_TIME
 
 WHEN = rf"(?:{ZH_TIME}|上个?月|上周|去年|最近|前段时间|刚|刚刚)"
 """A date as people say it (五月, 下个月, 国庆, 上周)."""

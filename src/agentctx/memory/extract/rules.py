@@ -45,7 +45,7 @@ The patterns and what each records are in the ``rules_en*`` modules (``rules_en_
 the Chinese ones), the specific before the general so a sentence one reads is not read
 again as something looser; what they share is in
 :mod:`~agentctx.memory.extract.statements`, :mod:`~agentctx.memory.extract.english`,
-:mod:`~agentctx.memory.extract.chinese` and :mod:`~agentctx.memory.extract.vocabulary`.
+:mod:`~agentctx.memory.extract.chinese` and :mod:`~agentctx.memory.extract.value_words`.
 """
 
 from __future__ import annotations

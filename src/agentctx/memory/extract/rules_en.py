@@ -21,7 +21,7 @@ from agentctx.memory.extract.statements import (
     resolve_date,
     words,
 )
-from agentctx.memory.extract.vocabulary import PEOPLE
+from agentctx.memory.extract.value_words import PEOPLE
 from agentctx.memory.models import MemoryKind
 
 _NOT_FACTS = words("dream goal wish hope guess question idea problem point fault turn bad plan")

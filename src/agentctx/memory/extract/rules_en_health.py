@@ -11,7 +11,7 @@ import re
 from agentctx.events import Event
 from agentctx.memory.extract.english import clause_value, corrected
 from agentctx.memory.extract.statements import Found, Groups, Rule
-from agentctx.memory.extract.vocabulary import (
+from agentctx.memory.extract.value_words import (
     CONDITION_ADJECTIVES,
     CONDITIONS,
     DIET_REGIMES,

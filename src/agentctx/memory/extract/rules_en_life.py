@@ -13,7 +13,7 @@ from agentctx.events import Event
 from agentctx.memory.extract.english import clause_value
 from agentctx.memory.extract.rules_en_profile import PROPER
 from agentctx.memory.extract.statements import Found, Groups, Rule, words
-from agentctx.memory.extract.vocabulary import (
+from agentctx.memory.extract.value_words import (
     LANGUAGES,
 )
 from agentctx.memory.models import MemoryKind

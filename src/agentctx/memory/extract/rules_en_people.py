@@ -12,7 +12,7 @@ from agentctx.events import Event
 from agentctx.memory.extract.english import corrected
 from agentctx.memory.extract.rules_en_profile import NAME, NOT_NAMES
 from agentctx.memory.extract.statements import Found, Groups, Rule
-from agentctx.memory.extract.vocabulary import (
+from agentctx.memory.extract.value_words import (
     INSTRUMENTS,
     LANGUAGES,
     RELATION_PATTERN,

@@ -12,7 +12,7 @@ from agentctx.events import Event
 from agentctx.memory.extract.chinese import WHEN, clause, place, third_person
 from agentctx.memory.extract.rules_zh import zh_value
 from agentctx.memory.extract.statements import Found, Groups, Rule
-from agentctx.memory.extract.vocabulary import (
+from agentctx.memory.extract.value_words import (
     ZH_CONDITIONS,
     ZH_DIET_REGIMES,
     ZH_LANGUAGES,

@@ -13,7 +13,7 @@ from agentctx.events import Event
 from agentctx.memory.extract.chinese import WHEN, place
 from agentctx.memory.extract.rules_zh import zh_value
 from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule
-from agentctx.memory.extract.vocabulary import (
+from agentctx.memory.extract.value_words import (
     TECH,
     TECH_AS_WRITTEN,
     ZH_INSTRUMENTS,
