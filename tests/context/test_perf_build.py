@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentctx import ContextEngine, EventDraft, EventType, TextPart
-from agentctx.context import counting
+from agentctx.context import counting, ledger
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.counting import KNOWN_TEXT_CHARS, RememberingCounter
 from agentctx.context.sources import LogHead
@@ -239,10 +239,14 @@ def test_a_users_erasure_drops_the_texts_windows_keep(engine: ContextEngine) -> 
     erasure drops them all."""
     session = long_chat(engine, 20)
     session.add_message("user", "A long note on the harbour ferry. " * 60, author="Mia")
+    session.add_message("user", "My ticket is FERRY_4411, cabin B12.", author="Mia")
     session.build_context(query="harbour ferry", budget=4_000)
+    session.build_context(budget=300)  # the ticket leaves the history: a ledger names it
     builder = engine.context_builder
     assert any(len(known) for known in builder._known_counts.values())
     assert any(long_known.weight for long_known in builder._known_long_counts.values())
+    assert ledger._KEPT
     engine.delete_user_data(session.user_id)
     assert not any(len(known) for known in builder._known_counts.values())
     assert not any(long_known.weight for long_known in builder._known_long_counts.values())
+    assert not ledger._KEPT

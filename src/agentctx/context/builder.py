@@ -28,6 +28,7 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, long_counts
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import RenderedImageCache
+from agentctx.context.ledger import forget_values
 from agentctx.context.plan import Plan, finish
 from agentctx.context.prefix import PrefixMemory, fingerprints, shared_prefix
 from agentctx.context.pricing import Pricer
@@ -97,12 +98,13 @@ class ContextBuilder:
 
     def forget_texts(self) -> None:
         """Drop what is kept between builds by text rather than by user (token counts,
-        downscaled images): after a user's erasure."""
+        downscaled images, the values ledgers list): after a user's erasure."""
         for known in list(self._known_counts.values()):
             known.clear()
         for long_known in list(self._known_long_counts.values()):
             long_known.clear()
         self.rendered_images.clear()
+        forget_values()
 
     def _long_counts(self, tokenizer: str) -> LongCounts:
         found = self._known_long_counts.get(tokenizer)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,14 @@ LONGEST_VALUE = 64
 
 _WORDS_IN_VALUE = 6
 """A string leaf of more words than this is prose."""
+
+SCANNED_CHARACTERS = 4_000
+"""A text is looked at for identifiers up to this many characters (a long tool output's
+ids are mostly in its head, as its embedding reads it)."""
+
+KEPT_EVENTS = 8_192
+"""Events whose values are kept between builds (an event never changes, and a window
+looks at the same events before its history from one call to the next)."""
 
 # A word of three or more characters holding a digit or an underscore (ids, codes,
 # dates, amounts with a unit), or a code of three or more capitals and digits. A bare
@@ -67,7 +77,7 @@ def named_values(events: Sequence[Event]) -> list[Named]:
     found: dict[str, Named] = {}
     for event in events:
         given = event.type in _GIVEN
-        for key, value in _values_of(event):
+        for key, value in _kept_values(event):
             seen = found.get(value)
             if seen is None:
                 found[value] = Named(value, key, event.seq, given, event.seq)
@@ -132,6 +142,32 @@ def _render(values: list[Named]) -> str:
     return f"{LEDGER_LABEL} " + "; ".join(entries)
 
 
+_KEPT: OrderedDict[str, tuple[tuple[str | None, str], ...]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept_values(event: Event) -> tuple[tuple[str | None, str], ...]:
+    """:func:`_values_of` ``event``, kept for the next builds (least recently used out)."""
+    with _KEPT_LOCK:
+        found = _KEPT.get(event.event_id)
+        if found is not None:
+            _KEPT.move_to_end(event.event_id)
+            return found
+    found = tuple(dict.fromkeys(_values_of(event)))  # each (key, value) once
+    with _KEPT_LOCK:
+        _KEPT[event.event_id] = found
+        while len(_KEPT) > KEPT_EVENTS:
+            _KEPT.popitem(last=False)
+    return found
+
+
+def forget_values() -> None:
+    """Drop the values kept between builds (after a user's erasure: they are taken from
+    events' text)."""
+    with _KEPT_LOCK:
+        _KEPT.clear()
+
+
 def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:
     """(key, value) of what ``event`` names: the leaves of its JSON, the identifiers of
     its text."""
@@ -143,7 +179,7 @@ def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:
         if event.type is EventType.TOOL_CALL:
             return
     if event.type in _SHOWN_AS_TEXT or event.type is EventType.TOOL_RESULT:
-        for match in _IDENTIFIER.finditer(event_text(event)):
+        for match in _IDENTIFIER.finditer(event_text(event)[:SCANNED_CHARACTERS]):
             word = match.group(0)
             if not _SMALL_NUMBER.fullmatch(word):
                 yield None, word
