@@ -189,10 +189,16 @@ def check_loop_window(window: Any, previous: Any, budget: int) -> None:
     same_past = (
         previous.report.section("summary").event_ids == window.report.section("summary").event_ids
     )
-    if new[: len(old)] != old or not same_past or _shortened(previous) or _shortened(window):
+    if (
+        new[: len(old)] != old
+        or not same_past
+        or _shortened(previous)
+        or _shortened(window)
+        or _cut_again(previous, window)
+    ):
         # The history slid, compaction ran, or a turn too long for the room on its own
-        # was shortened (again when a newer turn takes room from it): the start may
-        # change once.
+        # was shortened or cut (again when a newer event takes room from it): the start
+        # may change once.
         return
     varying = previous.report.section("retrieved").messages + sum(
         1
@@ -207,3 +213,13 @@ def check_loop_window(window: Any, previous: Any, budget: int) -> None:
 
 def _shortened(window: Any) -> bool:
     return any("events of this turn" in str(m.get("content", "")) for m in window.messages)
+
+
+def _cut_again(previous: Any, window: Any) -> bool:
+    """Whether a message both windows show is cut to another length in the second, or cut
+    in one only (a turn too long for the room on its own: how much of it is cut depends
+    on what came after)."""
+    before = {t.event_id: t.tokens_after for t in previous.report.truncated}
+    after = {t.event_id: t.tokens_after for t in window.report.truncated}
+    both = set(previous.report.included_event_ids) & set(window.report.included_event_ids)
+    return any(before.get(event_id) != after.get(event_id) for event_id in both)
