@@ -26,6 +26,19 @@ def engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
         yield eng
 
 
+@pytest.fixture
+def plain(db_url: str, home: Path) -> Iterator[ContextEngine]:
+    """The same store without ledgers (``ledger_share`` 0)."""
+    with ContextEngine(
+        url=db_url,
+        home=home,
+        embeddings={"provider": "hashing"},
+        jobs="inline",
+        context={"adaptive": {"ledger_share": 0}},
+    ) as eng:
+        yield eng
+
+
 def text_of(message: dict[str, Any]) -> str:
     content = message.get("content")
     return content if isinstance(content, str) else ""
@@ -56,7 +69,7 @@ def ledger_of(window_messages: list[dict[str, Any]]) -> str:
 
 
 def test_ids_the_compacted_lines_leave_out_stay_in_the_window(
-    engine: ContextEngine, db_url: str, home: Path
+    engine: ContextEngine, plain: ContextEngine
 ) -> None:
     session = engine.create_session("u1", "desk")
     for i in range(12):
@@ -72,20 +85,10 @@ def test_ids_the_compacted_lines_leave_out_stay_in_the_window(
     listed = re.findall(r"ORD\d{4}", ledger)
     assert listed and len(listed) == len(set(listed))
     assert "a long description" not in ledger
-    # Every id named in the window once at most in the ledger and the lines together.
-    for value in set(listed):
-        assert text.count(value) >= 1
     # Without the ledger, fewer of the session's ids are in the window.
-    with ContextEngine(
-        url=db_url,
-        home=home,
-        embeddings={"provider": "hashing"},
-        jobs="inline",
-        context={"adaptive": {"ledger_share": 0}},
-    ) as plain:
-        bare = plain.get_session(session.id, "u1").build_context(
-            query="which orders do I have?", budget=2500
-        )
+    bare = plain.get_session(session.id, "u1").build_context(
+        query="which orders do I have?", budget=2500
+    )
     assert not ledger_of(bare.messages)
     every_id = {f"ORD{i:03d}{k}" for i in range(12) for k in range(3)}
     bare_text = "\n".join(text_of(m) for m in bare.messages)
@@ -215,7 +218,7 @@ def test_a_compacted_event_longer_than_the_room_shows_shortened(engine: ContextE
 
 
 def test_listing_omitted_values_never_costs_the_newest_messages(
-    engine: ContextEngine, db_url: str, home: Path
+    engine: ContextEngine, plain: ContextEngine
 ) -> None:
     session = engine.create_session("u1", "desk")
     with session.turn() as turn:
@@ -237,20 +240,13 @@ def test_listing_omitted_values_never_costs_the_newest_messages(
         ][-4:]
 
     listed = 0
-    with ContextEngine(
-        url=db_url,
-        home=home,
-        embeddings={"provider": "hashing"},
-        jobs="inline",
-        context={"adaptive": {"ledger_share": 0}},
-    ) as plain:
-        bare = plain.get_session(session.id, "u1")
-        for budget in range(500, 1600, 25):
-            window = session.build_context(query=question, budget=budget)
-            listed += any(
-                "omitted to fit the budget" in text_of(m) and LEDGER_LABEL in text_of(m)
-                for m in window.messages
-            )
-            without = bare.build_context(query=question, budget=budget)
-            assert newest_as_chat(window.messages) == newest_as_chat(without.messages), budget
+    bare = plain.get_session(session.id, "u1")
+    for budget in range(500, 1600, 25):
+        window = session.build_context(query=question, budget=budget)
+        listed += any(
+            "omitted to fit the budget" in text_of(m) and LEDGER_LABEL in text_of(m)
+            for m in window.messages
+        )
+        without = bare.build_context(query=question, budget=budget)
+        assert newest_as_chat(window.messages) == newest_as_chat(without.messages), budget
     assert listed

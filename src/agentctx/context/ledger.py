@@ -58,7 +58,8 @@ _IDENTIFIER = re.compile(
 _SMALL_NUMBER = re.compile(r"[\d.,]{1,3}")
 
 _GIVEN = frozenset({EventType.USER_INPUT, EventType.TOOL_CALL})
-_SHOWN_AS_TEXT = frozenset({EventType.USER_INPUT, EventType.AGENT_RESPONSE})
+_STRUCTURED = frozenset({EventType.TOOL_CALL, EventType.TOOL_RESULT})
+_TEXTS = frozenset({EventType.USER_INPUT, EventType.AGENT_RESPONSE, EventType.TOOL_RESULT})
 
 
 @dataclass(frozen=True)
@@ -169,16 +170,12 @@ def forget_values() -> None:
 
 
 def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:
-    """(key, value) of what ``event`` names: the leaves of its JSON, the identifiers of
-    its text."""
-    if event.type is EventType.TOOL_CALL or event.type is EventType.TOOL_RESULT:
-        structured = _json_of(event)
-        if structured is not None:
-            yield from _leaves(structured, None)
-            return
-        if event.type is EventType.TOOL_CALL:
-            return
-    if event.type in _SHOWN_AS_TEXT or event.type is EventType.TOOL_RESULT:
+    """(key, value) of what ``event`` names: the leaves of a tool call's or result's JSON,
+    else the identifiers of a message's or result's text."""
+    structured = _json_of(event) if event.type in _STRUCTURED else None
+    if structured is not None:
+        yield from _leaves(structured, None)
+    elif event.type in _TEXTS:
         for match in _IDENTIFIER.finditer(event_text(event)[:SCANNED_CHARACTERS]):
             word = match.group(0)
             if not _SMALL_NUMBER.fullmatch(word):
