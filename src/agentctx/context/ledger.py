@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from agentctx.context.render import event_text
 from agentctx.events import Event, EventType, JsonPart, TextPart
@@ -47,6 +47,10 @@ ids are mostly in its head, as its embedding reads it)."""
 KEPT_EVENTS = 8_192
 """Events whose values are kept between builds (an event never changes, and a window
 looks at the same events before its history from one call to the next)."""
+
+KEPT_RUNS = 32
+"""Runs of events (a digest's, a turn's compacted part) whose merged values are kept
+between builds: between two slides a window compacts the same runs."""
 
 # A word of three or more characters holding a digit or an underscore (ids, codes,
 # dates, amounts with a unit), or a code of three or more capitals and digits. A bare
@@ -73,8 +77,64 @@ class Named:
     last_seq: int  # when it was last named: the newest come first after the given
 
 
-def named_values(events: Sequence[Event]) -> list[Named]:
-    """Every value ``events`` name, once each (see the module docstring)."""
+class NamedValues(Sequence[Named]):
+    """The values a run of events names (:func:`named_values`), ranked for a ledger:
+    given first (said by the user, passed to a tool), then the newest first. Their token
+    costs are counted once per counter: the same events come back from one build to the
+    next, and a long session's events name thousands of values."""
+
+    def __init__(self, values: Sequence[Named]) -> None:
+        self._values = tuple(values)
+        self.ranked = tuple(
+            sorted(self._values, key=lambda v: (not v.given, -v.last_seq, v.first_seq))
+        )
+        self._costs: dict[str, tuple[tuple[int, ...], dict[str, int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, index: int) -> Named: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Named]: ...
+
+    def __getitem__(self, index: int | slice) -> Named | Sequence[Named]:
+        return self._values[index]
+
+    def costs(self, counter: TokenCounter) -> tuple[tuple[int, ...], dict[str, int]]:
+        """The tokens of each ranked value and of each key's ``key=``, each with a token
+        for the separator before it."""
+        found = self._costs.get(counter.name)
+        if found is None:
+            keys = sorted({v.key for v in self.ranked if v.key})
+            key_costs = {
+                k: c + 1
+                for k, c in zip(keys, counter.count_many([f"{k}=" for k in keys]), strict=True)
+            }
+            value_costs = tuple(c + 1 for c in counter.count_many([v.value for v in self.ranked]))
+            found = self._costs[counter.name] = (value_costs, key_costs)
+        return found
+
+
+def named_values(events: Sequence[Event]) -> NamedValues:
+    """Every value ``events`` name, once each (see the module docstring); the same events
+    give the same object back while it is kept."""
+    key = tuple(e.event_id for e in events)
+    with _KEPT_LOCK:
+        found = _RUNS.get(key)
+        if found is not None:
+            _RUNS.move_to_end(key)
+            return found
+    found = NamedValues(_merged(events))
+    with _KEPT_LOCK:
+        _RUNS[key] = found
+        while len(_RUNS) > KEPT_RUNS:
+            _RUNS.popitem(last=False)
+    return found
+
+
+def _merged(events: Sequence[Event]) -> list[Named]:
     found: dict[str, Named] = {}
     for event in events:
         given = event.type in _GIVEN
@@ -99,26 +159,25 @@ def ledger_line(
     """The ledger of ``values`` not already in ``shown``, within ``room`` tokens, and what
     it costs (None and 0 when nothing fits or nothing is missing). Values of one key share
     it (``flight=A, B``)."""
-    missing = [v for v in values if v.value not in shown]
-    if not missing:
+    ranked = values if isinstance(values, NamedValues) else NamedValues(values)
+    if not ranked:
         return None, 0
-    ranked = sorted(missing, key=lambda v: (not v.given, -v.last_seq, v.first_seq))
     label_cost = counter.count(LEDGER_LABEL)
     if label_cost >= room:
         return None, 0
-    keys = sorted({v.key for v in ranked if v.key})
-    # Each value and each key once, plus a token for the separator before it.
-    key_costs = {
-        k: c + 1 for k, c in zip(keys, counter.count_many([f"{k}=" for k in keys]), strict=True)
-    }
-    value_costs = [c + 1 for c in counter.count_many([v.value for v in ranked])]
+    value_costs, key_costs = ranked.costs(counter)
+    cheapest = min(value_costs)
     chosen: list[Named] = []
     opened: set[str | None] = set()
     spent = label_cost
-    for value, cost in zip(ranked, value_costs, strict=True):
+    for value, cost in zip(ranked.ranked, value_costs, strict=True):
+        if room - spent < cheapest:
+            break  # nothing more can fit
         extra = 0 if value.key in opened else key_costs.get(value.key or "", 1)
         if spent + cost + extra > room:
             continue  # a shorter one may still fit
+        if value.value in shown:
+            continue  # the lines show it (looked up only for what would fit: it is slow)
         chosen.append(value)
         opened.add(value.key)
         spent += cost + extra
@@ -144,6 +203,7 @@ def _render(values: list[Named]) -> str:
 
 
 _KEPT: OrderedDict[str, tuple[tuple[str | None, str], ...]] = OrderedDict()
+_RUNS: OrderedDict[tuple[str, ...], NamedValues] = OrderedDict()
 _KEPT_LOCK = threading.Lock()
 
 
@@ -167,6 +227,7 @@ def forget_values() -> None:
     events' text)."""
     with _KEPT_LOCK:
         _KEPT.clear()
+        _RUNS.clear()
 
 
 def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:
