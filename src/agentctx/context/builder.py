@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentctx.cache.bounded import Lru
 from agentctx.context import adaptive, semantic, sequential
 from agentctx.context.assembly import Assembly, RecordingRetriever
 from agentctx.context.config import ContextConfig
@@ -29,6 +30,7 @@ from agentctx.context.counting import LongCounts, long_counts
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import RenderedImageCache
 from agentctx.context.ledger import forget_values
+from agentctx.context.pieces import BlockKey, CompactBlock
 from agentctx.context.plan import Plan, finish
 from agentctx.context.prefix import PrefixMemory, fingerprints, shared_prefix
 from agentctx.context.pricing import Pricer
@@ -51,6 +53,9 @@ from agentctx.events import ImagePart
 from agentctx.tokens import TokenCounter
 
 __all__ = ["MIN_BUDGET", "STRATEGIES", "ContextBuilder"]
+
+KEPT_BLOCKS = 256
+"""Compact blocks kept between builds, per tokenizer (a few kilobytes each)."""
 
 STRATEGIES: dict[str, Callable[[Assembly], Plan]] = {
     "adaptive": adaptive.assemble,
@@ -94,6 +99,8 @@ class ContextBuilder:
         # Token counts of short texts, per tokenizer spec (see RememberingCounter).
         self._known_counts: dict[str, dict[str, int]] = {}
         self._known_long_counts: dict[str, LongCounts] = {}
+        # Compact blocks (digests, compacted parts of turns), per tokenizer spec.
+        self._known_blocks: dict[str, Lru[BlockKey, CompactBlock]] = {}
         self.prefixes = PrefixMemory()
 
     def forget_texts(self) -> None:
@@ -103,8 +110,16 @@ class ContextBuilder:
             known.clear()
         for long_known in list(self._known_long_counts.values()):
             long_known.clear()
+        for blocks in list(self._known_blocks.values()):
+            blocks.clear()
         self.rendered_images.clear()
         forget_values()
+
+    def _blocks(self, tokenizer: str) -> Lru[BlockKey, CompactBlock]:
+        found = self._known_blocks.get(tokenizer)
+        if found is None:
+            found = self._known_blocks.setdefault(tokenizer, Lru(KEPT_BLOCKS))
+        return found
 
     def _long_counts(self, tokenizer: str) -> LongCounts:
         found = self._known_long_counts.get(tokenizer)
@@ -153,6 +168,7 @@ class ContextBuilder:
             tool_output=self.tool_output,
             known_counts=self._known_counts.setdefault(config.tokenizer, {}),
             known_long_counts=self._long_counts(config.tokenizer),
+            blocks=self._blocks(config.tokenizer),
         )
         reader = LogReader(self._load, user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentctx.context.layout import BlockLayout, BlockLine, render_block
 from agentctx.context.ledger import ledger_line, named_values
-from agentctx.context.pieces import Candidate, Piece
+from agentctx.context.pieces import BlockKey, Candidate, CompactBlock, Piece
 from agentctx.context.pricing import Pricer
 from agentctx.context.relevance import LINE_OVERHEAD
 from agentctx.context.render import canonical_json, compact_json, event_text
@@ -260,15 +259,6 @@ def _shorten(line: str, terms: frozenset[str], limit: int, pricer: Pricer) -> st
     return pricer.counter.truncate(line, limit)
 
 
-@dataclass
-class CompactBlock:
-    """Events shown as compact lines under a heading: the message, and what it shows."""
-
-    message: dict[str, Any] | None = None
-    events: list[Event] = field(default_factory=list)  # the events shown, in seq order
-    tokens: int = 0
-
-
 def compact_block(
     pricer: Pricer,
     heading: str,
@@ -284,7 +274,27 @@ def compact_block(
     as its leaves. With ``ledger_share``, up to that share of the room is kept for the
     values the lines leave out (cut from a line, or in an atom that did not fit), listed
     once each after the lines (:mod:`agentctx.context.ledger`); what the lines leave
-    unused goes to it too. Query-independent, so the same atoms and room give the same block."""
+    unused goes to it too. Query-independent, so the same atoms and room give the same
+    block: the builder keeps it (:attr:`Pricer.blocks`), and the calls between two slides
+    do not make it again."""
+    key: BlockKey = (
+        heading,
+        tuple(e.event_id for a in atoms for e in a.events),
+        room,
+        ledger_share,
+    )
+    kept = pricer.blocks.get(key) if pricer.blocks is not None else None
+    if kept is not None:
+        return kept.copy()
+    block = _compact_block(pricer, heading, atoms, room, ledger_share)
+    if pricer.blocks is not None:
+        pricer.blocks.put(key, block.copy())
+    return block
+
+
+def _compact_block(
+    pricer: Pricer, heading: str, atoms: Sequence[Atom], room: int, ledger_share: float
+) -> CompactBlock:
     whole_room = room
     room -= pricer.cost({"role": "system", "content": heading + "\n"})
     if room <= 0:

@@ -3,11 +3,12 @@ may go into the window (:class:`Candidate`). Plain data, shared by every stage."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentctx.context.layout import BlockLine
 from agentctx.context.units import Atom, Unit
+from agentctx.events import Event
 
 
 @dataclass
@@ -41,3 +42,22 @@ class Candidate:
 def marker_piece(message: dict[str, Any], tokens: int) -> Piece:
     """A piece that is only a marker (no events), such as "[… 12 events omitted …]"."""
     return Piece(Atom([]), [message], tokens)
+
+
+@dataclass
+class CompactBlock:
+    """Events shown as compact lines under a heading: the message, and what it shows."""
+
+    message: dict[str, Any] | None = None
+    events: list[Event] = field(default_factory=list)  # the events shown, in seq order
+    tokens: int = 0
+
+    def copy(self) -> CompactBlock:
+        """A copy a build may change without changing this one."""
+        message = dict(self.message) if self.message is not None else None
+        return CompactBlock(message, list(self.events), self.tokens)
+
+
+BlockKey = tuple[str, tuple[str, ...], int, float]
+"""What a compact block is made of: its heading, its events' ids, its room and the
+ledger's share of it."""

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from agentctx.cache.bounded import Lru
 from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, RememberingCounter
-from agentctx.context.pieces import Piece
+from agentctx.context.pieces import BlockKey, CompactBlock, Piece
 from agentctx.context.render import event_text, render_events
 from agentctx.context.sources import ToolOutput
 from agentctx.context.units import Atom
@@ -44,6 +45,7 @@ class Pricer:
         tool_output: ToolOutput | None,
         known_counts: dict[str, int] | None = None,
         known_long_counts: LongCounts | None = None,
+        blocks: Lru[BlockKey, CompactBlock] | None = None,
     ) -> None:
         self.counter: TokenCounter = RememberingCounter(counter, known_counts, known_long_counts)
         self._raw_counter = counter  # handed to tool output compaction as configured
@@ -59,6 +61,10 @@ class Pricer:
         self._tool_output: Callable[[Event, TokenCounter], str] | None = None
         self._tool_texts: dict[str, str] = {}  # event id -> window text, once per build
         self._days: dict[date, str] = {}
+        # Compact blocks kept between builds (see lines.compact_block); atoms rendered in
+        # this build, by their events' ids (a history is placed twice once it slid).
+        self.blocks = blocks
+        self._pieces: dict[tuple[str, ...], Piece] = {}
 
     # Counting -----------------------------------------------------------------------------
 
@@ -91,7 +97,17 @@ class Pricer:
         return text
 
     def piece(self, atom: Atom) -> Piece:
-        """An atom rendered as messages, over-long messages cut in the middle."""
+        """An atom rendered as messages, over-long messages cut in the middle; rendered
+        once per build (a copy each time: a stage may cut what it was given)."""
+        key = tuple(e.event_id for e in atom.events)
+        done = self._pieces.get(key) if key else None
+        if done is None:
+            done = self._rendered_piece(atom)
+            if key:
+                self._pieces[key] = done
+        return Piece(atom, [_copied(m) for m in done.messages], done.tokens)
+
+    def _rendered_piece(self, atom: Atom) -> Piece:
         tool_text = self._shortened_tool_output if self._tool_output_source is not None else None
         messages = render_events(atom.events, self.images.show, tool_text)
         for message in messages:
@@ -171,6 +187,14 @@ class Pricer:
             self.dropped[event.seq] = DroppedEvent(
                 event_id=event.event_id, seq=event.seq, reason=reason
             )
+
+
+def _copied(message: dict[str, Any]) -> dict[str, Any]:
+    """A message a stage may change (its text cut) without changing the original."""
+    copy = dict(message)
+    if isinstance(copy.get("content"), list):
+        copy["content"] = [dict(part) for part in copy["content"]]
+    return copy
 
 
 def _owner(atom: Atom, content: str) -> Event:

@@ -1,0 +1,102 @@
+"""What a build reuses must not carry one stage's changes into another: an atom rendered
+twice in a build (a history placed again once it slid) and a compact block kept between
+builds (a digest between two slides) come back as they were made, and an erasure drops
+the blocks (they hold users' text)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentctx import ContextEngine
+from agentctx.cache.bounded import Lru
+from agentctx.context.config import ContextConfig
+from agentctx.context.images import RenderedImageCache
+from agentctx.context.lines import compact_block
+from agentctx.context.pricing import Pricer
+from agentctx.context.units import atoms_of
+from agentctx.context.window_images import ImageAccess
+from agentctx.events import Event
+from agentctx.tokens import EstimateCounter
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[ContextEngine]:
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path,
+        embeddings={"provider": "hashing"},
+        jobs="inline",
+    ) as eng:
+        yield eng
+
+
+def _events(engine: ContextEngine) -> list[Event]:
+    session = engine.create_session("u1", "desk")
+    with session.turn() as turn:
+        turn.add_message("user", "Find order ORD-7731 and the parcel it shipped in.")
+        call = turn.add_tool_call("get_order", {"order_id": "ORD-7731"}, call_id="c1")
+        record = {"order_id": "ORD-7731", "parcel": "PCL-0042", "notes": "fragile " * 300}
+        turn.add_tool_result(call.call_id, content=json.dumps(record))
+        turn.add_message("assistant", "It shipped in parcel PCL-0042.")
+    return session.events()
+
+
+def _pricer(blocks: Lru | None = None) -> Pricer:  # type: ignore[type-arg]
+    return Pricer(
+        EstimateCounter(),
+        config=ContextConfig(),
+        user_id="u1",
+        session_id="s",
+        budget=4000,
+        images=ImageAccess(None, None, RenderedImageCache()),
+        tool_output=None,
+        blocks=blocks,
+    )
+
+
+def test_an_atom_cut_by_one_stage_renders_whole_for_the_next(engine: ContextEngine) -> None:
+    pricer = _pricer()
+    atom = next(a for a in atoms_of(_events(engine)) if len(a.events) == 2)  # call + result
+    first = pricer.piece(atom)
+    whole = [dict(m) for m in first.messages]
+    assert pricer.cut(first, first.tokens // 2)  # a stage shortens what it was given
+    again = pricer.piece(atom)
+    assert again.messages == whole
+    assert again.tokens > first.tokens
+    assert again.messages is not first.messages
+
+
+def test_a_kept_block_comes_back_as_made_until_an_erasure(engine: ContextEngine) -> None:
+    blocks: Lru = Lru(8)  # type: ignore[type-arg]
+    atoms = atoms_of(_events(engine))
+    made = compact_block(_pricer(blocks), "Earlier:", atoms, 120, ledger_share=0.5)
+    assert made.message is not None and "ORD-7731" in made.message["content"]
+    made.message["content"] = "changed by a stage"  # the caller's copy only
+    again = compact_block(_pricer(blocks), "Earlier:", atoms, 120, ledger_share=0.5)
+    fresh = compact_block(_pricer(), "Earlier:", atoms, 120, ledger_share=0.5)
+    assert again.message == fresh.message and again.tokens == fresh.tokens
+    assert [e.event_id for e in again.events] == [e.event_id for e in fresh.events]
+    other_room = compact_block(_pricer(blocks), "Earlier:", atoms, 60, ledger_share=0.5)
+    assert other_room.tokens <= 60
+
+
+def test_an_erasure_drops_the_blocks_windows_kept(engine: ContextEngine) -> None:
+    session = engine.create_session("u1", "desk")
+    for k in range(30):
+        with session.turn() as turn:
+            turn.add_message("user", f"Look up order ORD-{k:04d} please.")
+            call = turn.add_tool_call("get_order", {"order_id": f"ORD-{k:04d}"}, call_id=f"c{k}")
+            payload = {"order_id": f"ORD-{k:04d}", "notes": "x " * 400}
+            turn.add_tool_result(call.call_id, content=json.dumps(payload))
+            turn.add_message("assistant", f"Order ORD-{k:04d} is on its way.")
+    window = session.build_context(query="order status", budget=2000)
+    summary = next(s for s in window.report.sections if s.name == "summary")
+    assert summary.event_ids  # the history slid: a digest was made and kept
+    kept = engine.context_builder._known_blocks
+    assert any(len(blocks) for blocks in kept.values())
+    engine.delete_user_data("u1")
+    assert not any(len(blocks) for blocks in kept.values())
