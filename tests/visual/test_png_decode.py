@@ -15,8 +15,10 @@ import pytest
 from PIL import Image
 from visual_screens import desktop, encode
 
+from agentctx.context.images import render_image
 from agentctx.errors import InvalidInput
-from agentctx.perception import hashing, perceptual_hashes
+from agentctx.events import ImagePart
+from agentctx.perception import decode, perceptual_hashes
 
 pytest.importorskip("pyspng", reason="pyspng has no wheel for this platform")
 
@@ -35,7 +37,7 @@ def test_libspng_decodes_the_pixels_pillow_decodes(mode: str) -> None:
     source = _translucent(image) if mode == "RGBA" else image.convert(mode)
     data = encode(source, compress_level=6)
     with Image.open(io.BytesIO(data)) as opened:
-        decoded = hashing._png_decoded(opened, data)
+        decoded = decode.decoded_png(opened, data)
     assert decoded is not None
     assert decoded.size == (643, 401)
     assert decoded.mode == mode
@@ -56,7 +58,7 @@ def test_hashes_are_the_same_with_and_without_libspng(
         image = image.convert(mode)
     data = encode(image)
     with_spng = perceptual_hashes(data)
-    monkeypatch.setattr(hashing, "pyspng", None)
+    monkeypatch.setattr(decode, "pyspng", None)
     assert perceptual_hashes(data) == with_spng
 
 
@@ -77,7 +79,7 @@ def test_what_libspng_does_not_take_goes_to_pillow() -> None:
     }
     for name, data in others.items():
         with Image.open(io.BytesIO(data)) as opened:
-            assert hashing._png_decoded(opened, data) is None, name
+            assert decode.decoded_png(opened, data) is None, name
         assert len(perceptual_hashes(data).phash) == 16, name
 
 
@@ -90,3 +92,23 @@ def test_a_broken_png_is_refused_as_before() -> None:
     corrupt[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # a damaged IDAT
     with pytest.raises(InvalidInput, match="not a readable image"):
         perceptual_hashes(bytes(corrupt))
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_a_window_downscales_the_same_image_with_and_without_libspng(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = desktop(4)
+    data = encode(_translucent(image) if mode == "RGBA" else image)
+    part = ImagePart(
+        image_id="img_1",
+        blob_id="b" * 64,
+        media_type="image/png",
+        width=image.width,
+        height=image.height,
+        size=len(data),
+    )
+    with_spng = render_image(data, part, 768)
+    monkeypatch.setattr(decode, "pyspng", None)
+    assert render_image(data, part, 768) == with_spng
+    assert (with_spng.width, with_spng.height) == (768, 480)

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import io
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import imagehash
@@ -30,7 +31,7 @@ from visual_screens import (
 from agentctx import ContextEngine
 from agentctx.errors import InvalidEvent
 from agentctx.events import EventDraft, EventType, ImageData, ImagePart
-from agentctx.perception import color_distance, hamming, perceptual_hashes
+from agentctx.perception import color_distance, decode, hamming, perceptual_hashes
 from agentctx.sessions.session import Session
 from agentctx.storage.blobs import FileBlobStore
 
@@ -236,7 +237,8 @@ def test_an_image_append_decodes_the_image_once(
     engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The header is read without decoding, and the one decode serves every hash and
-    the mean colour; the turn-end jobs the append runs decode nothing either."""
+    the mean colour (a PNG's by libspng where it is installed, else Pillow's); the
+    turn-end jobs the append runs decode nothing either."""
     decoders: list[str] = []
     real = Image._getdecoder
 
@@ -247,8 +249,16 @@ def test_an_image_append_decodes_the_image_once(
     session = engine.create_session(user_id="u1")
     first, other = screenshot(4), screenshot(5, fmt="JPEG")
     monkeypatch.setattr(Image, "_getdecoder", counting)
+    if decode.pyspng is not None:
+        spng = decode.pyspng
+        monkeypatch.setattr(
+            decode,
+            "pyspng",
+            SimpleNamespace(load=lambda data: decoders.append("spng") or spng.load(data)),
+        )
     send(session, first)
-    assert decoders == ["zip"]  # PNG
+    # ("raw" is Pillow reading libspng's RGB pixels: a copy, not a decode.)
+    assert [d for d in decoders if d != "raw"] == (["spng"] if spng is not None else ["zip"])
     decoders.clear()
     send(session, other)
     assert decoders == ["jpeg"]

@@ -23,14 +23,10 @@ from math import ceil
 
 import imagehash
 import numpy as np
-from PIL import Image, ImageFile, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
 from agentctx.errors import InvalidInput
-
-try:
-    import pyspng
-except ImportError:  # no wheel for this platform: Pillow decodes every PNG
-    pyspng = None
+from agentctx.perception.decode import decoded_png
 
 # The reduced image's long side: comfortably above phash's 32x32 input, so the
 # hashes match those of the full-size image (a test pins that).
@@ -40,8 +36,6 @@ _WORK_SIDE = 128
 # image costs imagehash next to nothing. At 20, images under 2688 pixels on their long
 # side (2560x1600 included) keep the hashes they had before the cap.
 _MAX_FACTOR = 20
-# A PNG's raw modes (8 bits per sample) libspng decodes to the same pixels as Pillow.
-_SPNG_MODES = ("RGB", "RGBA", "L")
 # The smallest reduction worth its drift: below 4 (images under 512 pixels on their long
 # side) the hashes of a 2x reduced image were measured up to 6 bits from the full one's.
 _MIN_FACTOR = 4
@@ -71,7 +65,7 @@ def perceptual_hashes(data: bytes) -> ImageHashes:
     """The perceptual hashes of the image in ``data`` (PNG, JPEG, WebP or GIF bytes)."""
     try:
         with Image.open(io.BytesIO(data)) as image:
-            decoded = _png_decoded(image, data)
+            decoded = decoded_png(image, data)
             if decoded is not None:
                 small = _reduced(decoded)
             else:
@@ -118,26 +112,6 @@ def _pool() -> ThreadPoolExecutor:
             workers = max(2, os.cpu_count() or 2)
             _POOL = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="agentctx-hash"))
         return _POOL[1]
-
-
-def _png_decoded(image: ImageFile.ImageFile, data: bytes) -> Image.Image | None:
-    """An 8-bit, non-interlaced PNG decoded by libspng, as a Pillow image over its
-    pixels (RGB, RGBA or L); None when Pillow should decode it (no ``pyspng``, another format
-    or pixel layout, or a file libspng refuses: Pillow then says what is wrong)."""
-    if pyspng is None or image.format != "PNG" or image.info.get("interlace"):
-        return None
-    tiles = image.tile
-    raw = tiles[0].args if len(tiles) == 1 else None
-    if not isinstance(raw, str) or raw not in _SPNG_MODES:
-        return None
-    try:
-        pixels = pyspng.load(data)
-    except Exception:  # pyspng raises bare Exceptions; Pillow then decides
-        return None
-    channels = 1 if pixels.ndim == 2 else pixels.shape[2]
-    if pixels.dtype != np.uint8 or channels != len(raw) or pixels.shape[:2] != image.size[::-1]:
-        return None
-    return Image.frombuffer(raw, image.size, pixels, "raw", raw, 0, 1)
 
 
 def _reduced(image: Image.Image) -> Image.Image:
