@@ -53,8 +53,8 @@ def digest_of(build: Assembly, before: int, room: int) -> Digest:
         return Digest()
     return Digest(
         message=block.message,
-        event_ids=[e.event_id for e in block.events],
-        first_seq=block.events[0].seq,
+        event_ids=[event_id for _, event_id in block.shown],
+        first_seq=block.shown[0][0],
         tokens=block.tokens,
     )
 

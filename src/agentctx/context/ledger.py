@@ -25,8 +25,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from agentctx.context.render import event_text
 from agentctx.events import Event, EventType, JsonPart, TextPart
@@ -48,7 +47,7 @@ KEPT_EVENTS = 8_192
 """Events whose values are kept between builds (an event never changes, and a window
 looks at the same events before its history from one call to the next)."""
 
-KEPT_RUNS = 32
+KEPT_RUNS = 16
 """Runs of events (a digest's, a turn's compacted part) whose merged values are kept
 between builds: between two slides a window compacts the same runs."""
 
@@ -66,9 +65,11 @@ _STRUCTURED = frozenset({EventType.TOOL_CALL, EventType.TOOL_RESULT})
 _TEXTS = frozenset({EventType.USER_INPUT, EventType.AGENT_RESPONSE, EventType.TOOL_RESULT})
 
 
-@dataclass(frozen=True)
-class Named:
-    """One value as the ledger shows it: ``key=value`` or the bare value."""
+class Named(NamedTuple):
+    """One value as the ledger shows it: ``key=value`` or the bare value.
+
+    A tuple of strings, numbers and a flag: the garbage collector stops tracking it, and
+    a long session's ledgers keep a hundred thousand of them between builds."""
 
     value: str
     key: str | None

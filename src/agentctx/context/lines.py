@@ -340,7 +340,8 @@ def _compact_block(
     if content == heading:
         return CompactBlock()
     message = _system(content)
-    return CompactBlock(message, sorted(shown, key=lambda e: e.seq), pricer.cost(message))
+    ordered_shown = tuple(sorted((e.seq, e.event_id) for e in shown))
+    return CompactBlock(message, ordered_shown, pricer.cost(message))
 
 
 def _system(content: str) -> dict[str, Any]:

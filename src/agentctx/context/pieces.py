@@ -3,12 +3,11 @@ may go into the window (:class:`Candidate`). Plain data, shared by every stage."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentctx.context.layout import BlockLine
 from agentctx.context.units import Atom, Unit
-from agentctx.events import Event
 
 
 @dataclass
@@ -46,16 +45,18 @@ def marker_piece(message: dict[str, Any], tokens: int) -> Piece:
 
 @dataclass
 class CompactBlock:
-    """Events shown as compact lines under a heading: the message, and what it shows."""
+    """Events shown as compact lines under a heading: the message, and what it shows
+    (the events' seqs and ids, not the events: blocks are kept between builds, and a
+    tool result's event may be tens of kilobytes)."""
 
     message: dict[str, Any] | None = None
-    events: list[Event] = field(default_factory=list)  # the events shown, in seq order
+    shown: tuple[tuple[int, str], ...] = ()  # (seq, event id) of the events shown, by seq
     tokens: int = 0
 
     def copy(self) -> CompactBlock:
         """A copy a build may change without changing this one."""
         message = dict(self.message) if self.message is not None else None
-        return CompactBlock(message, list(self.events), self.tokens)
+        return CompactBlock(message, self.shown, self.tokens)
 
 
 BlockKey = tuple[str, tuple[str, ...], int, float]

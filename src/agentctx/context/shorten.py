@@ -133,7 +133,7 @@ def slide_turn(
         compact_room,
         ledger_share=ledger_share,
     )
-    shown = {e.seq for e in block.events}
+    shown = {seq for seq, _ in block.shown}
     for piece in omitted:
         pricer.drop_many([e for e in piece.atom.events if e.seq not in shown], "budget")
     middle = [marker_piece(block.message, block.tokens)] if block.message is not None else []
