@@ -16,24 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
+from agentctx.bench.memory_facts_cases import CATEGORIES, ROLES
+
 ROOT = Path(__file__).resolve().parents[1] / "data" / "memory_timelines"
 HALVES = ("dev", "heldout")
-CATEGORIES = (
-    "name",
-    "occupation",
-    "employer",
-    "residence",
-    "language",
-    "skill",
-    "family",
-    "health",
-    "diet",
-    "plan",
-    "project",
-    "preference",
-    "procedural",
-)
-TURN_KINDS = {"user", "assistant", "tool_call", "tool_result"}
+TURN_KINDS = set(ROLES)
 CASE_KEYS = {
     "id",
     "lang",

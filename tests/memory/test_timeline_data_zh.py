@@ -16,28 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+from agentctx.bench.memory_facts_cases import CATEGORIES, ROLES
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "memory_timelines"
 HALVES = ("dev", "heldout")
-CATEGORIES = (
-    "name",
-    "occupation",
-    "employer",
-    "residence",
-    "language",
-    "skill",
-    "family",
-    "health",
-    "diet",
-    "plan",
-    "project",
-    "preference",
-    "procedural",
-)
 MAX_SESSIONS = 5
 TURNS_PER_SESSION = (2, 8)
 QUESTIONS_PER_CASE = (1, 3)
 YEAR = 2026
-TURN_KINDS = {"user", "assistant", "tool_call", "tool_result"}
+TURN_KINDS = set(ROLES)
 
 
 def load(path: Path) -> list[dict[str, Any]]:

@@ -323,8 +323,15 @@ class MemoryService:
                 with self.db.write() as conn:
                     current = store.get_one(conn, user_id, memory_id)
                     version = expected_version if expected_version is not None else current.version
-                    store.cas_update(
-                        conn, user_id, memory_id, version, {**values, "updated_at": now}
+                    store.change(
+                        conn,
+                        current,
+                        {**values, "updated_at": now},
+                        version=version,
+                        action=action,
+                        reason=reason,
+                        source={"api": True},
+                        now=now,
                     )
                     record = memory_record(
                         f"memory.{action}",
@@ -336,19 +343,6 @@ class MemoryService:
                     )
                     if self.audit is not None:
                         self.audit.write(record, conn)
-                    old = store.value_of(current.model_dump())
-                    store.record_change(
-                        conn,
-                        user_id,
-                        memory_id,
-                        version=version + 1,
-                        action=action,
-                        old_value=old,
-                        new_value={**old, **store.value_of({**current.model_dump(), **values})},
-                        reason=reason,
-                        source={"api": True},
-                        now=now,
-                    )
                 if self.audit is not None:
                     self.audit.emit(record)
                 return

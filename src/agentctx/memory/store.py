@@ -202,6 +202,36 @@ def cas_update(
         raise StaleMemory(memory_id, expected=expected_version, actual=int(actual))
 
 
+def change(
+    conn: Connection,
+    memory: Memory,
+    values: dict[str, Any],
+    *,
+    version: int,
+    action: str,
+    reason: str,
+    source: dict[str, Any],
+    now: datetime,
+) -> None:
+    """Write ``values`` over ``memory`` if it is still at ``version`` (:func:`cas_update`)
+    and append the change to its history, old and new value: one way to change a memory,
+    whoever changes it (consolidation, the API)."""
+    cas_update(conn, memory.user_id, memory.memory_id, version, values)
+    old = value_of(memory.model_dump())
+    record_change(
+        conn,
+        memory.user_id,
+        memory.memory_id,
+        version=version + 1,
+        action=action,
+        old_value=old,
+        new_value={**old, **value_of({**memory.model_dump(), **values})},
+        reason=reason,
+        source=source,
+        now=now,
+    )
+
+
 def record_change(
     conn: Connection,
     user_id: str,

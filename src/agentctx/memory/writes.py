@@ -289,16 +289,12 @@ class MemoryWrites:
         action: str,
         reason: str,
     ) -> None:
-        store.cas_update(conn, run.user_id, memory.memory_id, memory.version, values)
-        old = store.value_of(memory.model_dump())
-        store.record_change(
+        store.change(
             conn,
-            run.user_id,
-            memory.memory_id,
-            version=memory.version + 1,
+            memory,
+            values,
+            version=memory.version,
             action=action,
-            old_value=old,
-            new_value={**old, **store.value_of({**memory.model_dump(), **values})},
             reason=reason,
             source={},
             now=run.now,

@@ -48,6 +48,7 @@ from agentctx.events import (
     JsonPart,
     TextPart,
 )
+from agentctx.integrations.skeleton import MARK
 
 EVENT_KEY = "adk_event"
 """The payload key holding the ADK event's skeleton (on the group's first event)."""
@@ -56,9 +57,6 @@ GROUP_KEY = "adk_group"
 """The payload key naming the ADK event an agentctx event belongs to:
 ``{"id": …, "index": i, "count": n}``."""
 
-MARK = "$agentctx"
-"""The key of a marker standing for content moved into part ``part`` of event ``event``
-of the group."""
 
 USER_AUTHOR = "user"
 """ADK's author of the user's own events."""
