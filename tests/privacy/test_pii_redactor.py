@@ -106,6 +106,34 @@ def test_keys_that_collide_after_redaction_keep_every_entry() -> None:
     assert "example.com" not in repr(clean)
 
 
+def test_a_list_of_records_analyzes_each_short_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's list of records repeats its keys and many values: each short text is
+    analyzed once per redaction, and every copy is redacted as the first."""
+    redactor = PIIRedactor(RECOGNIZERS)
+    records = [
+        {"path": f"src/mod_{i % 7}.py", "owner": "ann@example.com", "kind": "file", "size": i}
+        for i in range(200)
+    ]
+    long_text = "a long description of the file that is well over the limit " * 3
+    records.append({"path": long_text, "owner": long_text, "kind": "file", "size": 0})
+    analyzed: list[str] = []
+    real = redactor.analyzer.analyze
+
+    def counting(text: str) -> Any:
+        analyzed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(redactor.analyzer, "analyze", counting)
+    result = redactor.redact_json(records)
+    # Keys (4), paths (7), the address and "file": once each; the long text each time.
+    assert len(analyzed) == 4 + 7 + 1 + 1 + 2
+    assert analyzed.count(long_text) == 2
+    assert all(r["owner"] == "[EMAIL]" for r in result.value[:200])
+    assert result.entity_types == frozenset({"EMAIL"})
+    one_by_one = [PIIRedactor(RECOGNIZERS).redact_json(r).value for r in records]
+    assert result.value == one_by_one
+
+
 def test_keys_use_the_configured_hash_operator() -> None:
     config = RedactionConfig(operator="hash", hash_key=SecretStr("k" * 32))
     redactor = PIIRedactor.from_config(config)

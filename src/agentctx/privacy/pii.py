@@ -33,6 +33,10 @@ from agentctx.privacy.operators import (
 from agentctx.privacy.redactor import PassThroughRedactor, Redacted, Redactor
 
 _NOTHING: frozenset[str] = frozenset()
+
+_REPEATED_TEXT = 64
+"""JSON strings up to this long are analyzed once per value in one redaction (keys and
+short values repeat across a list of records)."""
 # The identifier key when none is configured: tokens stay stable and distinct, but
 # without a secret a guessed value can be confirmed; configure ``hash_key`` (or
 # $AGENTCTX_REDACTION_KEY) so it cannot.
@@ -151,23 +155,33 @@ class PIIRedactor:
         if not value:  # nothing to redact in {}, [], "", None, 0 or False
             return Redacted(value, _NOTHING)
         found: set[str] = set()
-        clean = self._walk(value, found)
+        clean = self._walk(value, found, {})
         return Redacted(clean, frozenset(found) if found else _NOTHING)
 
-    def _walk(self, value: Any, found: set[str]) -> Any:
+    def _analyzed(self, text: str, seen: dict[str, list[Finding]]) -> list[Finding]:
+        """The analyzer's findings in ``text``, each short text analyzed once per value: a
+        list of records repeats its keys and many of its values."""
+        if len(text) > _REPEATED_TEXT:
+            return self.analyzer.analyze(text)
+        findings = seen.get(text)
+        if findings is None:
+            findings = seen[text] = self.analyzer.analyze(text)
+        return findings
+
+    def _walk(self, value: Any, found: set[str], seen: dict[str, list[Finding]]) -> Any:
         # Containers are rebuilt only when something inside them changed.
         if isinstance(value, str):
-            findings = self.analyzer.analyze(value)
+            findings = self._analyzed(value, seen)
             if not findings:
                 return value
             found.update(f.entity_type for f in findings)
             return self.operators.apply(value, findings)
         if isinstance(value, dict):
-            return self._walk_object(value, found)
+            return self._walk_object(value, found, seen)
         if isinstance(value, list | tuple):
             items: list[Any] | None = None
             for index, item in enumerate(value):
-                clean = self._walk(item, found)
+                clean = self._walk(item, found, seen)
                 if clean is not item:
                     if items is None:
                         items = list(value)
@@ -177,17 +191,19 @@ class PIIRedactor:
             return items if isinstance(value, list) else tuple(items)
         return value
 
-    def _walk_object(self, value: dict[Any, Any], found: set[str]) -> dict[Any, Any]:
+    def _walk_object(
+        self, value: dict[Any, Any], found: set[str], seen: dict[str, list[Finding]]
+    ) -> dict[Any, Any]:
         renamed: dict[Any, str] = {}
         for key in value:
             if isinstance(key, str):
-                findings = self.analyzer.analyze(key)
+                findings = self._analyzed(key, seen)
                 if findings:
                     found.update(f.entity_type for f in findings)
                     renamed[key] = self.keys.apply(key, findings)
         changed: dict[Any, Any] | None = None
         for key, item in value.items():
-            clean = self._walk(item, found)
+            clean = self._walk(item, found, seen)
             if clean is not item:
                 if changed is None:
                     changed = dict(value)
