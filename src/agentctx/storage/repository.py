@@ -221,12 +221,30 @@ def call_event_types(
 ) -> list[tuple[str, str, dict[str, Any]]]:
     """(call_id, type, meta) of the stored tool calls and results with these call ids,
     in seq order."""
+    if len(call_ids) == 1:  # an agent's append: one call or one result, on every step
+        found = fastsql.statement(conn, "call_event_types", _call_event_types_statement)
+        rows = found.fetch_values(
+            conn, {"user_id": user_id, "session_id": session_id, "call_id": call_ids[0]}
+        )
+        return [(row[0], row[1], row[2]) for row in rows]
     query = (
         select(events.c.call_id, events.c.type, events.c.meta)
         .where(_event_key(user_id, session_id), events.c.call_id.in_(list(call_ids)))
         .order_by(events.c.seq)
     )
     return [(row.call_id, row.type, row.meta) for row in conn.execute(query)]
+
+
+def _call_event_types_statement() -> Any:
+    return (
+        select(events.c.call_id, events.c.type, events.c.meta)
+        .where(
+            events.c.user_id == bindparam("user_id"),
+            events.c.session_id == bindparam("session_id"),
+            events.c.call_id == bindparam("call_id"),
+        )
+        .order_by(events.c.seq)
+    )
 
 
 def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
