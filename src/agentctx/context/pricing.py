@@ -150,7 +150,23 @@ class Pricer:
     def cut(self, piece: Piece, over: int) -> bool:
         """Shorten the longest text message of ``piece`` by about ``over`` tokens, or as
         far as it goes (to :data:`SHORTEST_CUT` tokens): called again, the next longest
-        goes on. False when none is long enough to shorten."""
+        goes on. Its costliest image gives way to its visual placeholder once no text can
+        be shortened, or first when shortening every text could not give ``over`` (a
+        screenshot the window has no room for is named, and its turn kept whole, rather
+        than the turn dropped). False when nothing can be shortened."""
+        if over > self._text_slack(piece) and self._image_to_placeholder(piece):
+            return True  # the texts could not give that much: the image goes first
+        return self._cut_text(piece, over) or self._image_to_placeholder(piece)
+
+    def _text_slack(self, piece: Piece) -> int:
+        """How many tokens cutting every text message of ``piece`` could give."""
+        return sum(
+            max(0, self.counter.count(m["content"]) - SHORTEST_CUT)
+            for m in piece.messages
+            if isinstance(m.get("content"), str) and m["content"]
+        )
+
+    def _cut_text(self, piece: Piece, over: int) -> bool:
         texts = [m for m in piece.messages if isinstance(m.get("content"), str) and m["content"]]
         if not texts:
             return False
@@ -167,6 +183,30 @@ class Pricer:
         if piece.atom.events:
             owner = _owner(piece.atom, message["content"])
             self.truncated(owner, current, self.counter.count(message["content"]))
+        return True
+
+    def _image_to_placeholder(self, piece: Piece) -> bool:
+        costliest: tuple[int, dict[str, Any], int] | None = None
+        for message in piece.messages:
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            for index, part in enumerate(content):
+                if part.get("type") == "image_url":
+                    cost = self.images.cost(part["image_url"]["url"])
+                    if costliest is None or cost > costliest[0]:
+                        costliest = (cost, message, index)
+        if costliest is None:
+            return False
+        _, message, index = costliest
+        before = self.cost(message)
+        content = list(message["content"])
+        content[index] = self.images.placeholder(content[index]["image_url"]["url"])
+        message["content"] = content
+        piece.tokens = sum(self.cost(m) for m in piece.messages)
+        if piece.atom.events:
+            owner = next((e for e in piece.atom.events if e.images), piece.atom.events[0])
+            self.truncated(owner, before, self.cost(message))
         return True
 
     def truncated(self, event: Event, before: int, after: int) -> None:

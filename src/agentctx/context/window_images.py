@@ -126,6 +126,14 @@ class WindowImages:
             cache.put(part.blob_id, max_width, max_height, rendered)
         return rendered
 
+    def placeholder(self, url: str) -> dict[str, Any]:
+        """The text part that stands for an image this build rendered as ``url`` when the
+        window has no room for it: its visual placeholder (``restore_image`` gives it
+        back)."""
+        image_id = self._url_images.get(url)
+        text = visual_placeholder(image_id) if image_id is not None else "[image omitted]"
+        return {"type": "text", "text": text}
+
     def report(self, messages: Sequence[dict[str, Any]]) -> ImagesReport:
         """Which images ``messages`` send, at which detail, and which are placeholders."""
         inline: list[str] = []
