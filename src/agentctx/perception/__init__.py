@@ -8,6 +8,7 @@ from agentctx.perception.hashing import (
     hamming,
     hash_in_background,
     perceptual_hashes,
+    warm_hashing,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "hamming",
     "hash_in_background",
     "perceptual_hashes",
+    "warm_hashing",
 ]

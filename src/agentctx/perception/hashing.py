@@ -99,6 +99,15 @@ def hash_in_background(data: bytes) -> Future[ImageHashes]:
     return _pool().submit(perceptual_hashes, data)
 
 
+def warm_hashing() -> Future[ImageHashes]:
+    """Hash a tiny image on a pool thread, so that the first screenshot an agent appends
+    does not pay for what the first hash loads (imagehash imports scipy for the DCT:
+    about 200 ms). The engine calls it as it starts, beside the model's load."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), "white").save(buffer, "PNG")
+    return hash_in_background(buffer.getvalue())
+
+
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
 
