@@ -71,6 +71,19 @@ def engine(db_url: str, home: Path) -> Iterator[ContextEngine]:
         yield eng
 
 
+@pytest.fixture
+def quick_engine(tmp_path: Path) -> Iterator[ContextEngine]:
+    """An engine on a SQLite file with the hashing embedder and jobs inline: for tests of
+    how windows are made, which need neither the model nor a second backend."""
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'quick.db'}",
+        home=tmp_path / "home",
+        embeddings={"provider": "hashing"},
+        jobs="inline",
+    ) as eng:
+        yield eng
+
+
 def make_png(width: int = 320, height: int = 200, seed: int = 0) -> bytes:
     """A real PNG with some drawn content that differs by ``seed``."""
     image = Image.new("RGB", (width, height), (seed * 37 % 256, 90, 160))

@@ -34,7 +34,6 @@ from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import Embedder, embedder_from_config
 from agentctx.llm.warmup import ModelWarmup
 from agentctx.memory import MEMORY_JOB, build_memory_service
-from agentctx.perception import warm_hashing
 from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.index import SearchIndex
@@ -215,8 +214,6 @@ class ContextEngine:
             )
         if self.model_warmup is not None:
             self.model_warmup.start()
-        if s.jobs != "inline":
-            warm_hashing()  # the first screenshot's hash would import scipy on the call path
         if self.embedding is not None:
             self.embedding.start()
         if s.jobs == "background":

@@ -6,10 +6,6 @@ the blocks (they hold users' text)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from agentctx import ContextEngine
 from agentctx.cache.bounded import Lru
@@ -23,19 +19,8 @@ from agentctx.events import Event
 from agentctx.tokens import EstimateCounter
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[ContextEngine]:
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}",
-        home=tmp_path,
-        embeddings={"provider": "hashing"},
-        jobs="inline",
-    ) as eng:
-        yield eng
-
-
-def _events(engine: ContextEngine) -> list[Event]:
-    session = engine.create_session("u1", "desk")
+def _events(quick_engine: ContextEngine) -> list[Event]:
+    session = quick_engine.create_session("u1", "desk")
     with session.turn() as turn:
         turn.add_message("user", "Find order ORD-7731 and the parcel it shipped in.")
         call = turn.add_tool_call("get_order", {"order_id": "ORD-7731"}, call_id="c1")
@@ -58,9 +43,9 @@ def _pricer(blocks: Lru | None = None) -> Pricer:  # type: ignore[type-arg]
     )
 
 
-def test_an_atom_cut_by_one_stage_renders_whole_for_the_next(engine: ContextEngine) -> None:
+def test_an_atom_cut_by_one_stage_renders_whole_for_the_next(quick_engine: ContextEngine) -> None:
     pricer = _pricer()
-    atom = next(a for a in atoms_of(_events(engine)) if len(a.events) == 2)  # call + result
+    atom = next(a for a in atoms_of(_events(quick_engine)) if len(a.events) == 2)  # call + result
     first = pricer.piece(atom)
     whole = [dict(m) for m in first.messages]
     assert pricer.cut(first, first.tokens // 2)  # a stage shortens what it was given
@@ -70,9 +55,9 @@ def test_an_atom_cut_by_one_stage_renders_whole_for_the_next(engine: ContextEngi
     assert again.messages is not first.messages
 
 
-def test_a_kept_block_comes_back_as_made_until_an_erasure(engine: ContextEngine) -> None:
+def test_a_kept_block_comes_back_as_made_until_an_erasure(quick_engine: ContextEngine) -> None:
     blocks: Lru = Lru(8)  # type: ignore[type-arg]
-    atoms = atoms_of(_events(engine))
+    atoms = atoms_of(_events(quick_engine))
     made = compact_block(_pricer(blocks), "Earlier:", atoms, 120, ledger_share=0.5)
     assert made.message is not None and "ORD-7731" in made.message["content"]
     made.message["content"] = "changed by a stage"  # the caller's copy only
@@ -84,8 +69,8 @@ def test_a_kept_block_comes_back_as_made_until_an_erasure(engine: ContextEngine)
     assert other_room.tokens <= 60
 
 
-def test_an_erasure_drops_the_blocks_windows_kept(engine: ContextEngine) -> None:
-    session = engine.create_session("u1", "desk")
+def test_an_erasure_drops_the_blocks_windows_kept(quick_engine: ContextEngine) -> None:
+    session = quick_engine.create_session("u1", "desk")
     for k in range(30):
         with session.turn() as turn:
             turn.add_message("user", f"Look up order ORD-{k:04d} please.")
@@ -96,7 +81,7 @@ def test_an_erasure_drops_the_blocks_windows_kept(engine: ContextEngine) -> None
     window = session.build_context(query="order status", budget=2000)
     summary = next(s for s in window.report.sections if s.name == "summary")
     assert summary.event_ids  # the history slid: a digest was made and kept
-    kept = engine.context_builder._known_blocks
+    kept = quick_engine.context_builder._known_blocks
     assert any(len(blocks) for blocks in kept.values())
-    engine.delete_user_data("u1")
+    quick_engine.delete_user_data("u1")
     assert not any(len(blocks) for blocks in kept.values())

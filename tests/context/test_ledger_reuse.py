@@ -5,7 +5,6 @@ gives, and a user's erasure must drop what was kept."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,24 +79,18 @@ def test_the_line_is_what_a_plain_choice_over_every_value_gives(
     assert ledger_line(counter, NamedValues(values), shown, room) == expected
 
 
-def test_a_run_of_events_is_merged_once_until_an_erasure(tmp_path: Path) -> None:
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}",
-        home=tmp_path,
-        embeddings={"provider": "hashing"},
-        jobs="inline",
-    ) as engine:
-        session = engine.create_session("u1", "desk")
-        session.add_message("user", "I am user mia_li_3668, order ORD1234.")
-        call = session.add_tool_call("get_order", {"order_id": "ORD1234"}, call_id="c1")
-        session.add_tool_result(call.call_id, content='{"order_id": "ORD1234", "carrier": "UPS"}')
-        events = session.events()
-        first = named_values(events)
-        entries = {(v.key, v.value) for v in first}
-        assert {(None, "mia_li_3668"), ("order_id", "ORD1234")} <= entries
-        assert named_values(session.events()) is first  # the same run, read again: kept
-        assert named_values(events[:1]) is not first  # another run: its own values
-        engine.delete_user_data("u1")  # an erasure drops what was kept by text
-        again = named_values(events)
-        assert again is not first
-        assert [(v.key, v.value) for v in again] == [(v.key, v.value) for v in first]
+def test_a_run_of_events_is_merged_once_until_an_erasure(quick_engine: ContextEngine) -> None:
+    session = quick_engine.create_session("u1", "desk")
+    session.add_message("user", "I am user mia_li_3668, order ORD1234.")
+    call = session.add_tool_call("get_order", {"order_id": "ORD1234"}, call_id="c1")
+    session.add_tool_result(call.call_id, content='{"order_id": "ORD1234", "carrier": "UPS"}')
+    events = session.events()
+    first = named_values(events)
+    entries = {(v.key, v.value) for v in first}
+    assert {(None, "mia_li_3668"), ("order_id", "ORD1234")} <= entries
+    assert named_values(session.events()) is first  # the same run, read again: kept
+    assert named_values(events[:1]) is not first  # another run: its own values
+    quick_engine.delete_user_data("u1")  # an erasure drops what was kept by text
+    again = named_values(events)
+    assert again is not first
+    assert [(v.key, v.value) for v in again] == [(v.key, v.value) for v in first]

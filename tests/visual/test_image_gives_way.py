@@ -4,25 +4,11 @@ the image to restore it, instead of the turn being dropped."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from visual_screens import desktop, encode
 
 from agentctx import ContextEngine
 from agentctx.context.render import PLACEHOLDER_PATTERN
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[ContextEngine]:
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}",
-        home=tmp_path,
-        embeddings={"provider": "hashing"},
-        jobs="inline",
-    ) as eng:
-        yield eng
 
 
 def _texts(messages: list[dict]) -> str:  # type: ignore[type-arg]
@@ -40,9 +26,9 @@ def _texts(messages: list[dict]) -> str:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("budget", [400, 600, 900])
 def test_a_screenshot_without_room_becomes_its_placeholder(
-    engine: ContextEngine, budget: int
+    quick_engine: ContextEngine, budget: int
 ) -> None:
-    session = engine.create_session("u1", "desk")
+    session = quick_engine.create_session("u1", "desk")
     with session.turn() as turn:
         turn.add_message("user", "Open the settings window and tell me the version.")
         call = turn.add_tool_call("computer", {"action": "screenshot"}, call_id="s1")
@@ -61,7 +47,7 @@ def test_a_screenshot_without_room_becomes_its_placeholder(
     if budget < 500:  # a 768-px screenshot costs 425 tokens: no room for it
         assert placeholders == [image.image_id]
         assert window.report.images.placeholders == (image.image_id,)
-        assert engine.restore_image(image.image_id, user_id="u1")  # restorable
+        assert quick_engine.restore_image(image.image_id, user_id="u1")  # restorable
         assert "screen captured" in text  # the result's text was not cut for nothing
         # The one shortening the report lists is the image's, on the result's event.
         (shortened,) = window.report.truncated

@@ -9,9 +9,6 @@ interlaced, broken) must go to Pillow, which still refuses what is not an image.
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,32 +112,3 @@ def test_a_window_downscales_the_same_image_with_and_without_libspng(
     monkeypatch.setattr(decode, "pyspng", None)
     assert render_image(data, part, 768) == with_spng
     assert (with_spng.width, with_spng.height) == (768, 480)
-
-
-def test_an_engine_warms_hashing_as_it_starts(tmp_path: Path) -> None:
-    """In a fresh process, an engine that starts its background work also loads what the
-    first hash needs (scipy, for the DCT), so the agent's first screenshot does not."""
-    script = f"""
-import sys, time
-from agentctx import ContextEngine
-engine = ContextEngine(url="sqlite:///{tmp_path / "a.db"}", home="{tmp_path}",
-                       embeddings={{"provider": "hashing"}}, jobs="background")
-deadline = time.monotonic() + 20
-while "scipy.fftpack" not in sys.modules and time.monotonic() < deadline:
-    time.sleep(0.05)
-print("scipy.fftpack" in sys.modules)
-engine.close()
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
-    cold = subprocess.run(
-        [sys.executable, "-c", "import sys, agentctx; print('scipy.fftpack' in sys.modules)"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert cold.stdout.strip() == "False"  # importing agentctx alone does not load it

@@ -71,13 +71,13 @@ def render_image(
         return RenderedImage(f"data:{part.media_type};base64,{encoded}", width, height)
     fmt, media_type, options = _ENCODINGS.get(part.media_type, _ENCODINGS["image/png"])
     with Image.open(io.BytesIO(data)) as image:
+        mode = "RGBA" if fmt == "PNG" and "A" in image.getbands() else "RGB"
         decoded = decoded_png(image, data)  # a screenshot: by libspng, faster
-        if decoded is None:
+        if decoded is not None:
+            frame = decoded if decoded.mode == mode else decoded.convert(mode)
+        else:
             image.draft("RGB", (width, height))  # JPEG decodes straight at a smaller scale
-        source = decoded or image
-        mode = "RGBA" if fmt == "PNG" and "A" in source.getbands() else "RGB"
-        # Pillow's image is read from the file while it is open: converted (decoded) here.
-        frame = decoded if decoded is not None and decoded.mode == mode else source.convert(mode)
+            frame = image.convert(mode)  # decoded here, while the file is open
     # Hamming: a windowed sinc of support 1 (Pillow filters over the whole source area
     # when it shrinks an image, so text stays legible); Lanczos (support 3) took 3x as
     # long on a 1280x800 screenshot, the largest part of a window that shows a new one.

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
 
+from agentctx.cache.bounded import Lru
 from agentctx.context.render import event_text
 from agentctx.events import Event, EventType, JsonPart, TextPart
 from agentctx.tokens.base import TokenCounter
@@ -122,16 +121,10 @@ def named_values(events: Sequence[Event]) -> NamedValues:
     """Every value ``events`` name, once each (see the module docstring); the same events
     give the same object back while it is kept."""
     key = tuple(e.event_id for e in events)
-    with _KEPT_LOCK:
-        found = _RUNS.get(key)
-        if found is not None:
-            _RUNS.move_to_end(key)
-            return found
-    found = NamedValues(_merged(events))
-    with _KEPT_LOCK:
-        _RUNS[key] = found
-        while len(_RUNS) > KEPT_RUNS:
-            _RUNS.popitem(last=False)
+    found = _RUNS.get(key)
+    if found is None:
+        found = NamedValues(_merged(events))
+        _RUNS.put(key, found)
     return found
 
 
@@ -203,32 +196,24 @@ def _render(values: list[Named]) -> str:
     return f"{LEDGER_LABEL} " + "; ".join(entries)
 
 
-_KEPT: OrderedDict[str, tuple[tuple[str | None, str], ...]] = OrderedDict()
-_RUNS: OrderedDict[tuple[str, ...], NamedValues] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
+_KEPT: Lru[str, tuple[tuple[str | None, str], ...]] = Lru(KEPT_EVENTS)
+_RUNS: Lru[tuple[str, ...], NamedValues] = Lru(KEPT_RUNS)
 
 
 def _kept_values(event: Event) -> tuple[tuple[str | None, str], ...]:
     """:func:`_values_of` ``event``, kept for the next builds (least recently used out)."""
-    with _KEPT_LOCK:
-        found = _KEPT.get(event.event_id)
-        if found is not None:
-            _KEPT.move_to_end(event.event_id)
-            return found
-    found = tuple(dict.fromkeys(_values_of(event)))  # each (key, value) once
-    with _KEPT_LOCK:
-        _KEPT[event.event_id] = found
-        while len(_KEPT) > KEPT_EVENTS:
-            _KEPT.popitem(last=False)
+    found = _KEPT.get(event.event_id)
+    if found is None:
+        found = tuple(dict.fromkeys(_values_of(event)))  # each (key, value) once
+        _KEPT.put(event.event_id, found)
     return found
 
 
 def forget_values() -> None:
     """Drop the values kept between builds (after a user's erasure: they are taken from
     events' text)."""
-    with _KEPT_LOCK:
-        _KEPT.clear()
-        _RUNS.clear()
+    _KEPT.clear()
+    _RUNS.clear()
 
 
 def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:

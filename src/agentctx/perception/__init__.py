@@ -8,7 +8,6 @@ from agentctx.perception.hashing import (
     hamming,
     hash_in_background,
     perceptual_hashes,
-    warm_hashing,
 )
 
 __all__ = [
@@ -23,5 +22,4 @@ __all__ = [
     "hamming",
     "hash_in_background",
     "perceptual_hashes",
-    "warm_hashing",
 ]

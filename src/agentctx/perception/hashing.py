@@ -6,10 +6,8 @@ decoder's draft mode scales by up to 8 while decoding), reduced once by box aver
 and every hash and the mean colour are taken from that one small image: hashing costs
 the decode plus about one pass over the decoded pixels. A PNG has no draft mode, and
 its decode is most of the time; the rest, imagehash's resizes and DCT on the small
-image included, is under a millisecond at 1280x800. So an 8-bit PNG (a screenshot) is
-decoded by libspng (``pyspng``, installed with agentctx where a wheel exists) into an
-array Pillow reads in place: at 2560x1600, 10 ms against Pillow's own 22 ms, the same
-pixels. Without ``pyspng``, or for any other image, Pillow decodes.
+image included, is under a millisecond at 1280x800; an 8-bit PNG (a screenshot) is
+decoded by libspng (:mod:`agentctx.perception.decode`).
 """
 
 from __future__ import annotations
@@ -97,15 +95,6 @@ def hash_in_background(data: bytes) -> Future[ImageHashes]:
     ``perceptual_hashes`` raises.
     """
     return _pool().submit(perceptual_hashes, data)
-
-
-def warm_hashing() -> Future[ImageHashes]:
-    """Hash a tiny image on a pool thread, so that the first screenshot an agent appends
-    does not pay for what the first hash loads (imagehash imports scipy for the DCT:
-    about 200 ms). The engine calls it as it starts, beside the model's load."""
-    buffer = io.BytesIO()
-    Image.new("RGB", (8, 8), "white").save(buffer, "PNG")
-    return hash_in_background(buffer.getvalue())
 
 
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
