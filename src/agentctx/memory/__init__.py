@@ -25,9 +25,11 @@ from agentctx.memory.audit import AuditSink
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
 from agentctx.memory.extract import (
+    CLAUSES_VERSION,
     PROCEDURAL_VERSION,
     RULES_VERSION,
     LLMExtractor,
+    classifier_for,
     extract_declarative,
     extract_procedural,
 )
@@ -83,6 +85,15 @@ def build_memory_service(
             return found
 
         declarative = (extractor.extractor_version, declarative_kinds, with_model)
+    elif (classifier := classifier_for(embedder)) is not None:
+        # The rules, and the model's reading of the first-person clauses they miss.
+
+        def with_clauses(events: Sequence[Event]) -> list[MemoryCandidate]:
+            return extract_declarative(
+                events, extractor_version=CLAUSES_VERSION, classifier=classifier
+            )
+
+        declarative = (CLAUSES_VERSION, declarative_kinds, with_clauses)
     else:
         declarative = (RULES_VERSION, declarative_kinds, extract_declarative)
     return MemoryService(

@@ -40,6 +40,13 @@ removed by the user or the API."""
 RETRACTED = "retracted"
 """The ``data`` key of a memory that retracts an earlier fact of its subject ("User is no
 longer vegetarian"): it supersedes that fact and states nothing true by itself."""
+CATEGORY = "category"
+"""``data`` key: the attribute a statement read by the classifier is about (``plan``)."""
+KEY = "key"
+"""``data`` key: the statement's own words, as a retraction of it would repeat them."""
+REPLACES = "replaces"
+"""``data`` key: the statement replaces the latest value of its attribute ("the trip
+moved to August", "renamed it Cairn"), whatever that value's subject."""
 
 
 class _Frozen(BaseModel):

@@ -6,6 +6,8 @@ from; consolidation decides what becomes a memory.
 
 * :func:`extract_declarative`: rule-based self-statements, preferences, decisions and
   dated episodes (English and Chinese), offline;
+* :class:`StatementClassifier`: with an embedding model, the first-person clauses the
+  rules read nothing in, classified by the attribute they state;
 * :func:`extract_procedural`: tool-path statistics per task from tool call/result
   sequences;
 * :class:`LLMExtractor`: one structured chat-model call, the rules standing in when
@@ -14,6 +16,11 @@ from; consolidation decides what becomes a memory.
   confidence, repeated reflection, final answers).
 """
 
+from agentctx.memory.extract.categories import (
+    CLAUSES_VERSION,
+    StatementClassifier,
+    classifier_for,
+)
 from agentctx.memory.extract.llm import (
     EXTRACTION_SCHEMA,
     LLM_VERSION,
@@ -31,6 +38,7 @@ from agentctx.memory.extract.rules import (
 from agentctx.memory.extract.triggers import LOW_CONFIDENCE, SIGNALS, extraction_signals
 
 __all__ = [
+    "CLAUSES_VERSION",
     "EXTRACTION_SCHEMA",
     "LLM_VERSION",
     "LOW_CONFIDENCE",
@@ -38,6 +46,8 @@ __all__ = [
     "RULES_VERSION",
     "SECRET_TYPES",
     "SIGNALS",
+    "StatementClassifier",
+    "classifier_for",
     "ExtractionReport",
     "LLMExtractor",
     "extract_declarative",

@@ -57,6 +57,8 @@ from dataclasses import replace
 from agentctx.compaction.offline.keywords import extract_keywords
 from agentctx.compaction.offline.sentences import split_sentences
 from agentctx.events import Event, EventType, Role
+from agentctx.memory.extract.categories import StatementClassifier
+from agentctx.memory.extract.clauses import first_person_clauses
 from agentctx.memory.extract.rules_en import EN_RULES
 from agentctx.memory.extract.rules_en_health import HEALTH_RULES
 from agentctx.memory.extract.rules_en_life import LIFE_RULES
@@ -248,20 +250,52 @@ def _sentence_findings(sentence: str, event: Event) -> list[Found]:
 
 
 def extract_declarative(
-    events: Iterable[Event], *, extractor_version: str = RULES_VERSION
+    events: Iterable[Event],
+    *,
+    extractor_version: str = RULES_VERSION,
+    classifier: StatementClassifier | None = None,
 ) -> list[MemoryCandidate]:
     """Self-statements, preferences, decisions and dated episodes in the user's messages.
 
     Reads only the stored (redacted) text of user messages; sentences holding a
     secret's placeholder are skipped. Candidates come in event order; the same
-    statement made twice in the session is one candidate citing both events.
+    statement made twice in the session is one candidate citing both events. With a
+    ``classifier``, the first-person clauses of sentences the rules read nothing in
+    are classified too (:mod:`agentctx.memory.extract.categories`).
     """
+    reads = [(event, *_read(event)) for event in events if is_user_message(event)]
+    looser = _classified(reads, classifier) if classifier is not None else {}
     by_key: dict[tuple[MemoryKind, str], MemoryCandidate] = {}
-    for event in events:
-        if is_user_message(event):
-            for found, sentence in _self_statements(event):
-                _add(by_key, found, sentence, event, extractor_version)
+    for event, found, _statements in reads:
+        for statement, sentence in (*found, *looser.get(event.event_id, ())):
+            _add(by_key, statement, sentence, event, extractor_version)
     return list(by_key.values())
+
+
+def _classified(
+    reads: Sequence[tuple[Event, list[tuple[Found, str]], list[tuple[str, frozenset[str]]]]],
+    classifier: StatementClassifier,
+) -> dict[str, list[tuple[Found, str]]]:
+    """What ``classifier`` reads in the first-person clauses of the user's sentences,
+    per event id (every clause of every event classified at once), but for attributes
+    the rules found in the same sentence."""
+    clauses = [
+        (event.event_id, statement, clause)
+        for event, _found, statements in reads
+        for statement in statements
+        for clause in first_person_clauses(statement[0])
+    ]
+    if not clauses:
+        return {}
+    out: dict[str, list[tuple[Found, str]]] = {}
+    findings = classifier.findings([clause for _, _, clause in clauses])
+    for (event_id, (sentence, covered), _clause), found in zip(clauses, findings, strict=True):
+        out.setdefault(event_id, []).extend(
+            (finding, sentence)
+            for finding in found
+            if "*" not in covered and _head(finding.subject) not in covered
+        )
+    return out
 
 
 def states_about_self(event: Event) -> bool:
@@ -273,18 +307,37 @@ def states_about_self(event: Event) -> bool:
 def _self_statements(event: Event) -> Iterator[tuple[Found, str]]:
     """The rules' findings in ``event``'s text, each with its sentence, after the
     message's own corrections."""
+    yield from _read(event)[0]
+
+
+def _read(
+    event: Event,
+) -> tuple[list[tuple[Found, str]], list[tuple[str, frozenset[str]]]]:
+    """The rules' findings in ``event``'s text (after the message's own corrections),
+    and each sentence's statement part with the subjects the rules found in it (``*``:
+    a finding without a subject, which covers the whole sentence)."""
     text = event.text.translate(_APOSTROPHES)
     if not _MAY_STATE.search(text):
-        return
+        return [], []
     masked = event_has_masked_secret(event)
     sentences = _sentences(text)
     found: list[tuple[Found, int]] = []
+    statements: list[tuple[str, frozenset[str]]] = []
     for index, sentence in enumerate(sentences):
         if has_secret(sentence) or (masked and _MASKED.search(sentence)):
             continue
-        found.extend((statement, index) for statement in _sentence_findings(sentence, event))
-    for statement, index in _corrected(found, sentences):
-        yield statement, sentences[index]
+        findings = _sentence_findings(sentence, event)
+        found.extend((statement, index) for statement in findings)
+        statement_part = _statement_part(sentence)
+        if statement_part and len(sentence) <= _MAX_SENTENCE_CHARS:
+            statements.append((statement_part, frozenset(_head(f.subject) for f in findings)))
+    corrected = _corrected(found, sentences)
+    return [(statement, sentences[index]) for statement, index in corrected], statements
+
+
+def _head(subject: str | None) -> str:
+    """A subject's attribute ("allergy: peanuts" -> "allergy"); ``*`` for none."""
+    return subject.split(":", 1)[0].strip() if subject else "*"
 
 
 def _corrected(found: list[tuple[Found, int]], sentences: Sequence[str]) -> list[tuple[Found, int]]:
