@@ -193,6 +193,96 @@ def test_a_statement_extracted_late_is_history_not_the_current_truth(
     assert top(eng, "job", as_of=day(20)) == "nurse"
 
 
+def read(
+    eng: ContextEngine, session: str, when: int, content: str, subject: str, **data: object
+) -> Memory:
+    """A statement of ``subject`` as the extractors make it (``data`` as given)."""
+    report = eng.memory.consolidator.apply(
+        "u1",
+        [
+            MemoryCandidate(
+                kind="fact",  # type: ignore[arg-type]
+                content=content,
+                subject=subject,
+                data=data,
+                confidence=0.6,
+                sources=(
+                    Provenance(session_id=session, event_id="e1", seq=1, extractor_version="test"),
+                ),
+                ts=day(when),
+            )
+        ],
+    )
+    eng.memory._reindex("u1", report.touched)
+    (memory,) = [m for m in eng.memory.list("u1", status=None) if m.content == content]
+    return memory
+
+
+def status(eng: ContextEngine, memory: Memory) -> tuple[str, str | None]:
+    now = eng.memory.get("u1", memory.memory_id)
+    return now.status, now.superseded_by
+
+
+def test_a_retraction_in_other_words_retracts_the_fact_of_its_attribute_it_names(
+    eng: ContextEngine,
+) -> None:
+    french = read(eng, "s1", 1, "User speaks French", "language: french", value="french")
+    korean = read(eng, "s1", 1, "User speaks some Korean", "language: korean", value="korean")
+    # The classifier's subject ("language: speak korean") is not the rules' one.
+    gone = read(
+        eng,
+        "s2",
+        10,
+        "User can't speak Korean anymore",
+        "language: speak korean",
+        category="language",
+        key="speak korean",
+        retracted=True,
+    )
+    assert status(eng, korean) == ("stale", gone.memory_id)
+    assert status(eng, french) == ("active", None)
+    # A retraction that names nothing the user said retracts nothing.
+    read(
+        eng,
+        "s3",
+        20,
+        "User doesn't speak Welsh anymore",
+        "language: speak welsh",
+        category="language",
+        key="speak welsh",
+        retracted=True,
+    )
+    assert status(eng, french) == ("active", None)
+    hits = eng.memory.search("u1", "which languages do I speak?", as_of=day(5), limit=5)
+    assert "Korean" in " ".join(h.memory.content for h in hits)
+
+
+def test_a_change_in_other_words_replaces_the_latest_value_of_its_attribute(
+    eng: ContextEngine,
+) -> None:
+    project = read(eng, "s0", 0, "User is building Apollo", "project: apollo", value="apollo")
+    japan = read(eng, "s1", 1, "User is going to Japan in May", "plan: trip japan", value="japan")
+    october = read(
+        eng,
+        "s2",
+        10,
+        "User moved the trip to October instead",
+        "plan: moved trip october",
+        category="plan",
+        key="moved trip october",
+        replaces=True,
+    )
+    assert status(eng, japan) == ("stale", october.memory_id)
+    assert status(eng, project) == ("active", None)  # another attribute: untouched
+    then = eng.memory.get("u1", japan.memory_id)
+    assert (then.valid_from, then.valid_to) == (day(1), day(10))
+    hits = eng.memory.search("u1", "trip", as_of=day(5), limit=5)
+    assert hits and hits[0].memory.memory_id == japan.memory_id
+    # Without the change mark, a new plan is one more plan.
+    read(eng, "s3", 20, "User is running a marathon in June", "plan: marathon june")
+    assert status(eng, october)[0] == "active"
+
+
 def test_as_of_must_be_an_aware_datetime(eng: ContextEngine) -> None:
     with pytest.raises(InvalidInput):
         eng.memory.search("u1", "job", as_of=datetime(2026, 1, 1))

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import Connection, func, insert, or_, select, text, update
 
 from agentctx.errors import StaleMemory
 from agentctx.events import utcnow
@@ -45,17 +45,22 @@ from agentctx.memory import store
 from agentctx.memory.audit import AuditSink
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.models import (
+    CATEGORY,
     DECLARATIVE_KINDS,
+    KEY,
+    REPLACES,
     RETRACTED,
     Memory,
     MemoryCandidate,
     MemoryKind,
 )
 from agentctx.memory.timeline import (
+    attribute_subjects,
     began,
     in_time,
     normalized,
     same_statement,
+    shares_words,
     verdict,
     why,
     word_similarity,
@@ -200,6 +205,9 @@ class Consolidator:
         said = candidate.ts or run.now
         sessions = {s.session_id for s in candidate.sources}
         of_subject = self._of_subject(conn, user_id, candidate)
+        if not any(m.status == "active" for m in of_subject):
+            related = self._related(conn, user_id, candidate)
+            of_subject = [related, *of_subject] if related is not None else of_subject
         rival = next(
             (m for m in of_subject if m.status == "active"),
             None,
@@ -303,6 +311,37 @@ class Consolidator:
             .limit(50)
         )
         return store.load(conn, user_id, list(conn.execute(query).scalars()))
+
+    def _related(self, conn: Connection, user_id: str, candidate: MemoryCandidate) -> Memory | None:
+        """The rival of a retraction or a replacing statement of an attribute whose own
+        subject has no active memory: the latest active memory of the attribute (for a
+        retraction, one that shares a word with it)."""
+        category = candidate.data.get(CATEGORY)
+        if not isinstance(category, str) or not (
+            candidate.retracted or candidate.data.get(REPLACES)
+        ):
+            return None
+        heads = attribute_subjects(category)
+        query = (
+            select(memories.c.memory_id)
+            .where(
+                memories.c.user_id == user_id,
+                memories.c.kind.in_([k.value for k in DECLARATIVE_KINDS]),
+                memories.c.status == "active",
+                or_(
+                    *(memories.c.subject == head for head in heads),
+                    *(memories.c.subject.startswith(f"{head}:", autoescape=True) for head in heads),
+                ),
+            )
+            .order_by(memories.c.valid_from.desc(), memories.c.updated_at.desc())
+            .limit(20)
+        )
+        key = str(candidate.data.get(KEY) or candidate.content)
+        for memory in store.load(conn, user_id, list(conn.execute(query).scalars())):
+            if memory.retracted or (candidate.retracted and not shares_words(key, memory.content)):
+                continue
+            return memory
+        return None
 
     def _active(
         self,

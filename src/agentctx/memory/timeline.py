@@ -20,6 +20,11 @@ made) and names its successor (``superseded_by``); the history of both says why.
 N-session rule (``min_support_sessions``) decides what is *injected*, never what is
 *true*.
 
+A statement the classifier read (:mod:`agentctx.memory.extract.categories`) that
+retracts or replaces a value ("the Japan trip is off", "we moved it to August") and
+finds no memory of its own subject has the latest active memory of its attribute as
+rival instead (a retraction: only one that shares a word with it).
+
 Two statements of one subject are the same fact when their values match
 (``data["value"]``, set by the extractors), their texts match, or they are near
 duplicates; then they merge instead of contradicting.
@@ -80,6 +85,32 @@ def same_statement(memory: Memory, candidate: MemoryCandidate, threshold: float)
     return word_similarity(memory.content, candidate.content) >= threshold
 
 
+ATTRIBUTE_SUBJECTS: dict[str, tuple[str, ...]] = {
+    "health": ("health", "allergy"),
+    "preference": ("preference", "favourite", "answer style"),
+}
+"""The subject heads statements of an attribute have, where more than its own name
+(the rules say ``allergy: peanuts`` for a health fact)."""
+
+
+def attribute_subjects(category: str) -> tuple[str, ...]:
+    """The subject heads of ``category``'s statements."""
+    return ATTRIBUTE_SUBJECTS.get(category, (category,))
+
+
+def shares_words(key: str, content: str) -> bool:
+    """Whether ``content`` holds a word of ``key`` (for Chinese: two characters of it
+    in a row)."""
+    words = set(_WORD.findall(content.lower()))
+    for word in _WORD.findall(key.lower()):
+        if re.search(r"[\u4e00-\u9fff]", word):
+            if any(word[i : i + 2] in content for i in range(len(word) - 1)):
+                return True
+        elif len(word) > 2 and word in words:
+            return True
+    return False
+
+
 def began(memory: Memory) -> datetime:
     """When the memory's statement became true."""
     return memory.valid_from or memory.created_at
@@ -117,11 +148,14 @@ def why(outcome: Verdict, *, statement: str, rival: Memory, support: int, said: 
 
 
 __all__ = [
+    "ATTRIBUTE_SUBJECTS",
     "Verdict",
+    "attribute_subjects",
     "began",
     "in_time",
     "normalized",
     "same_statement",
+    "shares_words",
     "statement_value",
     "verdict",
     "why",
