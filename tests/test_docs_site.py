@@ -108,9 +108,24 @@ def test_the_quickstart_runs(page: str, tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("AGENTCTX_CONFIG", raising=False)
     buffer = io.BytesIO()
     Image.new("RGB", (64, 48), (30, 120, 200)).save(buffer, format="PNG")
-    (code,) = _blocks(ROOT / page, "python")
+    code = _blocks(ROOT / page, "python")[0]
     namespace: dict[str, object] = {"png_bytes": buffer.getvalue()}
     exec(compile(code, page, "exec"), namespace)  # the page's own code, as a reader runs it
     window = namespace["window"]
     assert window.tokens <= 4000  # type: ignore[attr-defined]
     assert (tmp_path / "home").is_dir()
+
+
+def test_the_readme_memory_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTCTX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AGENTCTX_EMBEDDINGS", '{"provider": "hashing"}')
+    monkeypatch.delenv("AGENTCTX_URL", raising=False)
+    monkeypatch.delenv("AGENTCTX_CONFIG", raising=False)
+    blocks = _blocks(README, "python")
+    assert len(blocks) == 2  # the quickstart, then facts in time
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[1], "README.md", "exec"), namespace)  # as a reader runs it
+    now, then = namespace["now"], namespace["then"]
+    assert now.content == "User works as a software engineer"  # type: ignore[attr-defined]
+    assert then.content == "User is a nurse"  # type: ignore[attr-defined]
+    assert then.status == "stale" and then.superseded_by == now.memory_id  # type: ignore[attr-defined]
