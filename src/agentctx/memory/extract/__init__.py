@@ -7,7 +7,7 @@ from; consolidation decides what becomes a memory.
 * :func:`extract_declarative`: rule-based self-statements, preferences, decisions and
   dated episodes (English and Chinese), offline;
 * :class:`StatementClassifier`: with an embedding model, the first-person clauses the
-  rules read nothing in, classified by the attribute they state;
+  rules do not read, classified by the attribute they state;
 * :func:`extract_procedural`: tool-path statistics per task from tool call/result
   sequences;
 * :class:`LLMExtractor`: one structured chat-model call, the rules standing in when

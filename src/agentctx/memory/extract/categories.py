@@ -1,8 +1,8 @@
 """Which attribute of the user a first-person clause states, if any.
 
 :class:`StatementClassifier` turns the clauses of :mod:`agentctx.memory.extract.clauses`
-into rule findings (:class:`~agentctx.memory.extract.statements.Found`) for the
-sentences the rules read nothing in:
+into rule findings (:class:`~agentctx.memory.extract.statements.Found`) for what the
+rules do not read (an attribute the rules found in a sentence is left to them):
 
 * an English clause is compared with the example statements of each attribute
   (:data:`~agentctx.memory.extract.prototypes.PROTOTYPES`) by the engine's embedding

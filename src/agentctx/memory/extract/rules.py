@@ -260,8 +260,9 @@ def extract_declarative(
     Reads only the stored (redacted) text of user messages; sentences holding a
     secret's placeholder are skipped. Candidates come in event order; the same
     statement made twice in the session is one candidate citing both events. With a
-    ``classifier``, the first-person clauses of sentences the rules read nothing in
-    are classified too (:mod:`agentctx.memory.extract.categories`).
+    ``classifier``, the first-person clauses are classified too, but for the
+    attributes the rules found in the same sentence
+    (:mod:`agentctx.memory.extract.categories`).
     """
     reads = [(event, *_read(event)) for event in events if is_user_message(event)]
     looser = _classified(reads, classifier) if classifier is not None else {}
