@@ -21,7 +21,7 @@ from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
 from agentctx.context.request import check_window_request
-from agentctx.context.sources import LogHead
+from agentctx.context.sources import LogHead, SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
@@ -30,6 +30,7 @@ from agentctx.hitl import install_hitl
 from agentctx.ids import check_id
 from agentctx.jobs import Job, JobQueue
 from agentctx.jsonvalue import check_object
+from agentctx.llm.chat import LLM
 from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import Embedder, embedder_from_config
 from agentctx.llm.warmup import ModelWarmup
@@ -95,6 +96,29 @@ class ContextEngine:
             given = {k: v for k, v in (("url", url), ("home", home)) if v is not None}
             settings = load_settings(**given, **overrides)
         self.settings = settings
+        # The wiring, in the order each part needs the ones before it.
+        self._open_storage(redactor, blob_store)
+        self._wire_sessions()
+        embedder = self._wire_retrieval(embedder)
+        fast_llm = llm_from_config(settings.llm, "fast")
+        summaries = self._wire_compaction(fast_llm)
+        self._wire_memory(embedder, fast_llm)
+        # Human in the loop (seed 003 8.1.5): triggers evaluated after turns that could
+        # fire one; flags, resolutions and repro packages.
+        self.hitl = install_hitl(self, settings.hitl)
+        self._wire_window(summaries)
+        self._wire_web_search(fast_llm)
+        self._start_background_work()
+        self._wire_deletions()
+        if settings.embeddings.freeze_gc:
+            # The libraries and modules loaded by now last as long as the process: out
+            # of full collections, which otherwise stall builds (agentctx.gc_freeze).
+            freeze_at_start_up()
+
+    # Wiring stages (in the order __init__ runs them) ------------------------------------
+
+    def _open_storage(self, redactor: Redactor | None, blob_store: BlobStore | None) -> None:
+        """The database (migrated), the audit log and file, redaction, blobs and jobs."""
         s = self.settings
         self.db = Database(
             s.database_url(),
@@ -113,6 +137,11 @@ class ContextEngine:
             self.db, max_attempts=s.job_max_attempts, lease=s.job_lease, redactor=self.redactor
         )
         self.agents = AgentRegistry(self.db)
+
+    def _wire_sessions(self) -> None:
+        """The write path (preparation, then the writer) and the hot cache in front of
+        the database (events, memory reads)."""
+        s = self.settings
         self._turn_end_kinds: list[str] = []
         self._turn_end_conditions: dict[str, TurnCondition] = {}
         writer = EventWriter(
@@ -133,8 +162,8 @@ class ContextEngine:
             preview_chars=s.blob_preview_chars,
             dedup=s.visual.dedup,
         )
-        # Hot cache in front of the database (events, memory reads): in this process
-        # unless `cache.url` names a Redis; validated by a database read either way.
+        # In this process unless `cache.url` names a Redis; validated by a database read
+        # either way.
         self.cache: HotCache = build_cache(s.cache)
         self._service = SessionService(
             self.db,
@@ -148,9 +177,13 @@ class ContextEngine:
             cache=self.cache,
         )
         self._counters: dict[str, TokenCounter] = {}
-        # Retrieval: lexical always; dense with the configured embedder. Unless jobs run
-        # inline, its model loads in the background from the start (no window waits for
-        # it) and new events are embedded off the call path: see _embed_off_the_call_path.
+
+    def _wire_retrieval(self, embedder: Embedder | None) -> Embedder | None:
+        """Retrieval: lexical always; dense with the configured embedder (returned).
+        Unless jobs run inline, its model loads in the background from the start (no
+        window waits for it) and new events are embedded off the call path: see
+        :meth:`_embed_off_the_call_path`."""
+        s = self.settings
         if embedder is None:
             embedder = embedder_from_config(s.embeddings, models_dir=s.home / "models")
         self.model_warmup = (
@@ -161,8 +194,11 @@ class ContextEngine:
         )
         self.embedding: EmbeddingWorker | None = None
         self._embed_off_the_call_path()
-        # Compaction: summaries, topics, folds, reflections, screenshot placeholders.
-        fast_llm = llm_from_config(s.llm, "fast")
+        return embedder
+
+    def _wire_compaction(self, fast_llm: LLM | None) -> SummarySource | None:
+        """Compaction: summaries, topics, folds, reflections, screenshot placeholders;
+        the summaries the window shows."""
         compactors = install_compaction(
             self, load_events=self._service.events, llm=fast_llm, on_llm_failure=self._llm_failed
         )
@@ -171,8 +207,12 @@ class ContextEngine:
         self.folds = compactors.folds
         self.reflector = compactors.reflector
         self.visual = compactors.visual
-        # Long-term memory (seed 003): extracted after each turn, consolidated per user,
-        # injected as ## Memory (Verified) when enabled; CRUD and search always work.
+        return compactors.summaries
+
+    def _wire_memory(self, embedder: Embedder | None, fast_llm: LLM | None) -> None:
+        """Long-term memory (seed 003): extracted after each turn, consolidated per user,
+        injected as ## Memory (Verified) when enabled; CRUD and search always work."""
+        s = self.settings
         self.memory = build_memory_service(
             self.db,
             self._service.events,
@@ -187,23 +227,27 @@ class ContextEngine:
         self.memory.use_cache(self.cache)
         if s.memory.enabled:
             self.on_turn_end(MEMORY_JOB, self.memory.on_turn_end)
-        # Human in the loop (seed 003 8.1.5): triggers evaluated after turns that could
-        # fire one; flags, resolutions and repro packages.
-        self.hitl = install_hitl(self, s.hitl)
+
+    def _wire_window(self, summaries: SummarySource | None) -> None:
+        """The window builder, over everything wired before it."""
+        s = self.settings
         self.context_builder = ContextBuilder(
             # The builder never changes an event: it may get the hot cache's built ones.
             load_events=functools.partial(self._service.events, shared=True),
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,
-            summaries=compactors.summaries,
+            summaries=summaries,
             tool_output=self._tool_output_text if s.tool_output.enabled else None,
             archived_through=self.topics.archived_through if s.topics.enabled else None,
             image_states=self.visual.image_states,
             memories=self.memory if s.memory.enabled else None,
         )
-        # Web research sub-agent (seed 000 Phase 4): only when a provider is configured;
-        # imported lazily so the default install needs no HTTP client.
+
+    def _wire_web_search(self, fast_llm: LLM | None) -> None:
+        """Web research sub-agent (seed 000 Phase 4): only when a provider is configured;
+        imported lazily so the default install needs no HTTP client."""
+        s = self.settings
         self.search: SearchService | None = None
         search_provider = build_provider(s.search)
         if search_provider is not None:
@@ -212,14 +256,21 @@ class ContextEngine:
             self.search = SearchService(
                 self, search_provider, s.search, llm=llm_from_config(s.llm, "primary") or fast_llm
             )
+
+    def _start_background_work(self) -> None:
+        """The model's load, the embedding worker and the job worker, as configured."""
         if self.model_warmup is not None:
             self.model_warmup.start()
         if self.embedding is not None:
             self.embedding.start()
-        if s.jobs == "background":
+        if self.settings.jobs == "background":
             self.jobs.start_worker()
-        # Deletions: what this process holds in memory of deleted users and sessions goes,
-        # whichever process sharing the database deleted them (agentctx.sessions.erasures).
+
+    def _wire_deletions(self) -> None:
+        """Deletions: what this process holds in memory of deleted users and sessions
+        goes, whichever process sharing the database deleted them
+        (agentctx.sessions.erasures); retention sweeps."""
+        s = self.settings
         poll = s.erasure_poll.total_seconds() if s.erasure_poll is not None else None
         self._erasures = Erasures(
             self.db,
@@ -239,10 +290,6 @@ class ContextEngine:
             audit_retention=s.audit_retention,
             scrub=None if s.erasure_scrub == "off" else self._scrub_erased,
         )
-        if s.embeddings.freeze_gc:
-            # The libraries and modules loaded by now last as long as the process: out
-            # of full collections, which otherwise stall builds (agentctx.gc_freeze).
-            freeze_at_start_up()
 
     def _embed_off_the_call_path(self) -> None:
         """Who embeds new events. ``background``: a worker thread, asked after every
