@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
@@ -103,6 +103,15 @@ class _Candidate:
     memory_id: str
     confidence: float
     updated_at: datetime
+
+
+class _Scored(NamedTuple):
+    """A candidate with its score, relevance and (lexical, dense) ranks."""
+
+    score: float
+    relevance: float
+    candidate: _Candidate
+    ranks: Sequence[int | None]
 
 
 class MemoryIndex:
@@ -307,51 +316,60 @@ class MemoryIndex:
                 farthest = 1.0 - self.min_similarity
                 near = [doc for doc, distance in nearest if distance <= farthest]
                 dense = self._passing(conn, near, where, params)
-            found = {c.doc_id: c for c in [*lexical, *dense]}
-            fused = fuse(
-                [([c.doc_id for c in lexical], 1.0), ([c.doc_id for c in dense], 1.0)],
-                self.rrf_k,
-            )
-            best = 2.0 / (self.rrf_k + 1)
-            scored = []
-            for doc_id, rrf, ranks in fused:
-                candidate = found[doc_id]
-                relevance = rrf / best
-                score = relevance * candidate.confidence * self._fresh(candidate, now)
-                scored.append((score, relevance, candidate, ranks))
-            scored.sort(key=lambda item: (-item[0], -item[2].doc_id))
-            # Twice as many are read as returned: a retraction ("User is no longer
-            # vegetarian") states no current fact, so it ranks at half its score, below
-            # a statement of its subject that is as relevant.
-            ahead = scored[: limit * 2]
-            memories = {
-                m.memory_id: m
-                for m in load_memories(conn, user_id, [c.memory_id for _, _, c, _ in ahead])
-            }
-            top = sorted(
-                (
-                    (
-                        score * RETRACTION_WEIGHT
-                        if c.memory_id in memories and memories[c.memory_id].retracted
-                        else score,
-                        relevance,
-                        c,
-                        ranks,
-                    )
-                    for score, relevance, c, ranks in ahead
-                ),
-                key=lambda item: (-item[0], -item[2].doc_id),
-            )[:limit]
+            scored = self._fused(lexical, dense, now)
+            return self._hits(conn, user_id, scored, limit)
+
+    def _fused(
+        self, lexical: list[_Candidate], dense: list[_Candidate], now: datetime
+    ) -> list[_Scored]:
+        """Both rankings fused (RRF), each candidate scored by relevance (the fused score
+        over the best possible) * confidence * freshness, best first."""
+        found = {c.doc_id: c for c in [*lexical, *dense]}
+        fused = fuse(
+            [([c.doc_id for c in lexical], 1.0), ([c.doc_id for c in dense], 1.0)],
+            self.rrf_k,
+        )
+        best = 2.0 / (self.rrf_k + 1)
+        scored = []
+        for doc_id, rrf, ranks in fused:
+            candidate = found[doc_id]
+            relevance = rrf / best
+            score = relevance * candidate.confidence * self._fresh(candidate, now)
+            scored.append(_Scored(score, relevance, candidate, ranks))
+        scored.sort(key=lambda item: (-item.score, -item.candidate.doc_id))
+        return scored
+
+    def _hits(
+        self, conn: Connection, user_id: str, scored: list[_Scored], limit: int
+    ) -> list[MemoryHit]:
+        """The best ``limit`` of ``scored`` as hits. Twice as many are read as returned:
+        a retraction ("User is no longer vegetarian") states no current fact, so it ranks
+        at half its score, below a statement of its subject that is as relevant."""
+        ahead = scored[: limit * 2]
+        memories = {
+            m.memory_id: m
+            for m in load_memories(conn, user_id, [item.candidate.memory_id for item in ahead])
+        }
+
+        def weighted(item: _Scored) -> _Scored:
+            memory = memories.get(item.candidate.memory_id)
+            if memory is not None and memory.retracted:
+                return item._replace(score=item.score * RETRACTION_WEIGHT)
+            return item
+
+        top = sorted(map(weighted, ahead), key=lambda item: (-item.score, -item.candidate.doc_id))[
+            :limit
+        ]
         return [
             MemoryHit(
-                memory=memories[c.memory_id],
-                score=score,
-                relevance=relevance,
-                lexical_rank=ranks[0],
-                dense_rank=ranks[1],
+                memory=memories[item.candidate.memory_id],
+                score=item.score,
+                relevance=item.relevance,
+                lexical_rank=item.ranks[0],
+                dense_rank=item.ranks[1],
             )
-            for score, relevance, c, ranks in top
-            if c.memory_id in memories
+            for item in top
+            if item.candidate.memory_id in memories
         ]
 
     def _fresh(self, candidate: _Candidate, now: datetime) -> float:
