@@ -489,7 +489,8 @@ class MemoryService:
         """
         total = ConsolidationReport()
         for version, kinds, extract in self.extractors:
-            keys = {kind: _run_key(user_id, session_id, version, kind) for kind in kinds}
+            # In a fixed order: which kind is written first decides ties later (doc ids).
+            keys = {kind: _run_key(user_id, session_id, version, kind) for kind in sorted(kinds)}
             done = self._runs(builtins.list(keys.values()))
             start = min(done.get(key, 0) for key in keys.values())
             new_events = self._ended(user_id, session_id, start)
