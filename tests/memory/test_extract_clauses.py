@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentctx.memory.extract.categories import clause_key, subject_of
+from agentctx import ContextEngine
+from agentctx.memory.extract import extract_declarative
+from agentctx.memory.extract.categories import clause_key, statement_of, subject_of
 from agentctx.memory.extract.clauses import Clause, first_person_clauses
 
 
@@ -137,3 +139,26 @@ def test_family_members_are_marked_so_their_facts_are_not_the_users() -> None:
     (zh_brother,) = first_person_clauses("我哥哥是医生")
     assert brother.family and zh_brother.family and not me.family
     assert isinstance(me, Clause) and me.third_person == "User is vegan"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "category"),
+    [
+        ("I'm a nurse", "occupation"),
+        ("I work at Google", "employer"),
+        ("I live in Paris", "residence"),
+        ("I'm vegetarian", "diet"),
+    ],
+)
+def test_a_classified_statement_of_one_value_meets_the_rules_one(
+    quick_engine: ContextEngine, sentence: str, category: str
+) -> None:
+    """Consolidation resolves statements of one kind and subject against each other: a
+    classifier's statement of a job, a city or a diet must have the kind and subject the
+    rules give theirs, or it would never supersede (nor be superseded by) them."""
+    session = quick_engine.create_session(user_id="u1")
+    session.add_message("user", sentence)
+    (rules,) = extract_declarative(session.events())
+    (clause,) = first_person_clauses("I ended up somewhere new")
+    found = statement_of(clause, category)
+    assert (found.kind, found.subject) == (rules.kind, rules.subject) == (rules.kind, category)

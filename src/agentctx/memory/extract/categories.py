@@ -122,7 +122,7 @@ class StatementClassifier:
         """Per clause, the statements it makes (none, or one per attribute)."""
         return [
             tuple(
-                _finding(clause, category)
+                statement_of(clause, category)
                 for category in categories
                 if not clause.family or category in FAMILY_MEMBER_CATEGORIES
             )
@@ -195,7 +195,9 @@ def clause_key(clause: Clause) -> str:
     return " ".join(words)[:80]
 
 
-def _finding(clause: Clause, category: str) -> Found:
+def statement_of(clause: Clause, category: str) -> Found:
+    """What ``clause`` states as a statement of ``category``: its text in the third
+    person, the subject (:func:`subject_of`), and a retraction or a change marked."""
     data: dict[str, object] = {CATEGORY: category, KEY: clause_key(clause)}
     if clause.negated:
         data[RETRACTED] = True
@@ -215,8 +217,9 @@ __all__ = [
     "CLAUSES_VERSION",
     "FAMILY_MEMBER_CATEGORIES",
     "NONE",
-    "classifier_for",
     "StatementClassifier",
+    "classifier_for",
     "clause_key",
+    "statement_of",
     "subject_of",
 ]
