@@ -194,7 +194,7 @@ def test_a_statement_extracted_late_is_history_not_the_current_truth(
 
 
 def read(
-    eng: ContextEngine, session: str, when: int, content: str, subject: str, **data: object
+    eng: ContextEngine, session: str, on: int, content: str, subject: str, **data: object
 ) -> Memory:
     """A statement of ``subject`` as the extractors make it (``data`` as given)."""
     report = eng.memory.consolidator.apply(
@@ -209,13 +209,13 @@ def read(
                 sources=(
                     Provenance(session_id=session, event_id="e1", seq=1, extractor_version="test"),
                 ),
-                ts=day(when),
+                ts=day(on),
             )
         ],
     )
     eng.memory._reindex("u1", report.touched)
-    (memory,) = [m for m in eng.memory.list("u1", status=None) if m.content == content]
-    return memory
+    (memory_id,) = report.created or report.merged  # the new memory, or the one it merged into
+    return eng.memory.get("u1", memory_id)
 
 
 def status(eng: ContextEngine, memory: Memory) -> tuple[str, str | None]:
@@ -281,6 +281,28 @@ def test_a_change_in_other_words_replaces_the_latest_value_of_its_attribute(
     # Without the change mark, a new plan is one more plan.
     read(eng, "s3", 20, "User is running a marathon in June", "plan: marathon june")
     assert status(eng, october)[0] == "active"
+
+
+def test_one_plan_on_a_new_date_supersedes_and_on_the_same_date_merges(
+    eng: ContextEngine,
+) -> None:
+    june = read(
+        eng,
+        "s1",
+        1,
+        "User signed up for the IELTS in June",
+        "plan: ielts",
+        value="ielts",
+        when="June",
+    )
+    again = read(eng, "s2", 5, "User's IELTS is in June", "plan: ielts", value="ielts", when="june")
+    assert again.memory_id == june.memory_id and again.support_count == 2  # said twice
+    august = read(
+        eng, "s3", 9, "User moved the IELTS to August", "plan: ielts", value="ielts", when="August"
+    )
+    assert status(eng, june) == ("stale", august.memory_id)
+    hits = eng.memory.search("u1", "when is my IELTS?", limit=5)
+    assert hits[0].memory.memory_id == august.memory_id
 
 
 def test_as_of_must_be_an_aware_datetime(eng: ContextEngine) -> None:

@@ -26,8 +26,9 @@ finds no memory of its own subject has the latest active memory of its attribute
 rival instead (a retraction: only one that shares a word with it).
 
 Two statements of one subject are the same fact when their values match
-(``data["value"]``, set by the extractors), their texts match, or they are near
-duplicates; then they merge instead of contradicting.
+(``data["value"]``, set by the extractors; for a plan, the dates they name
+``data["when"]`` as well), their texts match, or they are near duplicates; then they
+merge instead of contradicting.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def same_statement(memory: Memory, candidate: MemoryCandidate, threshold: float)
     mine = statement_value(memory.data, memory.content)
     theirs = statement_value(candidate.data, candidate.content)
     if mine == theirs:
-        return True
+        # One plan on two dates (the IELTS in June, then in August) is a change of it.
+        return not _other_dates(memory.data, candidate.data)
     if bool(memory.data.get("retracted")) != bool(candidate.data.get("retracted")):
         return False
     if memory.data.get("value") and candidate.data.get("value"):
@@ -109,6 +111,12 @@ def shares_words(key: str, content: str) -> bool:
         elif len(word) > 2 and word in words:
             return True
     return False
+
+
+def _other_dates(first: dict[str, object], second: dict[str, object]) -> bool:
+    """Whether two statements name different dates (``data["when"]``) for their value."""
+    one, other = first.get("when"), second.get("when")
+    return bool(one and other) and normalized(str(one)) != normalized(str(other))
 
 
 def began(memory: Memory) -> datetime:
