@@ -42,7 +42,8 @@ _EN_SPLIT = re.compile(
     re.IGNORECASE,
 )
 _EN_LEAD = re.compile(
-    r"^(?:(?:and|but|so|also|ok|okay|well|oh|yeah|yes|anyway|update|hmm+|um+|ah+|btw|nah|no|yep|yup|haha+|lol|omg)\b[\s,]*)+",
+    r"^(?:(?:and|but|so|also|ok|okay|well|oh|yeah|yes|anyway|update|hmm+|um+|ah+|btw|nah|"
+    r"no|yep|yup|haha+|lol|omg)\b[\s,]*)+",
     re.IGNORECASE,
 )
 _EN_SPEAKER = re.compile(r"\b(?:I|I'm|Im|I've|Ive|I'd|I'll|my|we|we're|we've|our)\b", re.I)

@@ -51,7 +51,7 @@ again as something looser; what they share is in
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from agentctx.compaction.offline.keywords import extract_keywords
@@ -226,12 +226,14 @@ def _trigger(match: re.Match[str]) -> tuple[int, int]:
     return (match.start(), match.start(values[0]))
 
 
-def _sentence_findings(sentence: str, event: Event) -> list[Found]:
+def _sentence_findings(sentence: str, event: Event) -> tuple[str | None, list[Found]]:
+    """The part of ``sentence`` that states something (None: none, or too long), and
+    what the rules find in it."""
     if len(sentence) > _MAX_SENTENCE_CHARS:
-        return []
+        return None, []
     statement = _statement_part(sentence)
     if statement is None or _NOT_A_STATEMENT.search(statement):
-        return []
+        return statement, []
     rules = _ZH_RULES if _CJK.search(statement) else _EN_RULES
     found: list[Found] = []
     taken: list[tuple[int, int]] = []
@@ -246,7 +248,7 @@ def _sentence_findings(sentence: str, event: Event) -> list[Found]:
             if result is not None:
                 found.extend(result if isinstance(result, tuple) else (result,))
                 taken.append(span)
-    return found
+    return statement, found
 
 
 def extract_declarative(
@@ -264,7 +266,12 @@ def extract_declarative(
     attributes the rules found in the same sentence
     (:mod:`agentctx.memory.extract.categories`).
     """
-    reads = [(event, *_read(event)) for event in events if is_user_message(event)]
+    with_clauses = classifier is not None
+    reads = [
+        (event, *_read(event, statements=with_clauses))
+        for event in events
+        if is_user_message(event)
+    ]
     looser = _classified(reads, classifier) if classifier is not None else {}
     by_key: dict[tuple[MemoryKind, str], MemoryCandidate] = {}
     for event, found, _statements in reads:
@@ -302,38 +309,32 @@ def _classified(
 def states_about_self(event: Event) -> bool:
     """Whether ``event``'s text holds a self-statement the rules learn from, whoever wrote
     it: what :func:`extract_declarative` would find in it as one of the user's messages."""
-    return next(_self_statements(event), None) is not None
-
-
-def _self_statements(event: Event) -> Iterator[tuple[Found, str]]:
-    """The rules' findings in ``event``'s text, each with its sentence, after the
-    message's own corrections."""
-    yield from _read(event)[0]
+    return bool(_read(event)[0])
 
 
 def _read(
-    event: Event,
+    event: Event, *, statements: bool = False
 ) -> tuple[list[tuple[Found, str]], list[tuple[str, frozenset[str]]]]:
     """The rules' findings in ``event``'s text (after the message's own corrections),
-    and each sentence's statement part with the subjects the rules found in it (``*``:
-    a finding without a subject, which covers the whole sentence)."""
+    and with ``statements`` each sentence's statement part with the subjects the rules
+    found in it (``*``: a finding without a subject, which covers the whole sentence),
+    for the classifier."""
     text = event.text.translate(_APOSTROPHES)
     if not _MAY_STATE.search(text):
         return [], []
     masked = event_has_masked_secret(event)
     sentences = _sentences(text)
     found: list[tuple[Found, int]] = []
-    statements: list[tuple[str, frozenset[str]]] = []
+    parts: list[tuple[str, frozenset[str]]] = []
     for index, sentence in enumerate(sentences):
         if has_secret(sentence) or (masked and _MASKED.search(sentence)):
             continue
-        findings = _sentence_findings(sentence, event)
-        found.extend((statement, index) for statement in findings)
-        statement_part = _statement_part(sentence)
-        if statement_part and len(sentence) <= _MAX_SENTENCE_CHARS:
-            statements.append((statement_part, frozenset(_head(f.subject) for f in findings)))
+        statement, findings = _sentence_findings(sentence, event)
+        found.extend((finding, index) for finding in findings)
+        if statements and statement:
+            parts.append((statement, frozenset(_head(f.subject) for f in findings)))
     corrected = _corrected(found, sentences)
-    return [(statement, sentences[index]) for statement, index in corrected], statements
+    return [(finding, sentences[index]) for finding, index in corrected], parts
 
 
 def _head(subject: str | None) -> str:
