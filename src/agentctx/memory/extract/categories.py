@@ -97,8 +97,9 @@ def classifier_for(embedder: Embedder | None) -> StatementClassifier | None:
 class StatementClassifier:
     """Reads the attribute a clause states (see the module docstring).
 
-    ``threshold`` and ``margin`` are cosine similarities of the embedding model's
-    vectors. The example statements are embedded once, on first use, under a lock so
+    ``threshold``, ``margin`` and ``single_threshold`` are cosine similarities of the
+    embedding model's vectors (:data:`CALIBRATED` holds them per model; use
+    :func:`classifier_for`). The example statements are embedded once, on first use, under a lock so
     two extraction threads never embed them twice.
     """
 
@@ -106,9 +107,9 @@ class StatementClassifier:
         self,
         embedder: Embedder,
         *,
-        threshold: float = 0.35,
-        margin: float = 0.05,
-        single_threshold: float = 0.4,
+        threshold: float,
+        margin: float,
+        single_threshold: float,
     ) -> None:
         self.embedder = embedder
         self.threshold = threshold
