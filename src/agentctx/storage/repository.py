@@ -28,6 +28,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -59,6 +60,20 @@ def _session_key(user_id: str, session_id: str) -> Any:
 
 def _event_key(user_id: str, session_id: str) -> Any:
     return and_(events.c.user_id == user_id, events.c.session_id == session_id)
+
+
+def _seqs_where(user_id: Any, session_id: Any, condition: Any) -> Any:
+    """The session's seqs where ``condition`` (on an indexed column) holds, as a subquery.
+
+    Looking up a session's events by a secondary column (call id, turn, idempotency key)
+    through ``seq IN (this)`` makes the index a covering one for the subquery. Asked
+    for whole rows by that column directly, SQLite's planner (which has no statistics)
+    walks the session's primary key instead: every event of the session, JSON and all,
+    on each append of a tool call or result, quadratic over a long session.
+    """
+    return select(events.c.seq).where(
+        events.c.user_id == user_id, events.c.session_id == session_id, condition
+    )
 
 
 def _live(now: datetime) -> Any:
@@ -205,14 +220,17 @@ def existing_events(
     idempotency_keys: Sequence[str],
 ) -> list[RowMapping]:
     """Stored events of the session that match any of the ids or idempotency keys."""
-    conditions = []
+    # One subquery per index (an OR of the two would walk the primary key).
+    found: list[Any] = []
     if event_ids:
-        conditions.append(events.c.event_id.in_(list(event_ids)))
+        found.append(_seqs_where(user_id, session_id, events.c.event_id.in_(list(event_ids))))
     if idempotency_keys:
-        conditions.append(events.c.idempotency_key.in_(list(idempotency_keys)))
-    if not conditions:
+        keys = list(idempotency_keys)
+        found.append(_seqs_where(user_id, session_id, events.c.idempotency_key.in_(keys)))
+    if not found:
         return []
-    query = select(events).where(_event_key(user_id, session_id), or_(*conditions))
+    seqs: Any = found[0] if len(found) == 1 else union_all(*found)
+    query = select(events).where(_event_key(user_id, session_id), events.c.seq.in_(seqs))
     return list(conn.execute(query).mappings())
 
 
@@ -227,9 +245,10 @@ def call_event_types(
             conn, {"user_id": user_id, "session_id": session_id, "call_id": call_ids[0]}
         )
         return [(row[0], row[1], row[2]) for row in rows]
+    calls = _seqs_where(user_id, session_id, events.c.call_id.in_(list(call_ids)))
     query = (
         select(events.c.call_id, events.c.type, events.c.meta)
-        .where(_event_key(user_id, session_id), events.c.call_id.in_(list(call_ids)))
+        .where(_event_key(user_id, session_id), events.c.seq.in_(calls))
         .order_by(events.c.seq)
     )
     return [(row.call_id, row.type, row.meta) for row in conn.execute(query)]
@@ -241,7 +260,13 @@ def _call_event_types_statement() -> Any:
         .where(
             events.c.user_id == bindparam("user_id"),
             events.c.session_id == bindparam("session_id"),
-            events.c.call_id == bindparam("call_id"),
+            events.c.seq.in_(
+                _seqs_where(
+                    bindparam("user_id"),
+                    bindparam("session_id"),
+                    events.c.call_id == bindparam("call_id"),
+                )
+            ),
         )
         .order_by(events.c.seq)
     )
@@ -471,7 +496,9 @@ def select_events(
     if end_seq is not None:
         query = query.where(events.c.seq <= end_seq)
     if turn_id is not None:
-        query = query.where(events.c.turn_id == turn_id)
+        query = query.where(
+            events.c.seq.in_(_seqs_where(user_id, session_id, events.c.turn_id == turn_id))
+        )
     if types:
         query = query.where(events.c.type.in_(list(types)))
     if seqs is not None:
