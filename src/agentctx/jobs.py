@@ -123,7 +123,17 @@ def _enqueue_statement(conn: Connection, deduped: bool) -> Any:
 
 
 class JobQueue:
-    """The durable job table and the handlers that run its jobs."""
+    """The durable job table and the handlers that run its jobs.
+
+    A job is queued in the transaction that makes it due (durably, with that
+    transaction). Its bookkeeping afterwards (the claim, the outcome, a release) is
+    committed without a disk sync of its own (``Database.write(durable=False)``): on
+    SQLite the agent's own writes would otherwise wait behind a sync per job. A power
+    cut can undo such a commit (never corrupt it), which leaves the job to run again:
+    pending again, or running until its lease lapses. That is what a process that dies
+    inside a handler leaves too, so handlers are written to run more than once
+    (at-least-once), and nothing new can happen.
+    """
 
     def __init__(
         self,
@@ -223,7 +233,7 @@ class JobQueue:
                 return []
             if conn.execute(statements.check, params).first() is None:
                 return []
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             rows = list(conn.execute(statements.claim, {**params, "limit": limit}).mappings())
             if self._db.dialect == "postgresql":
                 rows = self._lock_sessions(conn, rows, now)
@@ -294,7 +304,7 @@ class JobQueue:
                 values["status"] = "pending"
                 values["run_after"] = now + timedelta(seconds=min(2**job.attempts, 300))
                 outcome = "retried"
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             # Only the worker holding the lease may finish the job.
             conn.execute(
                 update(jobs)
@@ -339,7 +349,7 @@ class JobQueue:
 
     def _release(self, claimed: Sequence[Job]) -> None:
         """Put claimed jobs that never started back in the queue, as they were."""
-        with self._db.write() as conn:
+        with self._db.write(durable=False) as conn:
             for job in claimed:
                 conn.execute(
                     update(jobs)

@@ -169,12 +169,8 @@ def redacted_query_swaps(query: str | None, redactor: Redactor) -> dict[str, str
     return swaps
 
 
-def store_window(
-    conn: Connection,
+def window_row(
     *,
-    user_id: str,
-    session_id: str,
-    turn_id: str | None,
     query: str | None,
     budget: int,
     strategy: str,
@@ -183,12 +179,10 @@ def store_window(
     report: dict[str, Any],
     redactor: Redactor,
     now: datetime,
-) -> None:
-    """Upsert the window of (session, turn): the newest build of a turn replaces the last.
-
-    The query, and its quotes inside the messages, pass ``redactor``; inline image bytes
-    are left out (the report names the images).
-    """
+) -> dict[str, Any]:
+    """The stored values of a window (:func:`store_window`): the query, and its quotes
+    inside the messages, pass ``redactor``; inline image bytes are left out (the report
+    names the images). Computed before the write transaction, which then only stores."""
     swaps = redacted_query_swaps(query, redactor)
     clean_query = swaps.get(query, query) if query else query
     stored_messages = without_image_bytes(messages)
@@ -196,7 +190,7 @@ def store_window(
     if swaps:
         stored_messages = _replace_text(stored_messages, swaps)
         stored_report = _replace_text(stored_report, swaps)
-    values = {
+    return {
         "query": clean_query,
         "budget": budget,
         "strategy": strategy,
@@ -205,13 +199,20 @@ def store_window(
         "report": stored_report,
         "created_at": now,
     }
+
+
+def store_window(
+    conn: Connection, *, user_id: str, session_id: str, turn_id: str | None, row: dict[str, Any]
+) -> None:
+    """Upsert the window of (session, turn) (``row`` from :func:`window_row`): the newest
+    build of a turn replaces the last."""
     dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     statement = dialect_insert(context_windows).values(
-        user_id=user_id, session_id=session_id, turn_id=turn_id or NO_TURN, **values
+        user_id=user_id, session_id=session_id, turn_id=turn_id or NO_TURN, **row
     )
     conn.execute(
         statement.on_conflict_do_update(
-            index_elements=["user_id", "session_id", "turn_id"], set_=values
+            index_elements=["user_id", "session_id", "turn_id"], set_=row
         )
     )
 

@@ -34,6 +34,7 @@ from agentctx.hitl.repro import (
     ReproPackage,
     load_window,
     store_window,
+    window_row,
     without_image_bytes,
 )
 from agentctx.hitl.tables import hitl_flags
@@ -451,7 +452,16 @@ class HitlService:
                 return
             redactor = self._redactor(info)
         report = record.report
-        report_json = report if isinstance(report, dict) else report.model_dump(mode="json")
+        row = window_row(
+            query=record.query,
+            budget=record.budget,
+            strategy=record.strategy,
+            messages=record.messages,
+            tokens=record.tokens,
+            report=report if isinstance(report, dict) else report.model_dump(mode="json"),
+            redactor=redactor,
+            now=utcnow(),
+        )
         # A diagnostic copy of what the model was sent: not synced to disk on its own.
         with contextlib.suppress(IntegrityError), self.db.write(durable=False) as conn:
             store_window(
@@ -459,14 +469,7 @@ class HitlService:
                 user_id=record.user_id,
                 session_id=record.session_id,
                 turn_id=record.turn_id,
-                query=record.query,
-                budget=record.budget,
-                strategy=record.strategy,
-                messages=record.messages,
-                tokens=record.tokens,
-                report=report_json,
-                redactor=redactor,
-                now=utcnow(),
+                row=row,
             )
 
     def window(self, user_id: str, session_id: str, turn_id: str | None) -> RecordedWindow | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from agentctx.context.window import ContextReport
 from agentctx.errors import EngineClosed
+from agentctx.priority import mark_background_thread
 from agentctx.privacy.redactor import Redactor
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class WindowRecorder:
             self._thread.start()
 
     def _run(self) -> None:
+        mark_background_thread()  # a diagnostic record waits for the agent's own writes
         while not self._stop.is_set():
             self._wake.wait()
             self._wake.clear()

@@ -28,6 +28,7 @@ from sqlalchemy.pool import StaticPool
 
 from agentctx import jsonvalue
 from agentctx.errors import ConfigError, EngineClosed, MissingExtra, StorageError
+from agentctx.priority import ForegroundFirstLock
 
 try:  # POSIX: cross-process writer queue; elsewhere SQLite's busy timeout does the waiting.
     import fcntl
@@ -95,7 +96,8 @@ class Database:
             raise ConfigError(
                 f"unsupported database {self.dialect!r}: use sqlite:// or postgresql://"
             )
-        self._thread_lock = threading.Lock()
+        # The agent's writes go before background writes waiting at the same time.
+        self._thread_lock = ForegroundFirstLock()
         self._lock_fd: int | None = None
         # Closing: no transaction starts once closed; close() waits for those under way.
         self._closed = False
