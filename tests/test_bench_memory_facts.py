@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agentctx.bench.memory_facts import run_fact_timelines
+from agentctx.bench.memory_facts import chats_labelled_pairs, run_fact_timelines
 from agentctx.llm.hashing import HashingEmbedder
 from agentctx.memory.calibration import LabelledPair, calibrate, separate
+from test_bench_memory import write_chat
 
 SUITE = """
 - id: t-occ-change
@@ -176,3 +177,56 @@ def test_an_answer_the_redaction_gate_kept_out_is_told_apart(tmp_path: Path) -> 
     (kept,) = run_fact_timelines(tmp_path, embedder="hashing", redaction=False).halves
     (outcome,) = kept.outcomes
     assert outcome.answer_stored and outcome.correct
+
+
+def test_a_chat_labels_the_memories_learned_from_its_evidence(tmp_path: Path) -> None:
+    """A REALTALK-format chat gives calibration pairs: a memory learned from the
+    question's evidence turn is relevant to it, the chat's other memories are not."""
+    pairs = chats_labelled_pairs([write_chat(tmp_path / "chat.json")], "hashing")
+    relevant = {(p.question, p.memory_text.split("\n")[0].rstrip(".")) for p in pairs if p.relevant}
+    assert relevant == {
+        ("What does Ana work as?", "User works as a nurse"),
+        ("Which food does Ana love?", "User loves sushi"),
+        ("Where does Ana live?", "User lives in Lisbon"),
+        ("What is Ana's favourite sport?", "User's favourite sport is tennis"),
+    }
+    by_question: dict[str, list[bool]] = {}
+    for pair in pairs:
+        by_question.setdefault(pair.question, []).append(pair.relevant)
+    # Every question meets every memory; a friend's parrot is no memory of the user.
+    assert len({len(labels) for labels in by_question.values()}) == 1
+    assert not any(by_question["What pet did Ben adopt?"])
+    assert any(by_question["Where does Ana live?"])
+
+
+def test_the_command_calibrates_with_chats_too(suite: Path, tmp_path: Path) -> None:
+    chat = write_chat(tmp_path / "chat.json")
+    out = tmp_path / "facts.json"
+    runs = []
+    for extra in ([], ["--calibrate-with", str(chat)]):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentctx.cli.main",
+                "bench",
+                "memory",
+                "--timelines",
+                str(suite),
+                "--embedder",
+                "hashing",
+                "--calibrate",
+                *extra,
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(out.read_text())["calibration"])
+    alone, with_chat = runs
+    assert with_chat["relevant"] > alone["relevant"]
+    assert with_chat["irrelevant"] > alone["irrelevant"]

@@ -65,8 +65,10 @@ from agentctx.engine import ContextEngine
 from agentctx.events import Event
 from agentctx.llm.chat import LLM
 from agentctx.llm.config import llm_from_config
-from agentctx.memory import DECLARATIVE_KINDS, MemoryCandidate, MemoryKind
+from agentctx.memory import DECLARATIVE_KINDS, Memory, MemoryCandidate, MemoryKind
+from agentctx.memory.calibration import LabelledPair
 from agentctx.memory.extract import LLMExtractor
+from agentctx.memory.index import memory_text
 from agentctx.sessions.session import Session
 from agentctx.storage.database import Database
 from agentctx.tokens import estimate_text_tokens
@@ -228,6 +230,42 @@ def _questions(chat: _Chat, limit: int | None) -> Iterator[tuple[Question, froze
     for question in chat.conversation.questions[:limit]:
         evidence = frozenset(chat.event_of[d] for d in question.evidence if d in chat.event_of)
         yield question, evidence, bool(evidence & chat.user_events)
+
+
+def user_memories(engine: ContextEngine, user_id: str) -> list[Memory]:
+    """Every memory of ``user_id``, whatever its status."""
+    found: list[Memory] = []
+    while True:
+        page = engine.memory.list(user_id, status=None, limit=100, offset=len(found))
+        found.extend(page)
+        if len(page) < 100:
+            return found
+
+
+def chat_labelled_pairs(engine: ContextEngine, conversation: Conversation) -> list[LabelledPair]:
+    """The labelled set a chat gives the dense threshold's calibration: each question
+    with every active declarative memory learned from the chat, relevant when the memory
+    was learned from one of the question's evidence turns (a hit of this benchmark).
+    ``engine`` is a fresh engine with memory on; the chat is ingested and extracted."""
+    user_id = "calibration-user"
+    chat = ingest_sessions(engine, conversation, user_id)
+    _extract(engine, [chat])
+    memories = [
+        m
+        for m in user_memories(engine, user_id)
+        if m.kind in DECLARATIVE_KINDS and m.status == "active"
+    ]
+    pairs: list[LabelledPair] = []
+    for question, evidence, _by_user in _questions(chat, None):
+        pairs.extend(
+            LabelledPair(
+                question.question,
+                memory_text(m),
+                bool(evidence & {source.event_id for source in m.sources}),
+            )
+            for m in memories
+        )
+    return pairs
 
 
 def score(

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from pathlib import Path
 
+from agentctx.bench.memory import chat_labelled_pairs
 from agentctx.bench.memory_facts_data import (
     Case,
     ExtractionScore,
@@ -39,6 +40,7 @@ from agentctx.bench.memory_facts_data import (
     score_extraction,
     user_memories,
 )
+from agentctx.bench.recall_data import load_dataset
 from agentctx.engine import ContextEngine
 from agentctx.memory import Memory, MemoryKind
 from agentctx.memory.calibration import Calibration, LabelledPair, calibrate
@@ -221,18 +223,45 @@ def _declarative(engine: ContextEngine, user_id: str) -> list[Memory]:
     return [m for m in user_memories(engine, user_id) if m.kind is not MemoryKind.PROCEDURAL]
 
 
+def chats_labelled_pairs(chats: Sequence[Path], embedder: str) -> list[LabelledPair]:
+    """The calibration pairs of REALTALK-format chats (:func:`chat_labelled_pairs`),
+    each chat in a fresh engine as ``bench memory --data`` runs it (redaction off)."""
+    pairs: list[LabelledPair] = []
+    for path in chats:
+        for conversation in load_dataset(path).conversations:
+            with tempfile.TemporaryDirectory(prefix="agentctx-calibration-") as folder:
+                home = Path(folder)
+                with ContextEngine(
+                    url=f"sqlite:///{home / 'chat.db'}",
+                    home=home,
+                    memory={"enabled": True},
+                    embeddings={"provider": embedder},
+                    redaction={"enabled": False},
+                    jobs="manual",
+                ) as engine:
+                    if engine.model_warmup is not None:
+                        engine.model_warmup.wait(300)
+                    pairs.extend(chat_labelled_pairs(engine, conversation))
+    return pairs
+
+
 def run_fact_timelines(
     root: Path,
     *,
     embedder: str = "auto",
     calibrate_threshold: bool = False,
+    calibrate_chats: Sequence[Path] = (),
     redaction: bool = True,
 ) -> FactsReport:
     """Every half of the suite at ``root`` (``dev/`` and ``heldout/``, or ``root`` alone
     as one), each in a fresh engine of the default configuration. ``redaction=False``
     turns the redaction gate off: by default a name the user gives ("my name is …") is
     redacted before it is stored, so no memory can hold it (the ``name`` category
-    measures extraction only without redaction)."""
+    measures extraction only without redaction).
+
+    ``calibrate_threshold``: also calibrate the dense threshold on the labelled pairs
+    of the ``dev`` half, and of ``calibrate_chats`` (chats whose questions cite evidence
+    turns; use chats kept apart from those the figures are reported on)."""
     halves = [root / name for name in ("dev", "heldout") if (root / name).is_dir()] or [root]
     reports: list[HalfReport] = []
     calibration: Calibration | None = None
@@ -257,7 +286,9 @@ def run_fact_timelines(
                     embedder_name = index_embedder.name
                 reports.append(run_half(engine, half.name, cases))
                 if calibrate_threshold and half.name == "dev" and index_embedder is not None:
-                    calibration = calibrate(index_embedder, labelled_pairs(engine, cases))
+                    pairs = labelled_pairs(engine, cases)
+                    pairs += chats_labelled_pairs(calibrate_chats, embedder)
+                    calibration = calibrate(index_embedder, pairs)
     return FactsReport(
         halves=reports, embedder=embedder_name, calibration=calibration, redaction=redaction
     )
@@ -269,6 +300,7 @@ __all__ = [
     "HalfReport",
     "QuestionOutcome",
     "ask",
+    "chats_labelled_pairs",
     "labelled_pairs",
     "run_fact_timelines",
     "run_half",

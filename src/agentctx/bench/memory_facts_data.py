@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
-from agentctx.bench.memory import BENCH_AGENT
+from agentctx.bench.memory import BENCH_AGENT, user_memories
 from agentctx.bench.memory_facts_cases import (
     CATEGORIES,
     LANGUAGES,
@@ -141,16 +141,6 @@ class ExtractionScore:
         """Add ``other``'s figures to these, category by category."""
         for name, score in other.categories.items():
             self.category(name).add(score)
-
-
-def user_memories(engine: ContextEngine, user_id: str) -> list[Memory]:
-    """Every memory of ``user_id``, whatever its status."""
-    found: list[Memory] = []
-    while True:
-        page = engine.memory.list(user_id, status=None, limit=100, offset=len(found))
-        found.extend(page)
-        if len(page) < 100:
-            return found
 
 
 def extract_case(engine: ContextEngine, case: Case, session_ids: Sequence[str]) -> None:

@@ -71,7 +71,8 @@ def facts_markdown(report: FactsReport) -> str:
         c = report.calibration
         lines.append(
             f"Calibrated dense threshold for `{c.embedder}`: **{c.threshold}** "
-            f"({c.relevant} relevant / {c.irrelevant} irrelevant pairs of the dev half; "
+            f"({c.relevant} relevant / {c.irrelevant} irrelevant pairs of the dev half "
+            "and the chats given to --calibrate-with; "
             f"{c.relevant_passing:.2f} of relevant and {c.irrelevant_passing:.2f} of "
             "irrelevant pairs pass)."
         )

@@ -252,6 +252,15 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
         "--calibrate",
         help="With --timelines: also calibrate the dense threshold on the dev half.",
     ),
+    calibrate_with: list[Path] = typer.Option(
+        [],
+        "--calibrate-with",
+        exists=True,
+        dir_okay=False,
+        help="With --calibrate: a REALTALK-format chat whose questions and evidence "
+        "turns join the dev half's labelled pairs (repeat for more; keep apart the "
+        "chats the figures are reported on).",
+    ),
     no_redaction: bool = typer.Option(
         False,
         "--no-redaction",
@@ -298,6 +307,7 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
             timelines,
             embedder,
             calibrate=calibrate,
+            calibrate_with=calibrate_with,
             redaction=not no_redaction,
             out=out,
             markdown=markdown,
@@ -340,6 +350,7 @@ def _memory_timelines(
     embedder: str,
     *,
     calibrate: bool,
+    calibrate_with: list[Path],
     redaction: bool,
     out: Path | None,
     markdown: Path | None,
@@ -356,7 +367,11 @@ def _memory_timelines(
     console = Console()
     try:
         report = run_fact_timelines(
-            root, embedder=embedder, calibrate_threshold=calibrate, redaction=redaction
+            root,
+            embedder=embedder,
+            calibrate_threshold=calibrate,
+            calibrate_chats=calibrate_with,
+            redaction=redaction,
         )
     except AgentCtxError as exc:
         console.print(str(exc), style="red", markup=False, highlight=False)

@@ -9,8 +9,9 @@ ranking orders the rest), so it is chosen for recall; the share of irrelevant pa
 lets through is reported beside it.
 
 :data:`CALIBRATED` holds the thresholds measured for the embedders agentctx ships
-(``agentctx bench memory --calibrate`` prints them again from the labelled half of
-the fact-timeline suite); an embedder not in it gets :data:`DEFAULT_THRESHOLD`.
+(``agentctx bench memory --timelines … --calibrate`` prints them again from the
+labelled dev half of the fact-timeline suite, and ``--calibrate-with CHAT`` adds the
+pairs of chats); an embedder not in it gets :data:`DEFAULT_THRESHOLD`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ KEEP_RELEVANT = 0.95
 
 CALIBRATED: dict[str, float] = {
     # 88 relevant / 219 irrelevant pairs of tests/data/memory_timelines/dev; 0.95 of the
-    # relevant and 0.80 of the irrelevant pairs pass (the ranking orders those).
+    # relevant and 0.80 of the irrelevant pairs pass (the ranking orders those). With the
+    # first five REALTALK chats' pairs too it would be 0.031: more recall on open
+    # conversations, but the window's memory injection has no other relevance floor
+    # (docs/benchmarks.md, "one cut-off for both").
     "sentence-transformers/all-MiniLM-L6-v2": 0.279,
 }
 """Calibrated thresholds by embedder name (:attr:`Embedder.name`)."""
