@@ -289,13 +289,15 @@ class SearchIndex:
     def on_turn_end(self, job: Job) -> None:
         """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``.
 
-        With a background worker it indexes the turn's words and hands the vectors to the
-        worker (the job never waits for the model; being durable, it asks again for a
-        session whose request a crash or a full queue lost); otherwise it embeds too."""
+        With a background worker it hands the session to the worker, which indexes the
+        words and then the vectors: one thread indexes a session, instead of this job
+        and the worker both reading and tokenizing the same new events and queueing for
+        the writer, beside the agent's appends. Being durable, the job asks again for a
+        session whose request a crash or a full queue lost (and a search that finds a
+        session far behind indexes it itself). Without a worker it indexes and embeds."""
         if job.user_id is None or job.session_id is None:
             return
         if self._worker is not None:
-            self.sync(job.user_id, job.session_id, embed_limit=0)
             self._worker.request(job.user_id, job.session_id)
         else:
             self.sync(job.user_id, job.session_id)

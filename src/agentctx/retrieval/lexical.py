@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, String, bindparam, func, select, text
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from agentctx.retrieval.tables import LEXICAL_TABLE
 from agentctx.storage import fastsql
@@ -67,46 +66,75 @@ class SessionStats:
     term_count: int
 
 
-def insert_documents(conn: Connection, sid: int, documents: Sequence[Document]) -> tuple[int, int]:
-    """Index ``documents`` (seq order, all new); returns (documents, distinct terms summed)."""
+@dataclass(frozen=True, slots=True)
+class PreparedDocuments:
+    """Documents of one session in the form their rows take (:func:`prepare_documents`).
+
+    Made before the write transaction: on SQLite the writer is one for the whole
+    database, and the agent's next append waits for whoever holds it, so the
+    transaction only stores."""
+
+    sid: int
+    seqs: list[int]
+    term_counts: list[int]  # distinct terms per document (its BM25 length)
+    stored: list[Any]  # per document: its prefixed terms (SQLite: one text; PostgreSQL: a list)
+    frequencies: dict[str, int]  # term -> documents holding it
+    distinct_total: int
+
+
+def prepare_documents(sid: int, documents: Sequence[Document], dialect: str) -> PreparedDocuments:
+    """The rows of ``documents`` (seq order, all new) for session ``sid`` on ``dialect``."""
     documents = [d for d in documents if d.terms]
-    if not documents:
+    seqs: list[int] = []
+    term_counts: list[int] = []
+    stored: list[Any] = []
+    frequencies: dict[str, int] = {}
+    postgres = dialect == "postgresql"
+    for document in documents:
+        distinct = list(dict.fromkeys(document.terms))
+        seqs.append(document.seq)
+        term_counts.append(len(distinct))
+        for term in distinct:
+            frequencies[term] = frequencies.get(term, 0) + 1
+        if postgres:
+            stored.append([prefixed(sid, t) for t in distinct])
+        else:
+            stored.append(" ".join(prefixed(sid, t) for t in document.terms))
+    return PreparedDocuments(sid, seqs, term_counts, stored, frequencies, sum(term_counts))
+
+
+def insert_prepared(conn: Connection, prepared: PreparedDocuments) -> tuple[int, int]:
+    """Store documents prepared by :func:`prepare_documents`; returns (documents,
+    distinct terms summed)."""
+    if not prepared.seqs:
         return 0, 0
-    distinct_terms = [list(dict.fromkeys(d.terms)) for d in documents]
+    sid = prepared.sid
     conn.execute(
         search_docs.insert(),
         [
-            {"sid": sid, "seq": d.seq, "term_count": len(distinct)}
-            for d, distinct in zip(documents, distinct_terms, strict=True)
+            {"sid": sid, "seq": seq, "term_count": count}
+            for seq, count in zip(prepared.seqs, prepared.term_counts, strict=True)
         ],
     )
     ids = dict(
         conn.execute(
             select(search_docs.c.seq, search_docs.c.doc_id).where(
                 search_docs.c.sid == sid,
-                search_docs.c.seq.between(documents[0].seq, documents[-1].seq),
+                search_docs.c.seq.between(prepared.seqs[0], prepared.seqs[-1]),
             )
         ).all()
     )
-    frequencies: dict[str, int] = {}
-    distinct_total = 0
-    postgres = conn.dialect.name == "postgresql"
-    rows: list[Any] = []
-    for document, distinct in zip(documents, distinct_terms, strict=True):
-        distinct_total += len(distinct)
-        for term in distinct:
-            frequencies[term] = frequencies.get(term, 0) + 1
-        if postgres:
-            rows.append({"d": ids[document.seq], "t": [prefixed(sid, t) for t in distinct]})
-        else:
-            rows.append((ids[document.seq], " ".join(prefixed(sid, t) for t in document.terms)))
-    if postgres:
+    frequencies = prepared.frequencies
+    if conn.dialect.name == "postgresql":
         conn.execute(
             text(
                 f"INSERT INTO {LEXICAL_TABLE} (doc_id, terms) "
                 "VALUES (:d, array_to_tsvector(CAST(:t AS text[])))"
             ),
-            rows,
+            [
+                {"d": ids[seq], "t": terms}
+                for seq, terms in zip(prepared.seqs, prepared.stored, strict=True)
+            ],
         )
         conn.execute(
             text(
@@ -118,16 +146,19 @@ def insert_documents(conn: Connection, sid: int, documents: Sequence[Document]) 
             {"sid": sid, "terms": list(frequencies), "dfs": list(frequencies.values())},
         )
     else:
-        conn.exec_driver_sql(f"INSERT INTO {LEXICAL_TABLE} (rowid, terms) VALUES (?, ?)", rows)
-        upsert = sqlite_insert(search_terms)
-        conn.execute(
-            upsert.on_conflict_do_update(
-                index_elements=[search_terms.c.sid, search_terms.c.term],
-                set_={"df": search_terms.c.df + upsert.excluded.df},
-            ),
-            [{"sid": sid, "term": t, "df": n} for t, n in frequencies.items()],
+        conn.exec_driver_sql(
+            f"INSERT INTO {LEXICAL_TABLE} (rowid, terms) VALUES (?, ?)",
+            [(ids[seq], terms) for seq, terms in zip(prepared.seqs, prepared.stored, strict=True)],
         )
-    return len(documents), distinct_total
+        # The driver's own executemany: thousands of terms for a long tool result, each
+        # a plain tuple (SQLAlchemy's per-row parameter processing cost more than the
+        # inserts themselves, inside the write transaction).
+        conn.exec_driver_sql(
+            "INSERT INTO search_terms (sid, term, df) VALUES (?, ?, ?) "
+            "ON CONFLICT (sid, term) DO UPDATE SET df = search_terms.df + excluded.df",
+            [(sid, term, n) for term, n in frequencies.items()],
+        )
+    return len(prepared.seqs), prepared.distinct_total
 
 
 def document_frequencies(conn: Connection, sid: int, terms: Sequence[str]) -> dict[str, int]:

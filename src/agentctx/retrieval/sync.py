@@ -191,6 +191,12 @@ def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, bat
                 .order_by(events.c.seq)
                 .limit(batch)
             ).all()
+            known = conn.execute(
+                select(search_sessions.c.sid).where(
+                    search_sessions.c.user_id == user_id,
+                    search_sessions.c.session_id == session_id,
+                )
+            ).scalar()
         if not rows:
             return added
         documents = [
@@ -198,6 +204,13 @@ def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, bat
             for seq, part, load, meta in rows
         ]
         last = int(rows[-1][0])
+        # The rows are made before the write lock is taken (the session's number does
+        # not change once given); only a first sync of the session makes them inside.
+        prepared = (
+            lexical_index.prepare_documents(int(known), documents, db.dialect)
+            if known is not None
+            else None
+        )
         with db.write(durable=False) as conn:  # derived: rebuilt from the log
             head = _lock_session(conn, user_id, session_id)
             if head is None:  # deleted meanwhile
@@ -205,7 +218,9 @@ def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, bat
             sid, done = int(head[0]), int(head[1])
             if last > done:
                 fresh = [d for d in documents if d.seq > done]
-                docs, terms = lexical_index.insert_documents(conn, sid, fresh)
+                if prepared is None or prepared.sid != sid or len(fresh) < len(documents):
+                    prepared = lexical_index.prepare_documents(sid, fresh, db.dialect)
+                docs, terms = lexical_index.insert_prepared(conn, prepared)
                 ss = search_sessions
                 conn.execute(
                     update(ss)
