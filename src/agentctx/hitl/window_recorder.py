@@ -4,7 +4,9 @@ A window built inside a turn is kept for the turn's repro package (one row per t
 last window wins). Redacting its text and upserting it takes a write transaction, which
 on SQLite also waits for any writer in progress: milliseconds added to every model call.
 With background work on, :class:`WindowRecorder` takes the window and returns at once; a
-daemon thread writes the latest window of each turn. Reads of a recorded window
+daemon thread writes the latest window of each turn, half a second after a window came
+(the turn's later windows replace it meanwhile: an agent whose steps come fast writes
+one record a turn, not one a model call). Reads of a recorded window
 (``HitlService.window``, ``repro``) flush what is pending first, so this process sees its
 own windows; a crash can lose at most the windows not yet written, a diagnostic record
 and never part of the session's log. Without background work (``jobs`` ``inline`` or
@@ -25,6 +27,10 @@ from agentctx.priority import mark_background_thread
 from agentctx.privacy.redactor import Redactor
 
 log = logging.getLogger(__name__)
+
+SETTLE_SECONDS = 0.5
+"""How long the background writer waits after a window before writing what is pending
+(a later window of the same turn replaces it meanwhile)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +58,16 @@ class WindowRecorder:
     """Writes :class:`WindowRecord` s with ``write``: on a thread of its own when
     ``background``, else at once. Thread-safe."""
 
-    def __init__(self, write: Callable[[WindowRecord], None], *, background: bool) -> None:
+    def __init__(
+        self,
+        write: Callable[[WindowRecord], None],
+        *,
+        background: bool,
+        settle: float = SETTLE_SECONDS,
+    ) -> None:
         self._write = write
         self._background = background
+        self._settle = settle
         self._pending: dict[tuple[str, str, str | None], WindowRecord] = {}
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one writer at a time: the thread or a flush
@@ -102,6 +115,9 @@ class WindowRecorder:
         mark_background_thread()  # a diagnostic record waits for the agent's own writes
         while not self._stop.is_set():
             self._wake.wait()
+            # The windows of one turn's next calls replace this one meanwhile: one write
+            # a turn instead of one a model call, when the agent's steps come fast.
+            self._stop.wait(self._settle)
             self._wake.clear()
             try:
                 self.flush()
