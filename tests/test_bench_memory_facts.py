@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agentctx.bench.memory_facts import chats_labelled_pairs, run_fact_timelines
+from agentctx.bench.memory_facts import (
+    FactsReport,
+    HalfReport,
+    QuestionOutcome,
+    chats_labelled_pairs,
+    run_fact_timelines,
+)
+from agentctx.bench.memory_facts_report import failures_text
 from agentctx.llm.hashing import HashingEmbedder
 from agentctx.memory.calibration import LabelledPair, calibrate, separate
 from test_bench_memory import write_chat
@@ -230,3 +237,17 @@ def test_the_command_calibrates_with_chats_too(suite: Path, tmp_path: Path) -> N
     alone, with_chat = runs
     assert with_chat["relevant"] > alone["relevant"]
     assert with_chat["irrelevant"] > alone["irrelevant"]
+
+
+def test_the_heldout_halfs_misses_are_listed_only_when_asked() -> None:
+    def half(name: str, case: str) -> HalfReport:
+        wrong = QuestionOutcome(case, "en", "what is my job?", None, False, False, (), None)
+        return HalfReport(name=name, cases=1, outcomes=[wrong])
+
+    report = FactsReport(
+        halves=[half("dev", "dev-case"), half("heldout", "held-case")], embedder="e"
+    )
+    quiet = failures_text(report)
+    assert "dev-case" in quiet and "held-case" not in quiet
+    assert "--show-heldout-misses" in quiet
+    assert "held-case" in failures_text(report, heldout=True)

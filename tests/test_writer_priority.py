@@ -32,10 +32,12 @@ def _waiter(
     return thread
 
 
-def _settle() -> None:
-    """Long enough for a started thread to block on the lock (ordering, not timing, is
-    what the tests assert)."""
-    time.sleep(0.2)
+def _until_waiting(lock: ForegroundFirstLock, foreground: int, background: int) -> None:
+    """Until that many threads of each kind wait for ``lock`` (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while lock.waiting != (foreground, background):
+        assert time.monotonic() < deadline, lock.waiting
+        time.sleep(0.005)
 
 
 def test_a_waiting_foreground_thread_goes_first() -> None:
@@ -48,9 +50,9 @@ def test_a_waiting_foreground_thread_goes_first() -> None:
 
     lock.acquire()
     background = [_waiter(take, True, order, f"background-{i}") for i in range(3)]
-    _settle()  # the background threads wait first
+    _until_waiting(lock, 0, 3)  # the background threads wait first
     foreground = _waiter(take, False, order, "foreground")
-    _settle()
+    _until_waiting(lock, 1, 3)
     lock.release()
     for thread in [*background, foreground]:
         thread.join(5)
@@ -97,6 +99,23 @@ def test_releasing_an_unlocked_lock_raises() -> None:
         ForegroundFirstLock().release()
 
 
+def test_the_waiting_threads_are_counted_by_kind() -> None:
+    lock = ForegroundFirstLock()
+    assert lock.waiting == (0, 0)
+    lock.acquire()
+    order: list[str] = []
+    threads = [
+        _waiter(lambda: (lock.acquire(), lock.release()), True, order, "background"),
+        _waiter(lambda: (lock.acquire(), lock.release()), False, order, "foreground"),
+    ]
+    _until_waiting(lock, 1, 1)
+    lock.release()
+    for thread in threads:
+        thread.join(5)
+    assert lock.waiting == (0, 0)
+    assert order == ["foreground", "background"]
+
+
 def test_marking_is_per_thread() -> None:
     seen: list[bool] = []
     thread = threading.Thread(target=lambda: (mark_background_thread(), seen.append(True)))
@@ -110,36 +129,43 @@ def test_the_agents_append_commits_before_background_writes_waiting_with_it(
     tmp_path: Path,
 ) -> None:
     """On SQLite: while the writer is held, background writers and then the agent ask
-    for it; the agent's write commits first."""
+    for it; the agent's write commits first: each background write, in its own
+    transaction, already sees the agent's event."""
     engine = ContextEngine(url=f"sqlite:///{tmp_path / 'a.db'}", home=tmp_path, jobs="manual")
     try:
         with engine.db.write() as conn:
-            conn.execute(text("CREATE TABLE probe (n INTEGER PRIMARY KEY, who TEXT)"))
-        order: list[str] = []
+            conn.execute(text("CREATE TABLE probe (who TEXT, events_seen INTEGER)"))
+        session = engine.create_session(user_id="u1")
+        done: list[str] = []
 
-        def writer(who: str, durable: bool) -> Callable[[], None]:
+        def writer(who: str) -> Callable[[], None]:
             def write() -> None:
-                with engine.db.write(durable=durable) as conn:
-                    conn.execute(text("INSERT INTO probe (who) VALUES (:w)"), {"w": who})
+                with engine.db.write(durable=False) as conn:
+                    conn.execute(
+                        text(
+                            "INSERT INTO probe (who, events_seen) SELECT :w, count(*) "
+                            "FROM events WHERE user_id = 'u1' AND session_id = :s"
+                        ),
+                        {"w": who, "s": session.id},
+                    )
 
             return write
 
-        session = engine.create_session(user_id="u1")
+        lock = engine.db._thread_lock  # the writer's queue in this process
+        assert isinstance(lock, ForegroundFirstLock)
         with engine.db.write():  # the writer is busy
-            background = [
-                _waiter(writer(f"index-{i}", False), True, order, f"index-{i}") for i in range(2)
-            ]
-            _settle()
+            background = [_waiter(writer(f"index-{i}"), True, done, f"index-{i}") for i in range(2)]
+            _until_waiting(lock, 0, 2)
             agent = _waiter(
-                lambda: session.add_message("user", "the agent's step"), False, order, "agent"
+                lambda: session.add_message("user", "the agent's step"), False, done, "agent"
             )
-            _settle()
+            _until_waiting(lock, 1, 2)
         for thread in [*background, agent]:
             thread.join(10)
-        assert order[0] == "agent", order
+        assert sorted(done) == ["agent", "index-0", "index-1"]
         with engine.db.read() as conn:
-            stored = [row[0] for row in conn.execute(text("SELECT who FROM probe ORDER BY n"))]
-        assert sorted(stored) == ["index-0", "index-1"]
+            seen = dict(conn.execute(text("SELECT who, events_seen FROM probe")).all())
+        assert seen == {"index-0": 1, "index-1": 1}, seen
         assert [e.text for e in session.events()] == ["the agent's step"]
     finally:
         engine.close()

@@ -62,20 +62,31 @@ class ForegroundFirstLock:
     Not reentrant.
     """
 
-    __slots__ = ("_changed", "_foreground_waiting", "_held")
+    __slots__ = ("_background_waiting", "_changed", "_foreground_waiting", "_held")
 
     def __init__(self) -> None:
         self._changed = threading.Condition(threading.Lock())
         self._held = False
         self._foreground_waiting = 0
+        self._background_waiting = 0
+
+    @property
+    def waiting(self) -> tuple[int, int]:
+        """How many (foreground, background) threads wait for the lock now."""
+        with self._changed:
+            return self._foreground_waiting, self._background_waiting
 
     def acquire(self) -> None:
         """Wait for the lock, behind every waiting foreground thread if this one is a
         background thread."""
         with self._changed:
             if is_background_thread():
-                while self._held or self._foreground_waiting:
-                    self._changed.wait()
+                self._background_waiting += 1
+                try:
+                    while self._held or self._foreground_waiting:
+                        self._changed.wait()
+                finally:
+                    self._background_waiting -= 1
             else:
                 self._foreground_waiting += 1
                 try:

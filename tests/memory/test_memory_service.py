@@ -372,3 +372,19 @@ def test_a_slow_retrieval_is_cut_at_the_timeout_and_reported(db_url: str, home: 
         assert elapsed < 1.5  # waiting for the search would take 2 s
         assert any("memories left out" in note for note in window.report.notes)
         assert "## Memory (Verified)" not in str(window.messages)
+
+
+def test_a_turn_is_extracted_once_it_has_ended(eng: ContextEngine) -> None:
+    """Extraction stops before a turn still open (its tool path is not complete yet), and
+    reads it once it ends; the earlier, ended turns are read either way."""
+    session = eng.create_session(user_id="u1")
+    session.add_message("user", "I live in Leeds.")  # a turn of its own, ended
+    turn = session.begin_turn()
+    turn.add_message("user", "I work as a nurse at the city hospital.")
+    eng.memory.extract_session("u1", session.id)
+    learned = " ".join(m.content for m in eng.memory.list("u1"))
+    assert "Leeds" in learned and "nurse" not in learned
+    turn.end()
+    eng.memory.extract_session("u1", session.id)
+    learned = " ".join(m.content for m in eng.memory.list("u1"))
+    assert "Leeds" in learned and "nurse" in learned

@@ -79,11 +79,19 @@ def facts_markdown(report: FactsReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failures_text(report: FactsReport, *, limit: int = 40) -> str:
+HELDOUT = "heldout"
+"""The half that is measured, never tuned on: its misses are not shown unless asked."""
+
+
+def failures_text(report: FactsReport, *, limit: int = 40, heldout: bool = False) -> str:
     """What went wrong, per half: wrong answers, stale injections, missed facts, false
-    memories (at most ``limit`` lines each)."""
+    memories (at most ``limit`` lines each). The ``heldout`` half's only when asked:
+    whoever reads its misses can no longer measure on it what they change next."""
     out: list[str] = []
     for half in report.halves:
+        if half.name == HELDOUT and not heldout:
+            out.append(f"== {half.name}: misses not shown (--show-heldout-misses)")
+            continue
         wrong = [o for o in half.outcomes if not o.correct]
         out.append(f"== {half.name}: {len(wrong)} wrong answers")
         out += [

@@ -261,6 +261,12 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
         "turns join the dev half's labelled pairs (repeat for more; keep apart the "
         "chats the figures are reported on).",
     ),
+    show_heldout_misses: bool = typer.Option(
+        False,
+        "--show-heldout-misses",
+        help="With --timelines: also list the heldout half's misses (only the dev "
+        "half's by default: what is read of the heldout half is no longer held out).",
+    ),
     no_redaction: bool = typer.Option(
         False,
         "--no-redaction",
@@ -308,6 +314,7 @@ def memory(  # noqa: PLR0917 - one parameter per command-line option
             embedder,
             calibrate=calibrate,
             calibrate_with=calibrate_with,
+            show_heldout_misses=show_heldout_misses,
             redaction=not no_redaction,
             out=out,
             markdown=markdown,
@@ -351,6 +358,7 @@ def _memory_timelines(
     *,
     calibrate: bool,
     calibrate_with: list[Path],
+    show_heldout_misses: bool,
     redaction: bool,
     out: Path | None,
     markdown: Path | None,
@@ -377,7 +385,8 @@ def _memory_timelines(
         console.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(1) from exc
     console.print(facts_markdown(report), markup=False, highlight=False)
-    console.print(failures_text(report, limit=10), style="dim", markup=False, highlight=False)
+    misses = failures_text(report, limit=10, heldout=show_heldout_misses)
+    console.print(misses, style="dim", markup=False, highlight=False)
     if out is not None:
         out.write_text(json.dumps(facts_json(report), indent=2, default=str) + "\n")
     if markdown is not None:

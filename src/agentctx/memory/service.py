@@ -553,17 +553,23 @@ class MemoryService:
     def _ended(self, user_id: str, session_id: str, after_seq: int) -> builtins.list[Event]:
         """The session's events after ``after_seq`` up to its open turn, if any: a turn
         is extracted whole, once it has ended (its tool path is complete)."""
+        found = self._load(user_id, session_id, start_seq=after_seq + 1)
+        # Only the turns of these events are asked about (by the turns' primary key): a
+        # session's every turn would be read on each extraction otherwise.
+        asked = sorted({e.turn_id for e in found if e.turn_id is not None})
+        if not asked:
+            return found
         with self.db.read() as conn:
             open_turns = set(
                 conn.execute(
                     select(turns.c.turn_id).where(
                         turns.c.user_id == user_id,
                         turns.c.session_id == session_id,
+                        turns.c.turn_id.in_(asked),
                         turns.c.status == "open",
                     )
                 ).scalars()
             )
-        found = self._load(user_id, session_id, start_seq=after_seq + 1)
         for index, event in enumerate(found):
             if event.turn_id in open_turns:
                 return found[:index]
