@@ -122,40 +122,33 @@ def test_calibration_measures_pairs_with_the_embedder() -> None:
     assert result.relevant_passing == 1.0 and result.irrelevant_passing == 0.0
 
 
-def test_the_command_runs_the_suite_and_writes_its_figures(suite: Path, tmp_path: Path) -> None:
-    out = tmp_path / "facts.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agentctx.cli.main",
-            "bench",
-            "memory",
-            "--timelines",
-            str(suite),
-            "--embedder",
-            "hashing",
-            "--calibrate",
-            "--out",
-            str(out),
-        ],
+def _bench_memory(*args: str) -> subprocess.CompletedProcess[str]:
+    """``agentctx bench memory ARGS`` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentctx.cli.main", "bench", "memory", *args],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+def _calibrated(suite: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    done = _bench_memory(
+        "--timelines", str(suite), "--embedder", "hashing", "--calibrate", *extra, "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_the_command_runs_the_suite_and_writes_its_figures(suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "facts.json"
+    done = _calibrated(suite, out)
     assert "latest truth" in done.stdout
     figures = json.loads(out.read_text())
     assert figures["halves"][0]["latest_truth"] == 1.0
     assert figures["calibration"]["relevant"] > 0  # measured on the dev half
-    neither = subprocess.run(
-        [sys.executable, "-m", "agentctx.cli.main", "bench", "memory"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    neither = _bench_memory()
     assert neither.returncode == 2 and "--timelines" in neither.stdout + neither.stderr
 
 
@@ -211,28 +204,7 @@ def test_the_command_calibrates_with_chats_too(suite: Path, tmp_path: Path) -> N
     out = tmp_path / "facts.json"
     runs = []
     for extra in ([], ["--calibrate-with", str(chat)]):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "agentctx.cli.main",
-                "bench",
-                "memory",
-                "--timelines",
-                str(suite),
-                "--embedder",
-                "hashing",
-                "--calibrate",
-                *extra,
-                "--out",
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
+        _calibrated(suite, out, *extra)
         runs.append(json.loads(out.read_text())["calibration"])
     alone, with_chat = runs
     assert with_chat["relevant"] > alone["relevant"]

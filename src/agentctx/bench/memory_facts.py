@@ -24,8 +24,9 @@ Per half:
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from pathlib import Path
@@ -223,25 +224,35 @@ def _declarative(engine: ContextEngine, user_id: str) -> list[Memory]:
     return [m for m in user_memories(engine, user_id) if m.kind is not MemoryKind.PROCEDURAL]
 
 
+@contextlib.contextmanager
+def fresh_engine(prefix: str, *, embedder: str, redaction: bool) -> Iterator[ContextEngine]:
+    """An engine of the default configuration with memory on, in a temporary SQLite
+    home, once its embedding model is loaded (every question ranked with the model)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        home = Path(folder)
+        with ContextEngine(
+            url=f"sqlite:///{home / 'memory.db'}",
+            home=home,
+            memory={"enabled": True},
+            embeddings={"provider": embedder},
+            redaction={"enabled": redaction},
+            jobs="manual",
+        ) as engine:
+            if engine.model_warmup is not None:
+                engine.model_warmup.wait(300)
+            yield engine
+
+
 def chats_labelled_pairs(chats: Sequence[Path], embedder: str) -> list[LabelledPair]:
     """The calibration pairs of REALTALK-format chats (:func:`chat_labelled_pairs`),
     each chat in a fresh engine as ``bench memory --data`` runs it (redaction off)."""
     pairs: list[LabelledPair] = []
     for path in chats:
         for conversation in load_dataset(path).conversations:
-            with tempfile.TemporaryDirectory(prefix="agentctx-calibration-") as folder:
-                home = Path(folder)
-                with ContextEngine(
-                    url=f"sqlite:///{home / 'chat.db'}",
-                    home=home,
-                    memory={"enabled": True},
-                    embeddings={"provider": embedder},
-                    redaction={"enabled": False},
-                    jobs="manual",
-                ) as engine:
-                    if engine.model_warmup is not None:
-                        engine.model_warmup.wait(300)
-                    pairs.extend(chat_labelled_pairs(engine, conversation))
+            with fresh_engine(
+                "agentctx-calibration-", embedder=embedder, redaction=False
+            ) as engine:
+                pairs.extend(chat_labelled_pairs(engine, conversation))
     return pairs
 
 
@@ -268,27 +279,15 @@ def run_fact_timelines(
     embedder_name = embedder
     for half in halves:
         cases = load_cases(half)
-        with tempfile.TemporaryDirectory(prefix="agentctx-facts-") as folder:
-            home = Path(folder)
-            with ContextEngine(
-                url=f"sqlite:///{home / 'facts.db'}",
-                home=home,
-                memory={"enabled": True},
-                embeddings={"provider": embedder},
-                redaction={"enabled": redaction},
-                jobs="manual",
-            ) as engine:
-                if engine.model_warmup is not None:
-                    # Every question ranked with the model, none before it loaded.
-                    engine.model_warmup.wait(300)
-                index_embedder = engine.memory.index.embedder if engine.memory.index else None
-                if index_embedder is not None:
-                    embedder_name = index_embedder.name
-                reports.append(run_half(engine, half.name, cases))
-                if calibrate_threshold and half.name == "dev" and index_embedder is not None:
-                    pairs = labelled_pairs(engine, cases)
-                    pairs += chats_labelled_pairs(calibrate_chats, embedder)
-                    calibration = calibrate(index_embedder, pairs)
+        with fresh_engine("agentctx-facts-", embedder=embedder, redaction=redaction) as engine:
+            index_embedder = engine.memory.index.embedder if engine.memory.index else None
+            if index_embedder is not None:
+                embedder_name = index_embedder.name
+            reports.append(run_half(engine, half.name, cases))
+            if calibrate_threshold and half.name == "dev" and index_embedder is not None:
+                pairs = labelled_pairs(engine, cases)
+                pairs += chats_labelled_pairs(calibrate_chats, embedder)
+                calibration = calibrate(index_embedder, pairs)
     return FactsReport(
         halves=reports, embedder=embedder_name, calibration=calibration, redaction=redaction
     )
