@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -388,3 +389,30 @@ def test_a_turn_is_extracted_once_it_has_ended(eng: ContextEngine) -> None:
     eng.memory.extract_session("u1", session.id)
     learned = " ".join(m.content for m in eng.memory.list("u1"))
     assert "Leeds" in learned and "nurse" in learned
+
+
+def test_a_turn_that_ends_after_its_events_were_read_waits_for_the_next_run(
+    eng: ContextEngine,
+) -> None:
+    """The extraction reads the events, then the turns' status. A turn whose last event
+    came, and which ended, in between is not read whole: it waits for the next run."""
+    session = eng.create_session(user_id="u1")
+    turn = session.begin_turn()
+    turn.add_message("user", "I work as a nurse at the city hospital.")
+    service = eng.memory
+    load = service._load
+
+    def read_before_the_end(*args: Any, **kwargs: Any) -> list[Event]:
+        found = load(*args, **kwargs)
+        if not turn.ended:
+            turn.add_message("assistant", "Noted.")  # written after the read above
+            turn.end()
+        return found
+
+    service._load = read_before_the_end
+    try:
+        assert not service.extract_session("u1", session.id).touched
+    finally:
+        service._load = load
+    assert service.extract_session("u1", session.id).touched
+    assert any("nurse" in m.content for m in service.list("u1"))

@@ -551,27 +551,31 @@ class MemoryService:
         self.extract_session(job.user_id, job.session_id)
 
     def _ended(self, user_id: str, session_id: str, after_seq: int) -> builtins.list[Event]:
-        """The session's events after ``after_seq`` up to its open turn, if any: a turn
-        is extracted whole, once it has ended (its tool path is complete)."""
+        """The session's events after ``after_seq`` up to the first turn not read whole:
+        a turn is extracted whole, once it has ended (its tool path is complete)."""
         found = self._load(user_id, session_id, start_seq=after_seq + 1)
-        # Only the turns of these events are asked about (by the turns' primary key): a
-        # session's every turn would be read on each extraction otherwise.
+        # Only the turns of these events are asked about (by the turns' primary key), not
+        # every turn of the session. A turn that ended after the events were read may have
+        # events they miss: its recorded last seq tells.
         asked = sorted({e.turn_id for e in found if e.turn_id is not None})
         if not asked:
             return found
+        read_to = found[-1].seq
         with self.db.read() as conn:
-            open_turns = set(
-                conn.execute(
-                    select(turns.c.turn_id).where(
-                        turns.c.user_id == user_id,
-                        turns.c.session_id == session_id,
-                        turns.c.turn_id.in_(asked),
-                        turns.c.status == "open",
-                    )
-                ).scalars()
-            )
+            rows = conn.execute(
+                select(turns.c.turn_id, turns.c.status, turns.c.last_seq).where(
+                    turns.c.user_id == user_id,
+                    turns.c.session_id == session_id,
+                    turns.c.turn_id.in_(asked),
+                )
+            ).all()
+        partial = {
+            turn_id
+            for turn_id, status, last_seq in rows
+            if status == "open" or last_seq is None or last_seq > read_to
+        }
         for index, event in enumerate(found):
-            if event.turn_id in open_turns:
+            if event.turn_id in partial:
                 return found[:index]
         return found
 
