@@ -9,7 +9,8 @@ priority; the background work takes what it leaves. Elsewhere the nice value sta
 
 SQLite has one writer at a time, and the agent's append waited behind background
 writes (index rows, job bookkeeping, window records) that queued at the same moment.
-A thread that lowered itself is a background thread (:func:`is_background_thread`), and
+A thread that marked itself (:func:`mark_background_thread`, or
+:func:`lower_this_thread`, which also lowers it) is a background thread, and
 :class:`ForegroundFirstLock` lets every foreground thread waiting for it go first.
 """
 
@@ -28,8 +29,8 @@ _thread_kind = threading.local()
 
 
 def is_background_thread() -> bool:
-    """Whether the calling thread is one of agentctx's background threads (it called
-    :func:`lower_this_thread`)."""
+    """Whether the calling thread marked itself as one of agentctx's background threads
+    (:func:`mark_background_thread`)."""
     return bool(getattr(_thread_kind, "background", False))
 
 

@@ -231,7 +231,7 @@ class SearchIndex:
         indexed = 0
         if state.indexed_seq < state.last_seq:
             indexed = sync_lexical(
-                self.db, user_id, session_id, after=state.indexed_seq, batch=batch
+                self.db, user_id, session_id, after=state.indexed_seq, batch=batch, sid=state.sid
             )
         embedded = 0
         wanted = embed_limit is None or embed_limit > 0
@@ -289,12 +289,10 @@ class SearchIndex:
     def on_turn_end(self, job: Job) -> None:
         """Turn-end job handler: ``engine.on_turn_end("search_index", index.on_turn_end)``.
 
-        With a background worker it hands the session to the worker, which indexes the
-        words and then the vectors: one thread indexes a session, instead of this job
-        and the worker both reading and tokenizing the same new events and queueing for
-        the writer, beside the agent's appends. Being durable, the job asks again for a
-        session whose request a crash or a full queue lost (and a search that finds a
-        session far behind indexes it itself). Without a worker it indexes and embeds."""
+        With a background worker it hands the session to the worker, which indexes words
+        and vectors (one thread reads and tokenizes a session's new events, not two). Being
+        durable, the job asks again for a session whose request a crash or a full queue
+        lost. Without a worker it indexes and embeds."""
         if job.user_id is None or job.session_id is None:
             return
         if self._worker is not None:

@@ -176,8 +176,11 @@ def _lock_dense(conn: Connection, sid: int, embedder_id: int) -> int | None:
     return None if found is None else int(found)
 
 
-def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, batch: int) -> int:
-    """Index the session's events after seq ``after``; returns how many were new."""
+def sync_lexical(
+    db: Database, user_id: str, session_id: str, *, after: int, batch: int, sid: int | None
+) -> int:
+    """Index the session's events after seq ``after``; returns how many were new.
+    ``sid``: the session's index number as last read (None: never indexed)."""
     added = 0
     while True:
         with db.read() as conn:
@@ -191,12 +194,6 @@ def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, bat
                 .order_by(events.c.seq)
                 .limit(batch)
             ).all()
-            known = conn.execute(
-                select(search_sessions.c.sid).where(
-                    search_sessions.c.user_id == user_id,
-                    search_sessions.c.session_id == session_id,
-                )
-            ).scalar()
         if not rows:
             return added
         documents = [
@@ -207,15 +204,13 @@ def sync_lexical(db: Database, user_id: str, session_id: str, *, after: int, bat
         # The rows are made before the write lock is taken (the session's number does
         # not change once given); only a first sync of the session makes them inside.
         prepared = (
-            lexical_index.prepare_documents(int(known), documents, db.dialect)
-            if known is not None
-            else None
+            lexical_index.prepare_documents(sid, documents, db.dialect) if sid is not None else None
         )
         with db.write(durable=False) as conn:  # derived: rebuilt from the log
             head = _lock_session(conn, user_id, session_id)
             if head is None:  # deleted meanwhile
                 return added
-            sid, done = int(head[0]), int(head[1])
+            sid, done = int(head[0]), int(head[1])  # (a first sync creates the number)
             if last > done:
                 fresh = [d for d in documents if d.seq > done]
                 if prepared is None or prepared.sid != sid or len(fresh) < len(documents):
