@@ -37,7 +37,7 @@ from agentctx.compaction.tool_output import (
     truncate_list,
 )
 from agentctx.context.render import canonical_json, event_text
-from agentctx.errors import BlobNotFound, ConfigError, InvalidInput, NotFound
+from agentctx.errors import BlobNotFound, ConfigError, InvalidInput, NotFound, SessionNotFound
 from agentctx.events import BlobPart, Event, EventType
 from agentctx.sessions import Session
 from agentctx.storage.schema import audit, blob_refs
@@ -47,8 +47,8 @@ ESTIMATE = EstimateCounter()
 EXACT = TiktokenCounter("o200k_base")
 COUNTERS = [ESTIMATE, EXACT]
 POINTER = re.compile(
-    r"\[tool_output: (out_[0-9a-f]{24}), ([0-9,]+) tokens, "
-    r"use read_offloaded\((out_[0-9a-f]{24})\)\]$"
+    r"\[tool_output: (out_[0-9a-f]{24}|out_[0-9]+_[0-9a-f]{16}), ([0-9,]+) tokens, "
+    r"use read_offloaded\((out_[0-9a-f]{24}|out_[0-9]+_[0-9a-f]{16})\)\]$"
 )
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 WORDS += ["golf", "hotel", "india", "juliet", "kilo", "lima"]
@@ -314,17 +314,17 @@ def test_large_output_is_offloaded_and_restored_byte_identical(engine: ContextEn
     assert int(match.group(2).replace(",", "")) == EXACT.count(original)
     assert EXACT.count("\n".join(preview)) <= CONFIG.preview_tokens
     assert preview[0] == original.splitlines()[0]  # head of the log in the preview
-    assert _ref_count(engine) == refs + 1
+    # The event holds the output: its id names the event, and nothing is written.
+    assert output_id == f"out_{event.seq}_{event.hash[:16]}"
+    assert _ref_count(engine) == refs
 
-    # Same input, same text; the blob is not written or referenced twice.
+    # Same input, same text; still nothing written, nothing audited.
     assert compress_tool_result_for_window(session, event, counter=EXACT, config=CONFIG) == window
-    assert _ref_count(engine) == refs + 1
+    assert _ref_count(engine) == refs
     with engine.db.read() as conn:
-        (audited,) = conn.execute(
-            select(audit.c.event_id, audit.c.meta).where(audit.c.action == "tool_output_offload")
+        assert not conn.execute(
+            select(audit.c.event_id).where(audit.c.action == "tool_output_offload")
         ).all()
-    assert audited.event_id == event.event_id
-    assert set(audited.meta) == {"blob_id", "size"}  # ids and sizes, never content
 
     restored = session.read_offloaded(output_id)
     assert restored.encode() == original.encode()
@@ -351,14 +351,29 @@ def test_large_output_is_offloaded_and_restored_byte_identical(engine: ContextEn
     with pytest.raises(InvalidInput):
         session.read_offloaded(output_id, max_tokens=0)
 
-    # Deleting the session collects the offloaded copy with the rest.
-    with engine.db.read() as conn:
-        blob_id = conn.execute(
-            select(blob_refs.c.blob_id).where(blob_refs.c.part_index == -2)
-        ).scalar_one()
-    assert engine.blobs.exists(blob_id)
+    # Once the session is deleted, its outputs are gone with its events.
     session.delete()
-    assert not engine.blobs.exists(blob_id)
+    with pytest.raises(SessionNotFound):
+        session.read_offloaded(output_id)
+
+
+def test_an_event_named_id_reads_only_that_events_output(engine: ContextEngine) -> None:
+    session = engine.create_session("u1", "agent")
+    first = _tool_result(session, "run_tests", content=log_text(1500))
+    second = _tool_result(session, "run_tests", content=log_text(1600))
+    message = session.add_message("user", "thanks")
+    assert session.read_offloaded(f"out_{first.seq}_{first.hash[:16]}") == first.text
+    assert session.read_offloaded(f"out_{second.seq}_{second.hash[:16]}") == second.text
+    for bad in (
+        f"out_{first.seq}_{second.hash[:16]}",  # another event's hash: not this event's id
+        f"out_{message.seq}_{message.hash[:16]}",  # not a tool result
+        f"out_{second.seq + 10}_{second.hash[:16]}",  # no such event
+        f"out_{first.seq}_{first.hash[:15]}",  # malformed
+        "out_9999999999999999999_" + "0" * 16,  # past the largest seq
+        "out_0_" + "0" * 16,
+    ):
+        with pytest.raises(BlobNotFound):
+            session.read_offloaded(bad)
 
 
 def test_medium_output_is_compressed_in_place_and_json_parts_use_the_json_strategies(
@@ -429,7 +444,7 @@ def test_json_and_mixed_outputs_restore_as_the_window_would_show_them(
     assert [p.kind for p in mixed.parts] == ["text", "json"]  # both inline
     restored = offload(session, mixed, counter=ESTIMATE, config=CONFIG)
     assert session.read_offloaded(restored.id) == "60 results\n" + canonical_json(search_results(5))
-    assert restored.blob_id not in {getattr(p, "blob_id", None) for p in mixed.parts}
+    assert restored.blob_id is None  # inline parts: the event holds the output
 
 
 def test_unknown_foreign_and_image_ids_are_not_found(engine: ContextEngine, png: bytes) -> None:

@@ -3,15 +3,17 @@
 A tool result over the offload threshold enters the window as a short preview and a
 pointer line::
 
-    [tool_output: out_3f2a9c0e5d7b…, 12,340 tokens, use read_offloaded(out_3f2a9c0e5d7b…)]
+    [tool_output: out_1834_3f2a9c0e5d7b41a8, 12,340 tokens, use read_offloaded(out_1834_…)]
 
-``out_`` + the first 24 hex digits of the blob id names the full output in the blob
-store. The event itself is never rewritten: the blob holds the event's stored (already
-redacted) content, and content the size guard offloaded when it was written is not
-stored twice, its blob is named instead. Each offloaded blob gets a reference row tying
-it to the session and the event, so deleting the session or the user's data collects it
-with the rest, and an id is only found in the session it was issued in: another
-session's id, like an unknown one, raises ``BlobNotFound``.
+The event itself holds the output, so offloading writes nothing: the id names the event
+(``out_<seq>_<first 16 hex digits of its hash>``), and reading it back renders that
+event's stored (already redacted) content. Building a window therefore never writes,
+and an output is stored once. Content the size guard moved to the blob store when it
+was written is named by its blob instead (``out_`` + the first 24 hex digits of the
+blob id, or the full blob id), as are outputs offloaded to a blob by earlier versions.
+An id is only found in the session it was issued in: another session's id, like an
+unknown one or one whose event was rewritten since (a changed hash), raises
+``BlobNotFound``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import and_, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Select, and_, select
 
 from agentctx.cache.bounded import Lru
 from agentctx.compaction.tool_output.compressor import ToolOutputCompressor, ToolOutputConfig
@@ -34,20 +34,18 @@ from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcn
 from agentctx.inputs import MAX_BUDGET, MAX_INT64, check_count, check_optional_count
 from agentctx.sessions.audit import AuditRecord
 from agentctx.storage import repository as repo
-from agentctx.storage.blobs import blob_id_of
-from agentctx.storage.schema import blob_refs, blobs
+from agentctx.storage.schema import blob_refs
 
 if TYPE_CHECKING:
     from agentctx.engine import ContextEngine
     from agentctx.sessions.session import Session
 
 OFFLOADED_PREFIX = "out_"
-OFFLOAD_PART_INDEX = -2
-"""``blob_refs.part_index`` of a whole tool output offloaded for the window
-(``0…n`` are an event's parts, ``-1`` its payload)."""
-MEDIA_TYPE = "text/plain; charset=utf-8"
+EVENT_HASH_DIGITS = 16
+"""Hex digits of the event's hash in an event-named id: enough that an id issued for
+one event never names another by chance."""
 
-_ID = re.compile(r"^(?:out_([0-9a-f]{24})|([0-9a-f]{64}))$")
+_ID = re.compile(r"^(?:out_([0-9a-f]{24})|([0-9a-f]{64})|out_([1-9][0-9]{0,18})_([0-9a-f]{16}))$")
 # A page probes at most this many characters per token asked for: a token spanning
 # more is rare enough that a page a little short of max_tokens does no harm.
 _CHARS_PER_TOKEN_CAP = 64
@@ -57,6 +55,11 @@ _CACHE_SIZE = 2048
 def offloaded_id(blob_id: str) -> str:
     """The ``out_…`` id that names the blob ``blob_id`` in a pointer."""
     return OFFLOADED_PREFIX + blob_id[:24]
+
+
+def event_output_id(event: Event) -> str:
+    """The ``out_<seq>_<hash prefix>`` id that names ``event``'s output in a pointer."""
+    return f"{OFFLOADED_PREFIX}{event.seq}_{event.hash[:EVENT_HASH_DIGITS]}"
 
 
 def pointer_line(output_id: str, tokens: int) -> str:
@@ -70,7 +73,7 @@ class Offloaded(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    blob_id: str
+    blob_id: str | None  # the write-time blob holding the output; None: the event does
     original_tokens: int
     preview: str
     pointer: str
@@ -139,80 +142,11 @@ def _original(session: Session, event: Event) -> _Original:
     return _Original("\n".join(piece for piece in pieces if piece), None)
 
 
-def _store(session: Session, event: Event, original: _Original) -> str:
-    """The blob id holding ``original``, written and referenced for the session if new."""
-    if original.blob_id is not None:
-        return original.blob_id  # referenced since the event was written
-    engine = _engine(session)
-    data = original.text.encode()
-    blob_id = blob_id_of(data)
-    owned = and_(
-        blob_refs.c.user_id == session.user_id,
-        blob_refs.c.session_id == session.id,
-        blob_refs.c.blob_id == blob_id,
-    )
-    with engine.db.read() as conn:
-        if conn.execute(select(blob_refs.c.blob_id).where(owned).limit(1)).first() is not None:
-            return blob_id
-    engine.blobs.put(data)
-    now = utcnow()
-    record = AuditRecord(
-        action="tool_output_offload",
-        user_id=session.user_id,
-        session_id=session.id,
-        event_id=event.event_id,
-        event_type=event.type.value,
-        meta={"blob_id": blob_id, "size": len(data)},
-    )
-    dialect_insert = pg_insert if engine.db.dialect == "postgresql" else sqlite_insert
-    with engine.db.write() as conn:
-        if not repo.session_exists(conn, session.user_id, session.id, now):
-            raise SessionNotFound(session.id)
-        engine.db.blob_gate(conn, exclusive=False)
-        conn.execute(
-            dialect_insert(blobs).on_conflict_do_nothing(index_elements=["blob_id"]),
-            [
-                {
-                    "blob_id": blob_id,
-                    "size": len(data),
-                    "media_type": MEDIA_TYPE,
-                    "width": None,
-                    "height": None,
-                    "created_at": now,
-                }
-            ],
-        )
-        inserted = conn.execute(
-            dialect_insert(blob_refs).on_conflict_do_nothing(
-                index_elements=["user_id", "session_id", "event_id", "part_index"]
-            ),
-            [
-                {
-                    "user_id": session.user_id,
-                    "session_id": session.id,
-                    "event_id": event.event_id,
-                    "part_index": OFFLOAD_PART_INDEX,
-                    "blob_id": blob_id,
-                    "image_id": None,
-                    "created_at": now,
-                }
-            ],
-        )
-        if inserted.rowcount:  # a concurrent build may have referenced it first
-            engine.audit.write(record, conn)
-        # Blob collection may have removed the file since put(); under the gate it cannot.
-        if not engine.blobs.exists(blob_id):
-            engine.blobs.put(data)
-    if inserted.rowcount:
-        engine.audit.emit(record)
-    return blob_id
-
-
 def _offloaded(
     session: Session, event: Event, original: _Original, preview: str, tokens: int
 ) -> Offloaded:
-    blob_id = _store(session, event, original)
-    output_id = offloaded_id(blob_id)
+    blob_id = original.blob_id
+    output_id = offloaded_id(blob_id) if blob_id is not None else event_output_id(event)
     return Offloaded(
         id=output_id,
         blob_id=blob_id,
@@ -233,7 +167,8 @@ def offload(
     """Offload ``event``'s output (whatever its size) and return the preview and pointer.
 
     The preview is the output shortened to ``preview_tokens`` by the tool's strategy.
-    The stored event does not change; ``read_offloaded`` gives the output back.
+    Nothing is written: the stored event holds the output, and ``read_offloaded``
+    gives it back.
     """
     _check_event(session, event)
     compressor = compressor or ToolOutputCompressor(config)
@@ -269,8 +204,8 @@ def compress_tool_result_for_window(
 
     The output whole when it is short; shortened by the tool's strategy when over
     ``compress_over_tokens``; a preview and a pointer line when over
-    ``offload_over_tokens`` (the output then goes to the blob store once, and
-    ``Session.read_offloaded`` returns it). With ``config.enabled`` off, the event's
+    ``offload_over_tokens`` (``Session.read_offloaded`` returns the output from the
+    event; nothing is written). With ``config.enabled`` off, the event's
     text as the renderer shows it. The same event, counter and configuration always
     give the same text.
     """
@@ -312,7 +247,7 @@ def compress_tool_result_for_window(
 
 
 def _find(session: Session, output_id: str) -> str:
-    """The blob id an ``out_…`` id (or a full blob id) names in this session."""
+    """The original output an ``out_…`` id (or a full blob id) names in this session."""
     engine = _engine(session)
     record = AuditRecord(
         action="offloaded_read",
@@ -323,14 +258,49 @@ def _find(session: Session, output_id: str) -> str:
     match = _ID.match(output_id)
     if match is None:
         engine.audit.deny(record, BlobNotFound(output_id))
-    prefix, full = match.group(1), match.group(2)
+    seq, digits = match.group(3), match.group(4)
+    if seq is not None and int(seq) > MAX_INT64:
+        engine.audit.deny(record, BlobNotFound(output_id))
+    with engine.db.read() as conn:
+        alive = repo.session_exists(conn, session.user_id, session.id, utcnow())
+        event, blob_id = _named(conn, session, match.groups()) if alive else (None, None)
+    if not alive:
+        engine.audit.deny(record, SessionNotFound(session.id))
+    if blob_id is not None:
+        return engine.blobs.get(blob_id).decode("utf-8", errors="replace")
+    if (
+        event is None
+        or event.type is not EventType.TOOL_RESULT
+        or not event.hash.startswith(digits or "-")
+    ):
+        engine.audit.deny(record, BlobNotFound(output_id))
+    return _original(session, event).text
+
+
+def _named(
+    conn: Connection, session: Session, groups: tuple[str | None, ...]
+) -> tuple[Event | None, str | None]:
+    """(the event, or the text blob's id) that an id's ``_ID`` groups name."""
+    prefix, full, seq, _ = groups
+    if seq is not None:
+        found = repo.select_events(
+            conn, session.user_id, session.id, start_seq=int(seq), end_seq=int(seq)
+        )
+        return (found[0] if found else None), None
+    row = conn.execute(_blob_query(session, prefix, full)).first()
+    return None, None if row is None else str(row[0])
+
+
+def _blob_query(session: Session, prefix: str | None, full: str | None) -> Select[tuple[str]]:
+    """The session's text blob named by an id's ``prefix`` (24 hex digits) or ``full``
+    blob id: write-time blobs of tool outputs, and blob offloads of earlier versions."""
     # Hex ids sort below "g": the range is every blob id starting with the prefix.
     named = (
         blob_refs.c.blob_id == full
         if full is not None
-        else and_(blob_refs.c.blob_id >= prefix, blob_refs.c.blob_id < prefix + "g")
+        else and_(blob_refs.c.blob_id >= prefix, blob_refs.c.blob_id < f"{prefix}g")
     )
-    query = (
+    return (
         select(blob_refs.c.blob_id)
         .where(
             blob_refs.c.user_id == session.user_id,
@@ -341,14 +311,6 @@ def _find(session: Session, output_id: str) -> str:
         .order_by(blob_refs.c.blob_id)
         .limit(1)
     )
-    with engine.db.read() as conn:
-        alive = repo.session_exists(conn, session.user_id, session.id, utcnow())
-        row = conn.execute(query).first() if alive else None
-    if not alive:
-        engine.audit.deny(record, SessionNotFound(session.id))
-    if row is None:
-        engine.audit.deny(record, BlobNotFound(output_id))
-    return str(row[0])
 
 
 def _page_end(text: str, offset: int, max_tokens: int, counter: Counter) -> int:
@@ -391,8 +353,7 @@ def read_offloaded_page(
     check_count(offset, "offset", maximum=MAX_INT64)
     check_optional_count(max_tokens, "max_tokens", minimum=1, maximum=MAX_BUDGET)
     engine = _engine(session)
-    blob_id = _find(session, output_id)
-    text = engine.blobs.get(blob_id).decode("utf-8", errors="replace")
+    text = _find(session, output_id)
     # An offset at or past the end reads the empty page: the end, however it is reached.
     offset = min(offset, len(text))
     if max_tokens is None:
