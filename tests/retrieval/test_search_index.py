@@ -21,6 +21,7 @@ from agentctx.retrieval import RetrievalConfig, SearchIndex, SyncReport, fuse
 from agentctx.storage import fastsql
 from agentctx.storage.schema import (
     include_name,
+    include_object_on,
     metadata,
     search_codes,
     search_dense,
@@ -319,9 +320,11 @@ def test_index_tables_are_the_migrated_schema_plus_derived_tables(
     fill(session)
     index.sync("u1", session.id)
     with engine.db.engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"include_name": include_name})
+        on_this = include_object_on(conn.dialect.name)
+        hooks = {"include_name": include_name, "include_object": on_this}
+        context = MigrationContext.configure(conn, opts=hooks)
         assert compare_metadata(context, metadata) == []
-        unfiltered = MigrationContext.configure(conn)
+        unfiltered = MigrationContext.configure(conn, opts={"include_object": on_this})
         with warnings.catch_warnings():  # SQLAlchemy does not know pgvector's type
             warnings.simplefilter("ignore")
             derived = {diff[1].name for diff in compare_metadata(unfiltered, metadata)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from agentctx.storage.schema import include_name, metadata
+from agentctx.storage.schema import include_name, include_object_on, metadata
 
 connection = context.config.attributes.get("connection")
 
@@ -17,6 +17,7 @@ def _run(conn: object) -> None:
         render_as_batch=True,
         compare_type=True,
         include_name=include_name,  # the search index's run-time tables are not migrated
+        include_object=include_object_on(conn.dialect.name),  # type: ignore[attr-defined]
     )
     with context.begin_transaction():
         context.run_migrations()

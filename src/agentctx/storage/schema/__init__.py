@@ -10,6 +10,7 @@ listing it there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Table
@@ -17,6 +18,7 @@ from sqlalchemy import Table
 from agentctx.storage.schema.columns import (
     ID,
     NAMING,
+    ONLY_ON,
     BigId,
     JsonColumn,
     UTCDateTime,
@@ -67,6 +69,7 @@ __all__ = [
     "JsonColumn",
     "MEMORY_TABLES",
     "NAMING",
+    "ONLY_ON",
     "USER_DATA_TABLES",
     "UTCDateTime",
     "agents",
@@ -79,6 +82,7 @@ __all__ = [
     "events",
     "hitl_flags",
     "include_name",
+    "include_object_on",
     "jobs",
     "memories",
     "memory_history",
@@ -112,6 +116,17 @@ def include_name(name: str | None, type_: str, _parent_names: Any = None) -> boo
     if type_ == "table" and name is not None:
         return not name.startswith(DERIVED_TABLE_PREFIXES)
     return True
+
+
+def include_object_on(dialect: str) -> Callable[..., bool]:
+    """Alembic ``include_object`` hook for a database of ``dialect``: leaves out what is
+    created on another dialect only (``info={ONLY_ON: …}``, with ``ddl_if``)."""
+
+    def include(item: Any, *_rest: Any) -> bool:
+        only = getattr(item, "info", {}).get(ONLY_ON)
+        return only is None or only == dialect
+
+    return include
 
 
 # Tables deleted by delete_user_data, children before parents. The audit log is kept on

@@ -21,6 +21,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeEngine
 
+ONLY_ON = "agentctx_only_on"
+"""``info`` key of a schema object created on one dialect only (with ``ddl_if``)."""
+
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",

@@ -21,6 +21,7 @@ from sqlalchemy import (
 
 from agentctx.storage.schema.columns import (
     ID,
+    ONLY_ON,
     BigId,
     JsonColumn,
     UTCDateTime,
@@ -124,6 +125,19 @@ events = Table(
         sqlite_where=text("type = 'system'"),
         postgresql_where=text("type = 'system'"),
     ),
+    # A search reads the token estimates of hundreds of ranked events per window. SQLite
+    # keeps a row's columns in order, and the estimate comes after an event's parts and
+    # payload (kilobytes of tool output, in overflow pages), so reading it from the table
+    # reads every row whole; this narrow index answers it alone (migration 0018).
+    # PostgreSQL keeps large values apart from the row and needs no such index.
+    Index(
+        "ix_events_tokens",
+        "user_id",
+        "session_id",
+        "seq",
+        "token_estimate",
+        info={ONLY_ON: "sqlite"},
+    ).ddl_if(dialect="sqlite"),
     # On SQLite the table is its primary key b-tree: one write per event, not two, and a
     # session's events sit together on disk.
     sqlite_with_rowid=False,
