@@ -1,7 +1,8 @@
 """What a build reuses must not carry one stage's changes into another: an atom rendered
-twice in a build (a history placed again once it slid) and a compact block kept between
-builds (a digest between two slides) come back as they were made, and an erasure drops
-the blocks (they hold users' text)."""
+twice in a build (a history placed again once it slid), a compact block kept between
+builds (a digest between two slides) and an atom's block lines kept between builds (older
+events measured for the same query) come back as they were made, and an erasure drops
+the blocks and lines (they hold users' text)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from agentctx import ContextEngine
 from agentctx.cache.bounded import Lru
 from agentctx.context.config import ContextConfig
 from agentctx.context.images import RenderedImageCache
-from agentctx.context.lines import compact_block
+from agentctx.context.lines import compact_block, lines_of
 from agentctx.context.pricing import Pricer
 from agentctx.context.units import atoms_of
 from agentctx.context.window_images import ImageAccess
@@ -30,7 +31,7 @@ def _events(quick_engine: ContextEngine) -> list[Event]:
     return session.events()
 
 
-def _pricer(blocks: Lru | None = None) -> Pricer:  # type: ignore[type-arg]
+def _pricer(blocks: Lru | None = None, lines: Lru | None = None) -> Pricer:  # type: ignore[type-arg]
     return Pricer(
         EstimateCounter(),
         config=ContextConfig(),
@@ -40,6 +41,7 @@ def _pricer(blocks: Lru | None = None) -> Pricer:  # type: ignore[type-arg]
         images=ImageAccess(None, None, RenderedImageCache()),
         tool_output=None,
         blocks=blocks,
+        lines=lines,
     )
 
 
@@ -69,6 +71,35 @@ def test_a_kept_block_comes_back_as_made_until_an_erasure(quick_engine: ContextE
     assert other_room.tokens <= 60
 
 
+def _fields(line: object) -> tuple[object, ...]:
+    return tuple(getattr(line, name) for name in line.__slots__)  # type: ignore[attr-defined]
+
+
+def test_kept_lines_are_those_made_for_the_same_terms_and_limit(
+    quick_engine: ContextEngine,
+) -> None:
+    lines: Lru = Lru(8)  # type: ignore[type-arg]
+    long_text = (
+        "The parcel left the depot on Monday. The weather was mild all week. "
+        "Your refund for order ORD-7731 was approved today. " * 6
+    )
+    session = quick_engine.create_session("u1", "desk")
+    event = session.add_message("assistant", long_text)
+    (atom,) = atoms_of([event])
+    refund, weather = frozenset({"refund"}), frozenset({"weather"})
+    made = lines_of(atom, refund, _pricer(lines=lines), 40)
+    again = lines_of(atom, refund, _pricer(lines=lines), 40)
+    fresh = lines_of(atom, refund, _pricer(), 40)
+    assert [_fields(x) for x in again] == [_fields(x) for x in fresh] == [_fields(x) for x in made]
+    assert all(a is not b for a, b in zip(again, made, strict=True))  # told apart by identity
+    # Other terms keep other sentences; another limit, another length.
+    (about_weather,) = lines_of(atom, weather, _pricer(lines=lines), 40)
+    assert "weather" in about_weather.text and "refund" in made[0].text
+    (longer,) = lines_of(atom, refund, _pricer(lines=lines), 120)
+    assert longer.text_tokens > made[0].text_tokens
+    assert len(lines) == 3
+
+
 def test_an_erasure_drops_the_blocks_windows_kept(quick_engine: ContextEngine) -> None:
     session = quick_engine.create_session("u1", "desk")
     for k in range(30):
@@ -82,6 +113,9 @@ def test_an_erasure_drops_the_blocks_windows_kept(quick_engine: ContextEngine) -
     summary = next(s for s in window.report.sections if s.name == "summary")
     assert summary.event_ids  # the history slid: a digest was made and kept
     kept = quick_engine.context_builder._known_blocks
+    measured = quick_engine.context_builder._known_lines
     assert any(len(blocks) for blocks in kept.values())
+    assert any(len(lines) for lines in measured.values())  # older events measured
     quick_engine.delete_user_data("u1")
     assert not any(len(blocks) for blocks in kept.values())
+    assert not any(len(lines) for lines in measured.values())

@@ -29,8 +29,9 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, long_counts
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import RenderedImageCache
+from agentctx.context.layout import BlockLine
 from agentctx.context.ledger import forget_values
-from agentctx.context.pieces import BlockKey, CompactBlock
+from agentctx.context.pieces import BlockKey, CompactBlock, LinesKey
 from agentctx.context.plan import Plan, finish
 from agentctx.context.prefix import PrefixMemory, fingerprints, shared_prefix
 from agentctx.context.pricing import Pricer
@@ -56,6 +57,10 @@ __all__ = ["MIN_BUDGET", "STRATEGIES", "ContextBuilder"]
 
 KEPT_BLOCKS = 256
 """Compact blocks kept between builds, per tokenizer (a few kilobytes each)."""
+
+KEPT_LINES = 4096
+"""Atoms' block lines kept between builds, per tokenizer (a line is at most an eighth
+of a budget, most a few hundred bytes)."""
 
 STRATEGIES: dict[str, Callable[[Assembly], Plan]] = {
     "adaptive": adaptive.assemble,
@@ -101,6 +106,8 @@ class ContextBuilder:
         self._known_long_counts: dict[str, LongCounts] = {}
         # Compact blocks (digests, compacted parts of turns), per tokenizer spec.
         self._known_blocks: dict[str, Lru[BlockKey, CompactBlock]] = {}
+        # Block lines of older events measured for a query, per tokenizer spec.
+        self._known_lines: dict[str, Lru[LinesKey, tuple[BlockLine, ...]]] = {}
         self.prefixes = PrefixMemory()
 
     def forget_texts(self) -> None:
@@ -112,6 +119,8 @@ class ContextBuilder:
             long_known.clear()
         for blocks in list(self._known_blocks.values()):
             blocks.clear()
+        for lines in list(self._known_lines.values()):
+            lines.clear()
         self.rendered_images.clear()
         forget_values()
 
@@ -119,6 +128,12 @@ class ContextBuilder:
         found = self._known_blocks.get(tokenizer)
         if found is None:
             found = self._known_blocks.setdefault(tokenizer, Lru(KEPT_BLOCKS))
+        return found
+
+    def _lines(self, tokenizer: str) -> Lru[LinesKey, tuple[BlockLine, ...]]:
+        found = self._known_lines.get(tokenizer)
+        if found is None:
+            found = self._known_lines.setdefault(tokenizer, Lru(KEPT_LINES))
         return found
 
     def _long_counts(self, tokenizer: str) -> LongCounts:
@@ -169,6 +184,7 @@ class ContextBuilder:
             known_counts=self._known_counts.setdefault(config.tokenizer, {}),
             known_long_counts=self._long_counts(config.tokenizer),
             blocks=self._blocks(config.tokenizer),
+            lines=self._lines(config.tokenizer),
         )
         reader = LogReader(self._load, user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)

@@ -8,6 +8,7 @@ candidate's lines are rendered only when the choice reaches it (:func:`measure`)
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from agentctx.context.layout import BlockLayout, BlockLine, render_block
 from agentctx.context.ledger import ledger_line, named_values
-from agentctx.context.pieces import BlockKey, Candidate, CompactBlock, Piece
+from agentctx.context.pieces import BlockKey, Candidate, CompactBlock, LinesKey, Piece
 from agentctx.context.pricing import Pricer
 from agentctx.context.relevance import LINE_OVERHEAD
 from agentctx.context.render import canonical_json, compact_json, event_text
@@ -161,8 +162,23 @@ def lines_of(
 ) -> tuple[BlockLine, ...]:
     """A block line for each event of ``atom`` that shows as one, each at most ``limit``
     tokens (default :func:`line_limit`). ``compact``: JSON tool output as its leaves
-    (:func:`~agentctx.context.render.compact_json`)."""
+    (:func:`~agentctx.context.render.compact_json`). The same atom, terms, limit and
+    form give the same lines: the builder keeps them (:attr:`Pricer.lines`), and the
+    calls of one turn, which ask the same query, do not make them again."""
     limit = line_limit(pricer) if limit is None else limit
+    key: LinesKey = (tuple(e.event_id for e in atom.events), terms, limit, compact)
+    kept = pricer.lines.get(key) if pricer.lines is not None else None
+    if kept is not None:
+        return tuple(copy.copy(line) for line in kept)  # lines are told apart by identity
+    made = _lines_of(atom, terms, pricer, limit, compact=compact)
+    if pricer.lines is not None:
+        pricer.lines.put(key, made)
+    return tuple(copy.copy(line) for line in made)
+
+
+def _lines_of(
+    atom: Atom, terms: frozenset[str], pricer: Pricer, limit: int, *, compact: bool
+) -> tuple[BlockLine, ...]:
     out = []
     count = pricer.counter.count
     for index, event in enumerate(atom.events):

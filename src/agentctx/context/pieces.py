@@ -62,3 +62,8 @@ class CompactBlock:
 BlockKey = tuple[str, tuple[str, ...], int, float]
 """What a compact block is made of: its heading, its events' ids, its room and the
 ledger's share of it."""
+
+LinesKey = tuple[tuple[str, ...], frozenset[str], int, bool]
+"""What an atom's block lines are made of: its events' ids, the query's terms (which
+sentences a shortened line keeps), the most tokens a line may take, and whether JSON
+tool output shows as its leaves."""

@@ -17,7 +17,8 @@ from typing import Any
 from agentctx.cache.bounded import Lru
 from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, RememberingCounter
-from agentctx.context.pieces import BlockKey, CompactBlock, Piece
+from agentctx.context.layout import BlockLine
+from agentctx.context.pieces import BlockKey, CompactBlock, LinesKey, Piece
 from agentctx.context.render import event_text, render_events
 from agentctx.context.sources import ToolOutput
 from agentctx.context.units import Atom
@@ -46,6 +47,7 @@ class Pricer:
         known_counts: dict[str, int] | None = None,
         known_long_counts: LongCounts | None = None,
         blocks: Lru[BlockKey, CompactBlock] | None = None,
+        lines: Lru[LinesKey, tuple[BlockLine, ...]] | None = None,
     ) -> None:
         self.counter: TokenCounter = RememberingCounter(counter, known_counts, known_long_counts)
         self._raw_counter = counter  # handed to tool output compaction as configured
@@ -64,6 +66,9 @@ class Pricer:
         # Compact blocks kept between builds (see lines.compact_block); atoms rendered in
         # this build, by their events' ids (a history is placed twice once it slid).
         self.blocks = blocks
+        # Block lines of atoms kept between builds (see lines.lines_of): an agent loop's
+        # calls within a turn measure the same older events for the same query.
+        self.lines = lines
         self._pieces: dict[tuple[str, ...], Piece] = {}
 
     # Counting -----------------------------------------------------------------------------
