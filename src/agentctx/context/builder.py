@@ -29,9 +29,8 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, long_counts
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import RenderedImageCache
-from agentctx.context.layout import BlockLine
 from agentctx.context.ledger import forget_values
-from agentctx.context.pieces import BlockKey, CompactBlock, LinesKey
+from agentctx.context.pieces import BlockKey, CompactBlock, KeptLines, LinesKey
 from agentctx.context.plan import Plan, finish
 from agentctx.context.prefix import PrefixMemory, fingerprints, shared_prefix
 from agentctx.context.pricing import Pricer
@@ -107,7 +106,7 @@ class ContextBuilder:
         # Compact blocks (digests, compacted parts of turns), per tokenizer spec.
         self._known_blocks: dict[str, Lru[BlockKey, CompactBlock]] = {}
         # Block lines of older events measured for a query, per tokenizer spec.
-        self._known_lines: dict[str, Lru[LinesKey, tuple[BlockLine, ...]]] = {}
+        self._known_lines: dict[str, Lru[LinesKey, KeptLines]] = {}
         self.prefixes = PrefixMemory()
 
     def forget_texts(self) -> None:
@@ -130,7 +129,7 @@ class ContextBuilder:
             found = self._known_blocks.setdefault(tokenizer, Lru(KEPT_BLOCKS))
         return found
 
-    def _lines(self, tokenizer: str) -> Lru[LinesKey, tuple[BlockLine, ...]]:
+    def _lines(self, tokenizer: str) -> Lru[LinesKey, KeptLines]:
         found = self._known_lines.get(tokenizer)
         if found is None:
             found = self._known_lines.setdefault(tokenizer, Lru(KEPT_LINES))

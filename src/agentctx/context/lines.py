@@ -8,8 +8,9 @@ candidate's lines are rendered only when the choice reaches it (:func:`measure`)
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
+import operator
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -166,14 +167,18 @@ def lines_of(
     form give the same lines: the builder keeps them (:attr:`Pricer.lines`), and the
     calls of one turn, which ask the same query, do not make them again."""
     limit = line_limit(pricer) if limit is None else limit
-    key: LinesKey = (tuple(e.event_id for e in atom.events), terms, limit, compact)
+    key: LinesKey = (tuple(e.event_id for e in atom.events), tuple(sorted(terms)), limit, compact)
     kept = pricer.lines.get(key) if pricer.lines is not None else None
     if kept is not None:
-        return tuple(copy.copy(line) for line in kept)  # lines are told apart by identity
+        return tuple(BlockLine(*fields) for fields in kept)  # new lines: told apart by identity
     made = _lines_of(atom, terms, pricer, limit, compact=compact)
     if pricer.lines is not None:
-        pricer.lines.put(key, made)
-    return tuple(copy.copy(line) for line in made)
+        pricer.lines.put(key, tuple(_LINE_FIELDS(line) for line in made))
+    return made
+
+
+_LINE_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(BlockLine)))
+"""A block line's fields, in order (what :func:`lines_of` keeps between builds)."""
 
 
 def _lines_of(

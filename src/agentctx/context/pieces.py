@@ -63,7 +63,12 @@ BlockKey = tuple[str, tuple[str, ...], int, float]
 """What a compact block is made of: its heading, its events' ids, its room and the
 ledger's share of it."""
 
-LinesKey = tuple[tuple[str, ...], frozenset[str], int, bool]
-"""What an atom's block lines are made of: its events' ids, the query's terms (which
-sentences a shortened line keeps), the most tokens a line may take, and whether JSON
-tool output shows as its leaves."""
+LinesKey = tuple[tuple[str, ...], tuple[str, ...], int, bool]
+"""What an atom's block lines are made of: its events' ids, the query's terms, sorted
+(which sentences a shortened line keeps), the most tokens a line may take, and whether
+JSON tool output shows as its leaves."""
+
+KeptLines = tuple[tuple[Any, ...], ...]
+"""An atom's block lines as kept between builds: each line's fields, in order. Tuples of
+strings and numbers only, which the garbage collector stops tracking: thousands are kept,
+and every object it tracks lengthens its full collections, which pause the agent."""

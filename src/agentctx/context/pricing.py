@@ -17,8 +17,7 @@ from typing import Any
 from agentctx.cache.bounded import Lru
 from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, RememberingCounter
-from agentctx.context.layout import BlockLine
-from agentctx.context.pieces import BlockKey, CompactBlock, LinesKey, Piece
+from agentctx.context.pieces import BlockKey, CompactBlock, KeptLines, LinesKey, Piece
 from agentctx.context.render import event_text, render_events
 from agentctx.context.sources import ToolOutput
 from agentctx.context.units import Atom
@@ -47,7 +46,7 @@ class Pricer:
         known_counts: dict[str, int] | None = None,
         known_long_counts: LongCounts | None = None,
         blocks: Lru[BlockKey, CompactBlock] | None = None,
-        lines: Lru[LinesKey, tuple[BlockLine, ...]] | None = None,
+        lines: Lru[LinesKey, KeptLines] | None = None,
     ) -> None:
         self.counter: TokenCounter = RememberingCounter(counter, known_counts, known_long_counts)
         self._raw_counter = counter  # handed to tool output compaction as configured
