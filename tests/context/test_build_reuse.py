@@ -6,6 +6,7 @@ the blocks and lines (they hold users' text)."""
 
 from __future__ import annotations
 
+import gc
 import json
 
 from agentctx import ContextEngine
@@ -119,3 +120,13 @@ def test_an_erasure_drops_the_blocks_windows_kept(quick_engine: ContextEngine) -
     quick_engine.delete_user_data("u1")
     assert not any(len(blocks) for blocks in kept.values())
     assert not any(len(lines) for lines in measured.values())
+
+
+def test_kept_lines_are_not_tracked_by_the_garbage_collector(quick_engine: ContextEngine) -> None:
+    lines: Lru = Lru(8)  # type: ignore[type-arg]
+    made = lines_of(atoms_of(_events(quick_engine))[0], frozenset(), _pricer(lines=lines), 40)
+    assert made
+    gc.collect()
+    (key,) = lines.keys()
+    kept = lines.get(key)
+    assert kept is not None and not any(gc.is_tracked(fields) for fields in kept)

@@ -4,6 +4,8 @@ gives, and a user's erasure must drop what was kept."""
 
 from __future__ import annotations
 
+import gc
+import json
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -94,3 +96,21 @@ def test_a_run_of_events_is_merged_once_until_an_erasure(quick_engine: ContextEn
     again = named_values(events)
     assert again is not first
     assert [(v.key, v.value) for v in again] == [(v.key, v.value) for v in first]
+
+
+def test_kept_values_are_not_tracked_by_the_garbage_collector(
+    quick_engine: ContextEngine,
+) -> None:
+    # A long session's ledgers keep a hundred thousand values between builds; each object
+    # the collector tracks lengthens the full collections that pause the agent's calls.
+    session = quick_engine.create_session("u1", "desk")
+    for k in range(20):
+        call = session.add_tool_call("get_order", {"order_id": f"ORD{k:04d}"}, call_id=f"c{k}")
+        payload = {"order_id": f"ORD{k:04d}", "carrier": "UPS", "parcel": f"PCL-{k:04d}"}
+        session.add_tool_result(call.call_id, content=json.dumps(payload))
+    values = named_values(session.events())
+    assert len(values) >= 40
+    gc.collect()
+    kept = values.ranked
+    assert not any(gc.is_tracked(entry) for entry in kept)
+    assert [v.value for v in values][:2] == ["ORD0000", "UPS"]  # read back as Named

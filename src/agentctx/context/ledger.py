@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, overload
+from typing import Any, Final, NamedTuple, overload
 
 from agentctx.cache.bounded import Lru
 from agentctx.context.render import event_text
@@ -65,10 +65,7 @@ _TEXTS = frozenset({EventType.USER_INPUT, EventType.AGENT_RESPONSE, EventType.TO
 
 
 class Named(NamedTuple):
-    """One value as the ledger shows it: ``key=value`` or the bare value.
-
-    A tuple of strings, numbers and a flag: the garbage collector stops tracking it, and
-    a long session's ledgers keep a hundred thousand of them between builds."""
+    """One value as the ledger shows it: ``key=value`` or the bare value."""
 
     value: str
     key: str | None
@@ -77,16 +74,29 @@ class Named(NamedTuple):
     last_seq: int  # when it was last named: the newest come first after the given
 
 
+_Entry = tuple[str, str | None, int, bool, int]
+"""A :class:`Named`'s fields as a plain tuple. A long session's ledgers keep a hundred
+thousand values between builds: plain tuples of strings, numbers and flags, which the
+garbage collector stops tracking (it never stops tracking a tuple subclass such as a
+``NamedTuple``, and each object it tracks lengthens the full collections that pause the
+agent)."""
+_AT_VALUE: Final = 0
+_AT_KEY: Final = 1
+_AT_FIRST: Final = 2
+_AT_GIVEN: Final = 3
+_AT_LAST: Final = 4
+
+
 class NamedValues(Sequence[Named]):
     """The values a run of events names (:func:`named_values`), ranked for a ledger:
     given first (said by the user, passed to a tool), then the newest first. Their token
     costs are counted once per counter: the same events come back from one build to the
     next, and a long session's events name thousands of values."""
 
-    def __init__(self, values: Sequence[Named]) -> None:
-        self._values = tuple(values)
-        self.ranked = tuple(
-            sorted(self._values, key=lambda v: (not v.given, -v.last_seq, v.first_seq))
+    def __init__(self, values: Sequence[Named] | Sequence[_Entry]) -> None:
+        self._values: tuple[_Entry, ...] = tuple(_entry(v) for v in values)
+        self.ranked: tuple[_Entry, ...] = tuple(
+            sorted(self._values, key=lambda v: (not v[_AT_GIVEN], -v[_AT_LAST], v[_AT_FIRST]))
         )
         self._costs: dict[str, tuple[tuple[int, ...], dict[str, int]]] = {}
 
@@ -100,19 +110,23 @@ class NamedValues(Sequence[Named]):
     def __getitem__(self, index: slice) -> Sequence[Named]: ...
 
     def __getitem__(self, index: int | slice) -> Named | Sequence[Named]:
-        return self._values[index]
+        if isinstance(index, slice):
+            return [Named(*entry) for entry in self._values[index]]
+        return Named(*self._values[index])
 
     def costs(self, counter: TokenCounter) -> tuple[tuple[int, ...], dict[str, int]]:
         """The tokens of each ranked value and of each key's ``key=``, each with a token
         for the separator before it."""
         found = self._costs.get(counter.name)
         if found is None:
-            keys = sorted({v.key for v in self.ranked if v.key})
+            keys = sorted({v[_AT_KEY] for v in self.ranked if v[_AT_KEY]})
             key_costs = {
                 k: c + 1
                 for k, c in zip(keys, counter.count_many([f"{k}=" for k in keys]), strict=True)
             }
-            value_costs = tuple(c + 1 for c in counter.count_many([v.value for v in self.ranked]))
+            value_costs = tuple(
+                c + 1 for c in counter.count_many([v[_AT_VALUE] for v in self.ranked])
+            )
             found = self._costs[counter.name] = (value_costs, key_costs)
         return found
 
@@ -128,21 +142,26 @@ def named_values(events: Sequence[Event]) -> NamedValues:
     return found
 
 
-def _merged(events: Sequence[Event]) -> list[Named]:
-    found: dict[str, Named] = {}
+def _entry(value: Named | _Entry) -> _Entry:
+    """``value`` as a plain tuple (a :class:`Named` is a tuple subclass)."""
+    return value if type(value) is tuple else tuple(value)  # type: ignore[return-value]
+
+
+def _merged(events: Sequence[Event]) -> list[_Entry]:
+    found: dict[str, _Entry] = {}
     for event in events:
         given = event.type in _GIVEN
         for key, value in _kept_values(event):
             seen = found.get(value)
             if seen is None:
-                found[value] = Named(value, key, event.seq, given, event.seq)
+                found[value] = (value, key, event.seq, given, event.seq)
             else:
-                found[value] = Named(
+                found[value] = (
                     value,
-                    seen.key or key,
-                    seen.first_seq,
-                    seen.given or given,
-                    max(seen.last_seq, event.seq),
+                    seen[_AT_KEY] or key,
+                    seen[_AT_FIRST],
+                    seen[_AT_GIVEN] or given,
+                    max(seen[_AT_LAST], event.seq),
                 )
     return list(found.values())
 
@@ -161,19 +180,20 @@ def ledger_line(
         return None, 0
     value_costs, key_costs = ranked.costs(counter)
     cheapest = min(value_costs)
-    chosen: list[Named] = []
+    chosen: list[_Entry] = []
     opened: set[str | None] = set()
     spent = label_cost
     for value, cost in zip(ranked.ranked, value_costs, strict=True):
         if room - spent < cheapest:
             break  # nothing more can fit
-        extra = 0 if value.key in opened else key_costs.get(value.key or "", 1)
+        key = value[_AT_KEY]
+        extra = 0 if key in opened else key_costs.get(key or "", 1)
         if spent + cost + extra > room:
             continue  # a shorter one may still fit
-        if value.value in shown:
+        if value[_AT_VALUE] in shown:
             continue  # the lines show it (looked up only for what would fit: it is slow)
         chosen.append(value)
-        opened.add(value.key)
+        opened.add(key)
         spent += cost + extra
     while chosen:
         line = _render(chosen)
@@ -184,14 +204,14 @@ def ledger_line(
     return None, 0
 
 
-def _render(values: list[Named]) -> str:
+def _render(values: list[_Entry]) -> str:
     """The chosen values grouped by key, keys and values in the order first named."""
-    groups: dict[str | None, list[Named]] = {}
-    for value in sorted(values, key=lambda v: v.first_seq):
-        groups.setdefault(value.key, []).append(value)
+    groups: dict[str | None, list[_Entry]] = {}
+    for value in sorted(values, key=lambda v: v[_AT_FIRST]):
+        groups.setdefault(value[_AT_KEY], []).append(value)
     entries = []
     for key, members in groups.items():
-        listed = ", ".join(v.value for v in members)
+        listed = ", ".join(v[_AT_VALUE] for v in members)
         entries.append(f"{key}={listed}" if key else listed)
     return f"{LEDGER_LABEL} " + "; ".join(entries)
 
