@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from agentctx.cache.bounded import Lru
 from agentctx.context import adaptive, semantic, sequential
@@ -60,6 +60,8 @@ KEPT_BLOCKS = 256
 KEPT_LINES = 4096
 """Atoms' block lines kept between builds, per tokenizer (a line is at most an eighth
 of a budget, most a few hundred bytes)."""
+
+T = TypeVar("T")
 
 STRATEGIES: dict[str, Callable[[Assembly], Plan]] = {
     "adaptive": adaptive.assemble,
@@ -123,24 +125,6 @@ class ContextBuilder:
         self.rendered_images.clear()
         forget_values()
 
-    def _blocks(self, tokenizer: str) -> Lru[BlockKey, CompactBlock]:
-        found = self._known_blocks.get(tokenizer)
-        if found is None:
-            found = self._known_blocks.setdefault(tokenizer, Lru(KEPT_BLOCKS))
-        return found
-
-    def _lines(self, tokenizer: str) -> Lru[LinesKey, KeptLines]:
-        found = self._known_lines.get(tokenizer)
-        if found is None:
-            found = self._known_lines.setdefault(tokenizer, Lru(KEPT_LINES))
-        return found
-
-    def _long_counts(self, tokenizer: str) -> LongCounts:
-        found = self._known_long_counts.get(tokenizer)
-        if found is None:
-            found = self._known_long_counts.setdefault(tokenizer, long_counts())
-        return found
-
     def build(
         self,
         *,
@@ -181,9 +165,9 @@ class ContextBuilder:
             images=self._images,
             tool_output=self.tool_output,
             known_counts=self._known_counts.setdefault(config.tokenizer, {}),
-            known_long_counts=self._long_counts(config.tokenizer),
-            blocks=self._blocks(config.tokenizer),
-            lines=self._lines(config.tokenizer),
+            known_long_counts=_kept_for(self._known_long_counts, config.tokenizer, long_counts),
+            blocks=_kept_for(self._known_blocks, config.tokenizer, lambda: Lru(KEPT_BLOCKS)),
+            lines=_kept_for(self._known_lines, config.tokenizer, lambda: Lru(KEPT_LINES)),
         )
         reader = LogReader(self._load, user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)
@@ -215,6 +199,15 @@ class ContextBuilder:
             stable,
         )
         return ContextWindow(messages, tokens, report)
+
+
+def _kept_for(known: dict[str, T], tokenizer: str, make: Callable[[], T]) -> T:
+    """What builds with ``tokenizer`` keep in ``known``, made on first use (two threads
+    building at once get the same one)."""
+    found = known.get(tokenizer)
+    if found is None:
+        found = known.setdefault(tokenizer, make())
+    return found
 
 
 def _digest_ids(plan: Plan, build: Assembly) -> list[str]:

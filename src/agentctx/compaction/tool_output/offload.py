@@ -268,10 +268,11 @@ def _find(session: Session, output_id: str) -> str:
         engine.audit.deny(record, SessionNotFound(session.id))
     if blob_id is not None:
         return engine.blobs.get(blob_id).decode("utf-8", errors="replace")
+    # An event-named id names the tool result whose hash it repeats, or nothing.
     if (
         event is None
         or event.type is not EventType.TOOL_RESULT
-        or not event.hash.startswith(digits or "-")
+        or event.hash[:EVENT_HASH_DIGITS] != digits
     ):
         engine.audit.deny(record, BlobNotFound(output_id))
     return _original(session, event).text

@@ -69,7 +69,6 @@ __all__ = [
     "JsonColumn",
     "MEMORY_TABLES",
     "NAMING",
-    "ONLY_ON",
     "USER_DATA_TABLES",
     "UTCDateTime",
     "agents",
@@ -120,7 +119,7 @@ def include_name(name: str | None, type_: str, _parent_names: Any = None) -> boo
 
 def include_object_on(dialect: str) -> Callable[..., bool]:
     """Alembic ``include_object`` hook for a database of ``dialect``: leaves out what is
-    created on another dialect only (``info={ONLY_ON: …}``, with ``ddl_if``)."""
+    created on another dialect only (:func:`~agentctx.storage.schema.columns.only_on`)."""
 
     def include(item: Any, *_rest: Any) -> bool:
         only = getattr(item, "info", {}).get(ONLY_ON)

@@ -13,6 +13,7 @@ from sqlalchemy import (
     DateTime,
     Dialect,
     ForeignKeyConstraint,
+    Index,
     Integer,
     MetaData,
     String,
@@ -22,7 +23,15 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeEngine
 
 ONLY_ON = "agentctx_only_on"
-"""``info`` key of a schema object created on one dialect only (with ``ddl_if``)."""
+"""``info`` key of a schema object created on one dialect only (see :func:`only_on`)."""
+
+
+def only_on(dialect: str, index: Index) -> Index:
+    """``index``, created on ``dialect`` only, and marked so (``info[ONLY_ON]``) for the
+    schema comparison, which does not read ``ddl_if``."""
+    index.info[ONLY_ON] = dialect
+    return index.ddl_if(dialect=dialect)
+
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

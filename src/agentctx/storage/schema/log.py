@@ -21,11 +21,11 @@ from sqlalchemy import (
 
 from agentctx.storage.schema.columns import (
     ID,
-    ONLY_ON,
     BigId,
     JsonColumn,
     UTCDateTime,
     metadata,
+    only_on,
     session_foreign_key,
 )
 
@@ -130,14 +130,7 @@ events = Table(
     # payload (kilobytes of tool output, in overflow pages), so reading it from the table
     # reads every row whole; this narrow index answers it alone (migration 0018).
     # PostgreSQL keeps large values apart from the row and needs no such index.
-    Index(
-        "ix_events_tokens",
-        "user_id",
-        "session_id",
-        "seq",
-        "token_estimate",
-        info={ONLY_ON: "sqlite"},
-    ).ddl_if(dialect="sqlite"),
+    only_on("sqlite", Index("ix_events_tokens", "user_id", "session_id", "seq", "token_estimate")),
     # On SQLite the table is its primary key b-tree: one write per event, not two, and a
     # session's events sit together on disk.
     sqlite_with_rowid=False,
