@@ -75,6 +75,50 @@ def test_questions_requests_hypotheticals_and_other_peoples_facts_state_nothing(
     assert first_person_clauses(sentence) == []
 
 
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # "no" is no verb to agree with the user ("User noes longer…" before).
+        ("I no longer eat meat", ["User no longer eats meat"]),
+        # "it" far into a clause is a new thought's subject, not a missing referent.
+        (
+            "I've been vegan since last summer so it's just january for me",
+            ["User has been vegan since last summer so it's just january for them"],
+        ),
+        # An irregular past and an -ing verb leave the speaker out as -ed does.
+        ("gave up on Spanish tbh", ["User gave up on Spanish"]),
+        ("swam 25m freestyle today", ["User swam 25m freestyle today"]),
+        (
+            "next up: building a treehouse for the kids",
+            ["User is building a treehouse for the kids"],
+        ),
+        # An emoji ends a thought; "thank you cards" are no thanks.
+        (
+            "got married last saturday \U0001f48d now I have to write thank you cards",
+            ["User got married last saturday", "Now user has to write thank you cards"],
+        ),
+        # What a thing is called stays with it.
+        (
+            "I'm writing a discord bot, calling it Gremlin",
+            ["User is writing a discord bot, calling it Gremlin"],
+        ),
+        # "and have to…" is another thought than where one works.
+        (
+            "I work at Barclays on the fraud team and have to explain chargebacks",
+            ["User works at Barclays on the fraud team"],
+        ),
+        # Chinese: a practice with its duration, the speaker left out.
+        ("韩语学了三个月了", ["用户韩语学了三个月了"]),
+        ("下个月15号搬家", ["用户下个月15号搬家"]),
+        ("体检查出来甲亢", ["用户体检查出来甲亢"]),
+    ],
+)
+def test_statements_said_the_way_chat_says_them_are_kept(
+    sentence: str, expected: list[str]
+) -> None:
+    assert rewritten(sentence) == expected
+
+
 def test_a_retraction_and_a_change_are_marked() -> None:
     (quit_,) = first_person_clauses("I'm no longer vegetarian")
     (forgot,) = first_person_clauses("honestly I can't speak Korean anymore")

@@ -179,6 +179,17 @@ def test_a_retraction_states_the_retracted_subject(engine: ContextEngine) -> Non
     ]
 
 
+def test_a_diet_named_as_what_one_no_longer_eats_ends_that_diet(engine: ContextEngine) -> None:
+    """A diet named as the thing one no longer eats ends it: before, "I no longer eat
+    vegan" became "User doesn't eat vegan", a food avoided, of another subject than the
+    diet it was meant to end."""
+    (stated,) = learned(engine, "I've been vegan since last summer.")
+    (ended,) = learned(engine, "I no longer eat vegan, the doctor said so.")
+    assert (ended.subject, ended.content) == (stated.subject, "User is no longer vegan")
+    assert ended.data.get("retracted") is True
+    assert ended.data.get("value") == stated.data.get("value") == "vegan"
+
+
 def test_a_correction_within_a_message_replaces_what_it_corrects(engine: ContextEngine) -> None:
     assert facts(
         engine,

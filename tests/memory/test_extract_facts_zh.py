@@ -50,6 +50,16 @@ def test_the_statements_that_learned_nothing_before(engine: ContextEngine) -> No
     ]
 
 
+def test_what_follows_joining_is_an_employer_only_when_it_names_one(
+    engine: ContextEngine,
+) -> None:
+    """After 入职, a time ("快俩月了") or a question ("要准备些啥") is no employer: it used
+    to be stored as "用户在快俩月了工作", superseding the employer the user had named."""
+    assert facts(engine, "下周一入职字节跳动") == [("employer", "用户在字节跳动工作")]
+    assert [s for s, _ in facts(engine, "入职快俩月了，天天跑车间")] == []
+    assert [s for s, _ in facts(engine, "入职要准备些啥")] == []
+
+
 def test_work_place_languages_and_skills(engine: ContextEngine) -> None:
     assert facts(
         engine,

@@ -52,6 +52,13 @@ def read(embedder: LocalEmbedder, sentence: str) -> list[tuple[str, str]]:
         ("我最近在学吉他", "skill"),
         ("我搬到青岛了", "residence"),
         ("我对海鲜过敏", "health"),
+        # Chinese constructions rather than attribute words: 做X的, V得很熟, a practice
+        # with its duration, 在X生活了, 运营.
+        ("我是开出租的", "occupation"),
+        ("Excel我用得很熟", "skill"),
+        ("钢琴弹了十年了", "skill"),
+        ("我在成都生活了五年", "residence"),
+        ("我在运营一个读书博客", "project"),
     ],
 )
 def test_a_statement_is_read_as_the_attribute_it_states(

@@ -36,9 +36,13 @@ _MIN_CHARS_ZH, _MAX_CHARS_ZH = 3, 40
 # English ----------------------------------------------------------------------------------
 
 _EN_SPLIT = re.compile(
-    r"(?<=[.!?])\s+|\s*[;:]\s*|,\s+|\s+[-\u2013\u2014]+\s+|\.{2,}\s*|\u2026\s*|"
+    r"(?<=[.!?])\s+|\s*[;:]\s*|,\s+(?!(?:calling it|called|named) )|\s+[-\u2013\u2014]+\s+|"
+    r"\.{2,}\s*|\u2026\s*|"
     r"\s+(?=(?:but|and|so|because|cause|cuz|though|although|while|since) (?:I|I'm|I've|"
-    r"we|we're|my)\b)|\s+\b(?:btw|lol|haha+|lmao|tbh)\b",
+    r"we|we're|my)\b)|\s+(?=and (?:have|has|had|need|needs|want|wants|got|gotta) )|"
+    r"\s+\b(?:btw|lol|haha+|lmao|tbh)\b|"
+    # An emoji ends a thought the way a full stop does ("got married 💍 now I have to…").
+    r"\s*[\u2600-\u27bf\U0001f300-\U0001faff]+\s*",
     re.IGNORECASE,
 )
 _EN_LEAD = re.compile(
@@ -47,12 +51,34 @@ _EN_LEAD = re.compile(
     re.IGNORECASE,
 )
 _EN_SPEAKER = re.compile(r"\b(?:I|I'm|Im|I've|Ive|I'd|I'll|my|we|we're|we've|our)\b", re.I)
+# Irregular verbs in the past: a clause that starts with one has left its speaker out
+# ("gave up on Spanish", "swam 25m today") as surely as one in -ed does.
+_IRREGULAR_PAST = words(
+    """
+    got went came took made left began became grew knew met ran sold bought thought
+    told said found felt gave kept lost paid sent spent taught won wrote drove flew ate
+    fell forgot quit split set put cut broke chose spoke woke wore hung held led brought
+    caught fought sought built bent lent meant dealt slept swam sang drank rode hid
+    """
+)
+# Words after "user" that are no verb in the base form: "user is", "user will", "user's".
+_NOT_BASE_VERBS = _IRREGULAR_PAST | words(
+    """
+    is was has had will would can could should may might must did does and or no not
+    others also just still never always really only now then too
+    """
+)
+
 # The speaker left out, as chat does: a clause that starts with a verb in the past, or
 # one of the verbs facts are stated with.
 _EN_DROPPED_SPEAKER = re.compile(
-    r"^(?:just |finally |recently |also |now |still |officially )?(?:[a-z]+ed|got|went|"
-    r"began|became|left|quit|joined|took|been|gone|speak|know|work|live|love|hate|"
-    r"prefer|run|running|starting|moving|switching|training)\b",
+    r"^(?:just |finally |recently |also |now |still |officially )?(?:[a-z]+ed|"
+    + "|".join(sorted(_IRREGULAR_PAST))
+    + r"|been|gone|speak|know|work|live|love|hate|prefer|run|running|starting|moving|"
+    r"switching|training)\b|"
+    # A verb in -ing before its object: "building a treehouse", "doing a bootcamp".
+    r"^(?:just |now |still |currently |also )?[a-z]{2,}ing (?:a|an|the|my|our|some|on|to|for|"
+    r"with|up|out|in|at)\b",
     re.IGNORECASE,
 )
 _EN_FAMILY = (
@@ -71,13 +97,17 @@ _EN_OTHERS = re.compile(
 )
 _EN_NOT_STATED = re.compile(
     r"\b(?:can you|could you|would you|will you|help me|i need|we need|i want|i'd like|"
-    r"i would like|looking for|i wonder|wondering|any (?:tips|ideas|advice)|thanks|"
-    r"thank you|should i|should we|if i|if we|i wish|i'd|i would|i hope|imagine|someday|"
+    r"i would like|looking for|i wonder|wondering|any (?:tips|ideas|advice)|"
+    r"should i|should we|if i|if we|i wish|i'd|i would|i hope|imagine|someday|"
     r"some day|one day|i might|dream of|dreaming|thinking about|thinking of|considering|"
     r"what if|suppose|pretend|i think|i guess|i feel like|i bet|maybe|probably|perhaps|"
     r"not sure|no idea|jk|kidding|let me|let's|remind me|tell me|give me|show me|"
     r"i have a question|i forgot to|i'll|we'll|i will|we will|just in case|question)\b|"
-    r"\b(?:it|that|this|them|him|her|one|too)\s*$|\b(?:it|them)\b|"
+    # Thanks said as such, not "thank you cards".
+    r"^(?:thanks|thank you)\b|\b(?:thanks|thank you)\s*$|"
+    # What "it" or "them" is, the clause does not say ("I love it", "we did it!"); far
+    # into a clause it is a new thought's subject ("vegan since summer so it's…").
+    r"\b(?:it|that|this|them|him|her|one|too)\s*$|^(?:\S+\s+){0,3}(?<!calling )(?:it|them)\b|"
     r"^(?:what|how|why|which|where|when|who|is|are|do|does|did|can|could|would|should|"
     r"will|any|please)\b",
     re.IGNORECASE,
@@ -132,10 +162,14 @@ _ZH_FAMILY = (
     r"公公|婆婆|岳父|岳母|家人)"
 )
 _ZH_SPEAKER = re.compile(rf"我|^{_ZH_FAMILY}")
-# The speaker left out: a clause that starts with a verb of change or a time.
+# The speaker left out: a clause that starts with a verb of change or a time, or states a
+# practice with its duration ("韩语学了三个月了").
 _ZH_DROPPED_SPEAKER = re.compile(
-    r"^(?:刚|已经|终于|最近|现在|目前|上个?月|下个?月|下周[一二三四五六日]?|明天|后天|今年|去年|明年)?(?:跳槽|辞职|离职|入职|转行|"
+    r"[^，。]{1,6}?(?:学|练|做|干|用|玩|弹|滑|跑|写)了[一二三四五六七八九十两几半\d]+(?:个)?多?(?:年|个月|月|周|星期)|"
+    r"^(?:刚|已经|终于|最近|现在|目前|上个?月|下个?月|下周[一二三四五六日]?|明天|后天|今年|去年|明年)?"
+    r"(?:[一二三四五六七八九十\d]{1,3}号)?(?:跳槽|辞职|离职|入职|转行|"
     r"改行|搬家|搬到|搬去|换了|改成|改到|改为|开始|戒了|报了|报名|订了|定了|考过|学会|在学|"
+    r"查出|检查出|体检|减脂|减肥|在减|"
     r"在做|在写|在开发|在搞|改学|改练|改用|换成|换到|分手|结婚|订婚|怀孕|确诊|取消|住在|住|"
     r"在[^，。]{2,10}(?:住|做|当|上班|工作|读书)|去[^，。]{2,10}(?:报到|上班|入职|工作))"
 )
@@ -222,7 +256,8 @@ def _en_clause(part: str) -> Clause | None:
     if rewritten.lower().startswith("their "):
         rewritten = "User's " + rewritten[len("their ") :]
     elif not rewritten.lower().startswith("user") and _EN_DROPPED_SPEAKER.match(text):
-        rewritten = f"User {rewritten}"
+        doing = re.match(r"(?:\w+ )?\w+ing\b", rewritten) is not None
+        rewritten = f"User is {rewritten}" if doing else f"User {rewritten}"
     rewritten = rewritten[0].upper() + rewritten[1:]
     return Clause(
         text,
@@ -234,20 +269,11 @@ def _en_clause(part: str) -> Clause | None:
     )
 
 
-# Words after "user" that are no verb in the base form: "user is", "user will", "user's".
-_NOT_BASE_VERBS = words(
-    """
-    is was has had will would can could should may might must did does and or
-    others also just still never always really only now then too
-    got went came took made left began became grew knew met ran sold bought thought
-    told said found felt gave kept lost paid sent spent taught won wrote drove flew ate
-    fell forgot quit split set put cut broke chose spoke woke wore hung held led brought
-    caught fought sought built bent lent meant dealt slept swam sang drank rode hid
-    """
+_USER_VERB = re.compile(
+    r"\b(user (?:(?:[a-z]+ly|no longer|never|still|also|just|always|only|often|sometimes|"
+    r"even|now) )?)([a-z]+(?:'[a-z]+)?)\b",
+    re.IGNORECASE,
 )
-
-
-_USER_VERB = re.compile(r"\b(user (?:[a-z]+ly )?)([a-z]+(?:'[a-z]+)?)\b", re.IGNORECASE)
 
 
 def _agreeing(text: str) -> str:

@@ -42,6 +42,9 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "I'm employed at the city hospital",
         "I switched companies to a fintech",
         "I left my employer",
+        "I started at Stripe on Monday",
+        "I've been at Deloitte for five years",
+        "I'm still at the same bank",
     ),
     "residence": (
         "I live in Berlin",
@@ -70,6 +73,9 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "I can play the piano",
         "I'm skilled at photography",
         "I'm a decent guitar player",
+        "I crochet",
+        "I can swim now",
+        "I ski pretty well",
     ),
     "family": (
         "my daughter is called Mia",
@@ -119,6 +125,8 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "I entered the city race next spring",
         "our trip is booked for the summer",
         "I have a job interview next Tuesday",
+        "I'm hosting a dinner party next week",
+        "my appointment got moved to Friday",
     ),
     "project": (
         "I'm building an app called Apollo",
@@ -129,6 +137,10 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "our team is migrating the database",
         "I'm restoring an old motorbike",
         "I started a podcast",
+        "I'm writing a bot for my friends",
+        "I'm making a game in my spare time",
+        "we're redoing the bathroom ourselves",
+        "I run a small blog",
     ),
     "preference": (
         "I love jazz",
@@ -187,21 +199,29 @@ SINGLE_VALUED = frozenset({"name", "occupation", "employer", "residence", "diet"
 ZH_CUES: dict[str, str] = {
     "name": r"我叫|名字|改名|叫我",
     "health": r"过敏|哮喘|糖尿病|高血压|血糖|血压|生病|病了|手术|骨折|失眠|吃药|确诊|怀孕|"
-    r"不耐受|受伤|扭伤|康复",
-    "diet": r"吃素|素食|不吃|戒糖|戒酒|戒肉|生酮|断食|节食|忌口|清真|不喝|吃荤|饮食",
+    r"不耐受|受伤|扭伤|康复|查出|检查出|诊断",
+    "diet": r"吃素|素食|不吃|戒糖|戒酒|戒肉|生酮|断食|节食|忌口|清真|不喝|吃荤|饮食|减脂|减肥|控糖|"
+    r"碳水|低卡|低脂",
     "language": r"[\u4e00-\u9fff]{1,4}(?:语|话)|母语|外语|中文|英文",
     "family": r"我(?:的)?(?:哥|姐|弟|妹|爸|妈)|女儿|儿子|孩子|小孩|宝宝|老公|老婆|丈夫|妻子|"
     r"爱人|对象|男朋友|女朋友|爸爸|妈妈|父亲|母亲|爸妈|父母|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆|公公|婆婆|岳父|岳母|结婚|"
     r"离婚|分手|订婚",
     "plan": r"打算|计划|准备去|要去|报名|报了|预订|订了|定在|改到|改期|推迟|延期|提前|下个?月|明年|"
     r"下周|[一二三四五六七八九十\d]+月|考试|旅行|旅游|婚礼",
-    "project": r"项目|在做|在写|在开发|在搞|副业|小程序|网站|[Aa]pp|开源|创业",
+    "project": r"项目|在做|在写|在开发|在搞|副业|小程序|网站|[Aa]pp|开源|创业|运营|毕业设计|毕设|"
+    r"论文|公众号|博客|频道|网店|装修",
     "employer": r"公司|单位|跳槽|入职|辞职|离职|上班|报到|任职|实习|在.{2,8}(?:做|当|干)",
     "occupation": r"职业|工作是|是一名|当了|当上|转行|改行|换工作|做.{1,6}工作|干.{1,4}这行|"
     r"(?:是|当|做)[^，。]{0,6}(?:员|师|生|家|工|手|官|长|者|警|医|经理|老板|主管|护士|会计|"
-    r"司机|销售)$",
-    "residence": r"住(?!院|宿)|搬到|搬去|搬家|搬过来|定居|家在|老家|落户|调到",
-    "skill": r"会用|会写|会弹|会画|会做|会编|擅长|熟悉|精通|学会|懂|会开车|弹|练|在学|改学|拉琴",
+    r"司机|销售)$|"
+    # "我是做保险的", "我跑外卖的", "我开出租的": what one does for a living
+    r"^我(?:是)?(?:一个)?(?:做|跑|开|卖|送|搞|教|干|修)[^，。的]{1,6}的$",
+    "residence": r"住(?!院|宿)|搬到|搬去|搬家|搬过来|定居|家在|老家|落户|调到|新家|"
+    r"在[^，。]{2,6}(?:待|呆|生活)了",
+    "skill": r"会用|会写|会弹|会画|会做|会编|擅长|熟悉|精通|学会|懂|会开车|弹|练|在学|改学|拉琴|"
+    # "用得挺溜", "这块我熟", and a practice with its duration: "滑双板滑了三年"
+    r"[用玩做画写]得(?:挺|很|还|特别|比较)?(?:溜|熟|好|顺)|我熟|"
+    r"([\u4e00-\u9fff])[^，。]{1,4}\1了[一二三四五六七八九十两几\d]+(?:个)?(?:年|个月)",
     "preference": r"喜欢|爱吃|爱喝|爱看|爱听|讨厌|受不了|偏好|更爱|最爱|回答|回复|简短|详细|列表",
 }
 """Chinese: the words each attribute is stated with, in the order a clause is read

@@ -171,6 +171,20 @@ def _avoids(match: Groups, event: Event) -> tuple[Found, ...] | None:
     again = bool(match["again"])
     found = []
     for thing in _things(match["v"], max_words=3):
+        regime = thing.lower()
+        if regime in DIET_REGIMES:
+            # "I no longer eat vegan": the regime ends; "I don't eat keto" never began.
+            found.append(
+                Found(
+                    MemoryKind.PREFERENCE,
+                    f"User is no longer {regime}",
+                    "diet",
+                    0.8,
+                    value=regime,
+                    data=_RETRACTED,
+                )
+            )
+            continue
         if _NOT_FOODS.match(thing) or (match["food"] and thing.lower() not in FOODS):
             return None
         subject = f"diet: {singular(thing)}"

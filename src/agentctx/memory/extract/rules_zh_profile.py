@@ -118,9 +118,14 @@ def _job_at(match: Groups, event: Event) -> tuple[Found, ...] | None:
     return tuple(found)
 
 
+# What follows 入职 or 跳槽 and is no organisation: a time ("入职快俩月了"), a question
+# ("入职要准备些啥"), an aspect particle.
+_NOT_AN_ORG = re.compile(r"了|啥|什么|吗|呢|吧|^(?:快|要|刚|就|才|已|准备|一|两|俩|几|半|\d)")
+
+
 def _employer(match: Groups, event: Event) -> Found | None:
     org = match["v"].strip()
-    if org in _GENERIC_ORGS or org.startswith(_GENERIC_ORG_START):
+    if org in _GENERIC_ORGS or org.startswith(_GENERIC_ORG_START) or _NOT_AN_ORG.search(org):
         return None
     return Found(MemoryKind.PROFILE, f"用户在{org}工作", "employer", 0.8, value=org)
 
