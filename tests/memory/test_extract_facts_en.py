@@ -11,6 +11,8 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.memory.extract import RULES_VERSION, extract_declarative
+from agentctx.memory.extract.rules_en_people import family_member
+from agentctx.memory.extract.rules_zh_profile import zh_family_member
 from agentctx.memory.models import MemoryCandidate, MemoryKind
 from agentctx.memory.vocabulary import subject_words
 
@@ -252,4 +254,33 @@ def test_the_assistant_states_nothing_about_the_user(engine: ContextEngine) -> N
             role="assistant",
         )
         == []
+    )
+
+
+def test_a_name_the_gate_removed_is_no_statement_of_a_name(db_url: str, home: Path) -> None:
+    """With names redacted (the default), "my name is Dana" is stored as "my name is
+    [PERSON]": no memory "User's name is [PERSON]" is made of it (it names nobody, and was
+    injected into windows as if it did), and a family member whose name was removed is
+    still learned, without the name."""
+    with ContextEngine(url=db_url, home=home) as engine:
+        session = engine.create_session(user_id="u1")
+        session.add_message("user", "hi, my name is Dana Whitfield", ts=DAY)
+        session.add_message("user", "我叫王小明", ts=DAY + timedelta(minutes=1))
+        session.add_message("user", "I'm a nurse", ts=DAY + timedelta(minutes=2))
+        stored = " ".join(e.text for e in session.events())
+        assert "Dana" not in stored and "王小明" not in stored  # what the gate did
+        found = extract_declarative(session.events())
+        assert [(c.subject, c.content) for c in found] == [("occupation", "User is a nurse")]
+
+
+def test_a_family_member_whose_name_was_removed_is_learned_without_it() -> None:
+    assert (family_member("son", "[PERSON]").content, family_member("son", "****").subject) == (
+        "User has a son",
+        "family: son",
+    )
+    assert zh_family_member("女儿", "[姓名_已脱敏]").content == "用户有女儿"
+    # A keyed hash still tells names apart: it is kept as the name.
+    assert (
+        family_member("son", "[PERSON:3f9a0c1b2d]").content
+        == "User's son is named [PERSON:3f9a0c1b2d]"
     )

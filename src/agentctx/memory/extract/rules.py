@@ -67,7 +67,7 @@ from agentctx.memory.extract.rules_en_profile import PROFILE_RULES
 from agentctx.memory.extract.rules_zh import ZH_RULES
 from agentctx.memory.extract.rules_zh_life import ZH_LIFE_RULES
 from agentctx.memory.extract.rules_zh_profile import ZH_PROFILE_RULES
-from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule
+from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule, names_nobody
 from agentctx.memory.models import MemoryCandidate, MemoryKind, Provenance
 from agentctx.privacy.findings import ZH_LABELS, EntityType
 
@@ -401,6 +401,8 @@ def _add(
     event: Event,
     extractor_version: str,
 ) -> None:
+    if found.subject == "name" and names_nobody(found.value or found.content):
+        return  # "User's name is [PERSON]" names nobody: the gate kept the name out
     confidence = found.confidence - (0.2 if _HEDGE.search(sentence) else 0.0)
     content = found.content[:1000]
     key = (found.kind, content.casefold())

@@ -26,6 +26,22 @@ PROJECT_WORDS = re.compile(
 )
 
 
+# A name the redaction gate replaced with no trace of it: the placeholder ("[PERSON]",
+# "[姓名_已脱敏]") or a mask. (A keyed hash or an encrypted token still tells names apart.)
+_NAMELESS = re.compile(r"\[(?:PERSON|姓名_已脱敏)\]|\*{4,}")
+
+
+def nameless(name: str) -> bool:
+    """Whether ``name`` is a redacted name that says nothing of the name it replaced."""
+    return _NAMELESS.fullmatch(name.strip()) is not None
+
+
+def names_nobody(text: str) -> bool:
+    """Whether ``text`` holds a redacted name that says nothing of the name (see
+    :func:`nameless`)."""
+    return _NAMELESS.search(text) is not None
+
+
 CORRECTS = "corrects"
 """``Found.data`` key of a bare correction ("打错了, 是陈昊"): it stands for the value of
 the statement just before it in the same message, which it replaces."""
