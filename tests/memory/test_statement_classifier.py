@@ -84,6 +84,13 @@ def test_first_person_talk_that_states_no_lasting_fact_is_not_read(
     assert read(embedder, sentence) == []
 
 
+def test_a_name_given_to_someone_else_is_no_name_of_the_users(embedder: LocalEmbedder) -> None:
+    """ "we called him Kai" was read as the user's name, which has one value: it would have
+    superseded the name the user gave. It says who is in the family."""
+    assert [category for category, _ in read(embedder, "we called him Kai")] == ["family"]
+    assert [category for category, _ in read(embedder, "I'm Dana")] == ["name"]
+
+
 def test_working_somewhere_as_something_states_both_employer_and_job(
     embedder: LocalEmbedder,
 ) -> None:

@@ -23,6 +23,7 @@ A clause that says a fact stopped being true is a retraction (``data["retracted"
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Sequence
@@ -58,6 +59,9 @@ _ZH_WORKS_AS = re.compile(
     r"在[^，。]{2,10}(?:做|当)[^，。]{0,8}(?:员|师|生|家|工|手|官|长|者|警|医|经理|主管|护士|会计|"
     r"司机|销售|分析|设计|开发|工程)"
 )
+# A name given to someone else ("we called him Kai", "我们给她取名叫朵朵"): no statement of
+# the user's own name, which it would otherwise supersede.
+_NAMES_ANOTHER = re.compile(r"\b(?:him|her|them|it|his|their)\b|[他她它]", re.IGNORECASE)
 # Words a subject key leaves out: the speaker, negations, time and filler, so that a
 # retraction ("I can't speak Korean anymore") keys like its statement ("I speak Korean").
 _KEY_STOP = words(
@@ -124,7 +128,7 @@ class StatementClassifier:
         return [
             tuple(
                 statement_of(clause, category)
-                for category in categories
+                for category in map(_whose_name, categories, itertools.repeat(clause))
                 if not clause.family or category in FAMILY_MEMBER_CATEGORIES
             )
             for clause, categories in zip(clauses, self.categories(clauses), strict=True)
@@ -166,6 +170,12 @@ class StatementClassifier:
                 self._vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
                 self._labels = labels
             return self._vectors
+
+
+def _whose_name(category: str, clause: Clause) -> str:
+    """A name given to someone else ("we called him Kai") states who is in the family, not
+    the user's own name (which, having one value, it would supersede)."""
+    return "family" if category == "name" and _NAMES_ANOTHER.search(clause.text) else category
 
 
 def _zh_categories(text: str) -> tuple[str, ...]:
