@@ -85,8 +85,9 @@ def test_first_person_talk_that_states_no_lasting_fact_is_not_read(
 
 
 def test_a_name_given_to_someone_else_is_no_name_of_the_users(embedder: LocalEmbedder) -> None:
-    """ "we called him Kai" was read as the user's name, which has one value: it would have
-    superseded the name the user gave. It says who is in the family."""
+    """A clause that names him, her or them ("we called him Kai") was read as the user's
+    name, which has one value: it would have superseded the name the user gave. It says
+    who is in the family."""
     assert [category for category, _ in read(embedder, "we called him Kai")] == ["family"]
     assert [category for category, _ in read(embedder, "I'm Dana")] == ["name"]
 
