@@ -13,6 +13,13 @@ graph in TorchScript's interpreter, with far fewer returns to Python: 6-7 ms alo
 Only a model made of a transformer, mean pooling and normalization is traced (what
 :meth:`TracedEncoder.of` checks); any other, or a trace that fails, keeps the model's
 own ``encode``. The trace shares the model's weights (about 26 MB more, for its graph).
+
+PyTorch 2.13 marks ``torch.jit.trace`` deprecated in favour of ``torch.export`` and
+``torch.compile``; neither fits here (an exported program runs its operations from
+Python again, and compiling needs a C compiler on the user's machine). Should a release
+remove it, the trace fails and queries go through ``encode`` as before. Its warnings
+(the deprecation, the tracer's notes on the model's Python branches) are silenced while
+it traces, once per process as the model loads.
 """
 
 from __future__ import annotations
