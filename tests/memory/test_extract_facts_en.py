@@ -190,6 +190,12 @@ def test_a_diet_named_as_what_one_no_longer_eats_ends_that_diet(engine: ContextE
     assert (ended.subject, ended.content) == (stated.subject, "User is no longer vegan")
     assert ended.data.get("retracted") is True
     assert ended.data.get("value") == stated.data.get("value") == "vegan"
+    (again,) = learned(engine, "I've started eating vegan again")
+    assert (again.subject, again.content, again.data.get("retracted")) == (
+        "diet",
+        "User is vegan",
+        None,
+    )
 
 
 def test_a_correction_within_a_message_replaces_what_it_corrects(engine: ContextEngine) -> None:

@@ -23,7 +23,6 @@ A clause that says a fact stopped being true is a retraction (``data["retracted"
 
 from __future__ import annotations
 
-import itertools
 import re
 import threading
 from collections.abc import Sequence
@@ -128,7 +127,7 @@ class StatementClassifier:
         return [
             tuple(
                 statement_of(clause, category)
-                for category in map(_whose_name, categories, itertools.repeat(clause))
+                for category in (_whose_name(c, clause) for c in categories)
                 if not clause.family or category in FAMILY_MEMBER_CATEGORIES
             )
             for clause, categories in zip(clauses, self.categories(clauses), strict=True)

@@ -137,7 +137,12 @@ def _regime(match: Groups, event: Event) -> Found | None:
     regime = match["v"].lower()
     if regime not in DIET_REGIMES:
         return None
-    if match["neg"] or _GONE.search(match.string):
+    return _diet_regime(regime, ended=bool(match["neg"] or _GONE.search(match.string)))
+
+
+def _diet_regime(regime: str, *, ended: bool) -> Found:
+    """The statement that the user follows ``regime`` (vegan, keto…), or no longer does."""
+    if ended:
         return Found(
             MemoryKind.PREFERENCE,
             f"User is no longer {regime}",
@@ -171,19 +176,10 @@ def _avoids(match: Groups, event: Event) -> tuple[Found, ...] | None:
     again = bool(match["again"])
     found = []
     for thing in _things(match["v"], max_words=3):
-        regime = thing.lower()
-        if regime in DIET_REGIMES:
-            # "I no longer eat vegan": the regime ends; "I don't eat keto" never began.
-            found.append(
-                Found(
-                    MemoryKind.PREFERENCE,
-                    f"User is no longer {regime}",
-                    "diet",
-                    0.8,
-                    value=regime,
-                    data=_RETRACTED,
-                )
-            )
+        if thing.lower() in DIET_REGIMES:
+            # A diet named as the food: "I no longer eat vegan" ends it, "I'm eating
+            # vegan again" states it.
+            found.append(_diet_regime(thing.lower(), ended=not again))
             continue
         if _NOT_FOODS.match(thing) or (match["food"] and thing.lower() not in FOODS):
             return None

@@ -11,7 +11,7 @@ from dataclasses import replace
 from agentctx.events import Event
 from agentctx.memory.extract.english import corrected
 from agentctx.memory.extract.rules_en_profile import NAME, NOT_NAMES
-from agentctx.memory.extract.statements import Found, Groups, Rule, nameless
+from agentctx.memory.extract.statements import Found, Groups, Rule, names_nobody
 from agentctx.memory.extract.value_words import (
     INSTRUMENTS,
     LANGUAGES,
@@ -115,7 +115,7 @@ def family_member(word: str, name: str | None, *, written: str | None = None) ->
     """The family member ``word`` ("daughter", "wife") of the user, named ``name`` if known."""
     relation = RELATIONS.get(word.lower(), word.lower())
     shown = written or word.lower()
-    if name is None or nameless(name):  # "my son [PERSON]": a son, whose name is not kept
+    if name is None or names_nobody(name):  # "my son [PERSON]": a son, whose name is not kept
         return Found(MemoryKind.FACT, f"User has a {shown}", f"family: {relation}", 0.7)
     return Found(
         MemoryKind.FACT,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from agentctx.events import Event
 from agentctx.memory.extract.chinese import WHEN, place
 from agentctx.memory.extract.rules_zh import zh_value
-from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule, nameless
+from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule, names_nobody
 from agentctx.memory.extract.value_words import (
     TECH,
     TECH_AS_WRITTEN,
@@ -59,7 +59,7 @@ def _renamed(match: Groups, event: Event) -> Found:
 def zh_family_member(word: str, name: str | None) -> Found:
     """The family member ``word`` (女儿, 老婆) of the user, named ``name`` if known."""
     relation = ZH_RELATIONS.get(word, word)
-    if name is None or nameless(name):
+    if name is None or names_nobody(name):
         return Found(MemoryKind.FACT, f"用户有{word}", f"family: {relation}", 0.7, value=word)
     return Found(
         MemoryKind.FACT, f"用户的{word}叫{name}", f"family: {relation}: {name}", 0.8, value=name

@@ -31,14 +31,8 @@ PROJECT_WORDS = re.compile(
 _NAMELESS = re.compile(r"\[(?:PERSON|姓名_已脱敏)\]|\*{4,}")
 
 
-def nameless(name: str) -> bool:
-    """Whether ``name`` is a redacted name that says nothing of the name it replaced."""
-    return _NAMELESS.fullmatch(name.strip()) is not None
-
-
 def names_nobody(text: str) -> bool:
-    """Whether ``text`` holds a redacted name that says nothing of the name (see
-    :func:`nameless`)."""
+    """Whether ``text`` holds a name the redaction gate replaced with no trace of it."""
     return _NAMELESS.search(text) is not None
 
 
