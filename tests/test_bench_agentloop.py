@@ -131,6 +131,15 @@ def test_cli_replays_and_judges(tmp_path: Path) -> None:
     assert cells["default", 4000]["argument_recall"] == 1.0
     assert cells["default", 4000]["recent_fidelity"] == 1.0
     assert "By half of the data" in markdown.read_text()
+    # The oracle's ceiling for each rule, at each budget: never below what the windows did
+    # under the same rule (the naive window keeps its whole prompt and slides: low_water).
+    ceilings = {(c["budget"], c["rule"]): c["reuse"] for c in report["ceilings"]}
+    assert set(ceilings) == {
+        (b, r) for b in (600, 4000) for r in ("share_kept", "low_water", "compacted_past")
+    }
+    for budget in (600, 4000):
+        assert ceilings[budget, "low_water"] >= cells["naive", budget]["prefix_reuse"] - 1e-9
+    assert "no window can beat" in markdown.read_text()
     grouped = CliRunner().invoke(
         app,
         [

@@ -41,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from agentctx.agents import AgentConfig
+from agentctx.bench.agentloop_ceiling import CeilingRule, ReuseCeiling, reuse_ceiling
 from agentctx.bench.agentloop_data import (
     Conversation,
     Message,
@@ -147,6 +148,7 @@ class AgentLoopReport(BaseModel):
     cells: list[Cell]
     halves: list[Cell]
     targets: list[AgentLoopTarget]
+    ceilings: list[ReuseCeiling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -485,6 +487,18 @@ def judge(cells: Sequence[Cell], group: int) -> list[AgentLoopTarget]:
     return targets
 
 
+def _as_session(group: Sequence[Conversation]) -> list[Message]:
+    """The messages of ``group`` as one session after its first system prompt (a later
+    conversation's own prompt becomes a system message, as the replay imports it)."""
+    system = group[0].system
+    messages: list[Message] = []
+    for conversation in group:
+        if conversation.system and conversation.system != system:
+            messages.append({"role": "system", "content": conversation.system})
+        messages.extend(conversation.messages)
+    return messages
+
+
 def run_agentloop_benchmark(
     config: AgentLoopConfig, *, progress: Progress | None = None
 ) -> AgentLoopReport:
@@ -524,6 +538,12 @@ def run_agentloop_benchmark(
         finally:
             engine.close()
     machine.load_average_end = load_average()
+    sessions = [_as_session(group) for group in groups]
+    ceilings = [
+        reuse_ceiling(sessions, groups[0][0].system, budget, replay.counter, rule)
+        for budget in config.budgets
+        for rule in CeilingRule
+    ]
     systems = [*config.strategies, NAIVE]
     cells = [pool(replay.samples, s, b) for b in config.budgets for s in systems]
     halves = [
@@ -545,6 +565,7 @@ def run_agentloop_benchmark(
         cells=cells,
         halves=halves,
         targets=judge(cells, config.group),
+        ceilings=ceilings,
         notes=[
             "query: the latest user message; the default strategy is the engine's own",
             "tokens of every window counted by the engine's counter, framing included",

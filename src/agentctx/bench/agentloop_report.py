@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from agentctx.bench.agentloop import AgentLoopReport, Cell
+from agentctx.bench.agentloop import DEFAULT, NAIVE, AgentLoopReport, Cell
+from agentctx.bench.agentloop_ceiling import CeilingRule
 from agentctx.bench.report import TableSpec, print_tables, tables_markdown
 
 
@@ -85,7 +86,42 @@ def agentloop_tables(report: AgentLoopReport) -> list[TableSpec]:
     specs = [main, halves]
     if targets.rows:
         specs.append(targets)
+    if report.ceilings:
+        specs.append(_ceilings(report))
     return specs
+
+
+RULES = {
+    CeilingRule.SHARE_KEPT: "the recent history at its share on every call",
+    CeilingRule.LOW_WATER: "the history below its share after a slide, nothing before it",
+    CeilingRule.COMPACTED_PAST: (
+        "the default layout: the prompt in its room, a compacted past after a slide"
+    ),
+}
+
+
+def _ceilings(report: AgentLoopReport) -> TableSpec:
+    naive = {c.budget: c.prefix_reuse for c in report.cells if c.system == NAIVE}
+    ours = {c.budget: c.prefix_reuse for c in report.cells if c.system == DEFAULT}
+    return TableSpec(
+        "Prefix reuse no window can beat, by the rule it follows (an oracle's)",
+        ["budget", "rule", "oracle's reuse", "default", "naive window"],
+        [
+            [
+                f"{ceiling.budget:,}",
+                RULES[ceiling.rule],
+                _share(ceiling.reuse),
+                _share(ours.get(ceiling.budget)),
+                _share(naive.get(ceiling.budget)),
+            ]
+            for ceiling in report.ceilings
+        ],
+        notes=[
+            "the best average reuse over every choice of where each window's history starts "
+            "and where the prompt is cut, knowing the whole conversation; on the messages as "
+            "given, scored as the naive window is (bench.agentloop_ceiling)"
+        ],
+    )
 
 
 def print_agentloop_report(report: AgentLoopReport, console: Console) -> None:
