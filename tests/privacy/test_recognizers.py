@@ -418,6 +418,23 @@ def test_entropy() -> None:
         ("张三和李四去了公园", []),  # no marker
         ("John Smith wrote the report", []),
         ("name: agentctx", []),
+        # A person named as one, in the ways people do it in chat.
+        ("His name is Kai.", ["Kai"]),
+        ("my son's name is Leo", ["Leo"]),
+        ("her name's Lily", ["Lily"]),
+        ("Call me Dave.", ["Dave"]),
+        ("We called him Kai after my grandfather.", ["Kai"]),
+        ("we named her Lily", ["Lily"]),
+        ("我儿子叫小凯，今年六岁", ["小凯"]),
+        ("我女儿的名字叫朵朵", ["朵朵"]),
+        ("我们给他取名叫小凯", ["小凯"]),
+        # A thing's name, a day, or no name at all.
+        ("we named it Apollo", []),
+        ("the file name is Report", []),
+        ("call her Monday", []),
+        ("Call me back tomorrow", []),
+        ("这个项目叫阿波罗", []),
+        ("他叫什么", []),
     ],
 )
 def test_person(text: str, expected: list[str]) -> None:

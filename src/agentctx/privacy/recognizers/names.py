@@ -2,8 +2,10 @@
 
 Names cannot be told from ordinary words by shape, so this recognizer looks only
 behind explicit markers: "姓名:张三", "我叫李四", "name: John Smith",
-"my name is John Smith", "Dear Mr. Smith", and before Chinese forms of address:
-"张三同学", "李四先生", "王女士".
+"my name is John Smith", "his daughter's name is Chloe", "call me Dave", "we called him
+Kai", "Dear Mr. Smith", "我儿子叫小凯", "取名叫朵朵", and before Chinese forms of
+address: "张三同学", "李四先生", "王女士". A thing's name is no person's: "we named it
+Apollo" and "the file name is Report" are left as they are.
 """
 
 from __future__ import annotations
@@ -76,10 +78,31 @@ _NOT_NAMES = frozenset(
     )
 )
 _NAME = r"[A-Z][a-z]+(?:[\-'][A-Z][a-z]+)?"
+# Capitalized words that follow "call her" without being a name ("call her Monday").
+_NOT_A_NAME = (
+    r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March"
+    r"|April|June|July|August|September|October|November|December|Today|Tomorrow|Tonight"
+    r"|Back|Later|Now|Again|Please|Thanks)\b)"
+)
 _ENGLISH = re.compile(
-    r"(?:(?i:\bmy name is|\bname[ \t]*[:\uff1a]|\bnamed|\bsigned|\bdear)[ \t]+"
-    rf"(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+)?({_NAME}(?:[ \t]+{_NAME}){{0,2}})"
+    # A person's name said as one: "my name is", "his son's name is", "her name's".
+    r"(?:(?i:\b(?:my|his|her|their|our|your)(?:[ \t]+[a-z]+'s)?[ \t]+name(?:[ \t]+is|'s)"
+    r"|\bname[ \t]*[:\uff1a]|\bnamed|\bsigned|\bdear"
+    # Naming a person (never "it": "we named it Apollo" names a thing).
+    r"|\b(?:call|calls|called|calling|name|names|named|naming)[ \t]+(?:me|him|her|them))[ \t]+"
+    rf"{_NOT_A_NAME}(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+)?({_NAME}(?:[ \t]+{_NAME}){{0,2}})"
     rf"|\b(?:Mr|Mrs|Ms|Dr|Prof)\.?[ \t]+({_NAME}(?:[ \t]+{_NAME})?))"
+)
+# Somebody close, then "is called": "我儿子叫小凯", "我女儿的名字叫朵朵", and "取名叫…".
+_KIN = (
+    "儿子|女儿|孩子|宝宝|闺女|老婆|老公|妻子|丈夫|太太|爱人|爸爸|妈妈|父亲|母亲|哥哥|姐姐|弟弟|妹妹"
+    "|男朋友|女朋友|对象|朋友|同事|室友|同学|老板|上司"
+)
+# Characters that end a name said after 叫: particles, pronouns, what usually follows.
+_AFTER_NAME = "的是在和与了也都就说要去来今年岁他她它们吧呢啊呀哦嘛很还"
+_KIN_NAME = re.compile(
+    rf"(?:(?:{_KIN})(?:的名字|的小名|的大名)?(?:叫做|名叫|叫)|(?:取名|起名|名字)(?:叫做|叫|为))"
+    rf"[ \t]*((?:(?![{_AFTER_NAME}])[\u4e00-\u9fff]){{1,3}})"
 )
 
 
@@ -87,6 +110,7 @@ _ENGLISH = re.compile(
 # "mr"/"ms"/"dr" only with the dot or space that follows them ("address" holds "dr").
 _ENGLISH_MARKERS = (
     "name",
+    "call",
     "signed",
     "dear",
     "mr.",
@@ -113,6 +137,11 @@ class PersonRecognizer:
         if not text.isascii():
             for m in _CHINESE.finditer(text):
                 findings.append(Finding(EntityType.PERSON, m.start(1), m.end(1), 0.85, self.name))
+            if "叫" in text or "名" in text:
+                for m in _KIN_NAME.finditer(text):
+                    findings.append(
+                        Finding(EntityType.PERSON, m.start(1), m.end(1), 0.8, self.name)
+                    )
             if any(map(text.__contains__, _CUES)):
                 for m in _CUED.finditer(text):
                     if m.group(1) in _NOT_NAMES:
