@@ -290,3 +290,10 @@ def test_a_family_member_whose_name_was_removed_is_learned_without_it() -> None:
         family_member("son", "[PERSON:3f9a0c1b2d]").content
         == "User's son is named [PERSON:3f9a0c1b2d]"
     )
+
+
+def test_the_placeholder_where_a_family_name_stood_is_read_as_no_name(
+    engine: ContextEngine,
+) -> None:
+    # "我闺女叫朵朵" is stored as "我闺女叫[PERSON]": a daughter, not "用户的闺女叫[PERSON]".
+    assert facts(engine, "我闺女叫[PERSON]") == [("family: daughter", "用户有闺女")]

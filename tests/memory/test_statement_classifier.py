@@ -90,6 +90,9 @@ def test_a_name_given_to_someone_else_is_no_name_of_the_users(embedder: LocalEmb
     who is in the family."""
     assert [category for category, _ in read(embedder, "we called him Kai")] == ["family"]
     assert [category for category, _ in read(embedder, "I'm Dana")] == ["name"]
+    # With the name withheld by the redaction gate it states nothing to keep ("User and
+    # others called him [PERSON]" was stored, and injected).
+    assert read(embedder, "we called him [PERSON]") == []
 
 
 def test_working_somewhere_as_something_states_both_employer_and_job(

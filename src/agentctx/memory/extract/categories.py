@@ -33,7 +33,7 @@ import numpy.typing as npt
 from agentctx.llm.embeddings import Embedder
 from agentctx.memory.extract.clauses import Clause
 from agentctx.memory.extract.prototypes import PROTOTYPES, SINGLE_VALUED, ZH_CUES
-from agentctx.memory.extract.statements import Found, words
+from agentctx.memory.extract.statements import Found, names_nobody, words
 from agentctx.memory.models import CATEGORY, KEY, REPLACES, RETRACTED, MemoryKind
 
 NONE = "none"
@@ -123,11 +123,16 @@ class StatementClassifier:
         self._lock = threading.Lock()
 
     def findings(self, clauses: Sequence[Clause]) -> list[tuple[Found, ...]]:
-        """Per clause, the statements it makes (none, or one per attribute)."""
+        """Per clause, the statements it makes (none, or one per attribute). A name the
+        redaction gate withheld ("we called him [PERSON]") states nothing to keep."""
         return [
             tuple(
                 statement_of(clause, category)
-                for category in (_whose_name(c, clause) for c in categories)
+                for category in (
+                    _whose_name(c, clause)
+                    for c in categories
+                    if not (c == "name" and names_nobody(clause.text))
+                )
                 if not clause.family or category in FAMILY_MEMBER_CATEGORIES
             )
             for clause, categories in zip(clauses, self.categories(clauses), strict=True)

@@ -30,7 +30,11 @@ _SURNAMES = (
     "汤尹黎易常武乔贺赖龚文"
 )
 _END = r"(?=[\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026\s]|$)"
-_NAME = rf"(?P<v>[^\s\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026“”\"]{{1,4}}){_END}"
+# A name, or the placeholder the redaction gate left for one ("我女儿叫[PERSON]": a daughter).
+_NAME = (
+    r"(?P<v>\[PERSON\]|\[姓名_已脱敏\]|[^\s\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026“”\"]{1,4})"
+    rf"{_END}"
+)
 
 
 _GENERIC_ORGS = frozenset({"公司", "银行", "医院", "大学", "学校", "集团", "行", "单位", "家里"})
