@@ -32,12 +32,13 @@ KEEP_RELEVANT = 0.95
 """The share of relevant pairs a calibrated threshold lets through."""
 
 CALIBRATED: dict[str, float] = {
-    # 88 relevant / 219 irrelevant pairs of tests/data/memory_timelines/dev; 0.95 of the
-    # relevant and 0.80 of the irrelevant pairs pass (the ranking orders those). With the
+    # 114 relevant / 344 irrelevant pairs of tests/data/memory_timelines/dev (names said as
+    # names withheld by the redaction gate); 0.96 of the relevant and 0.70 of the
+    # irrelevant pairs pass (the ranking orders those). With the
     # first five REALTALK chats' pairs too it would be 0.031: more recall on open
     # conversations, but the window's memory injection has no other relevance floor
     # (docs/benchmarks.md, "one cut-off for both").
-    "sentence-transformers/all-MiniLM-L6-v2": 0.249,
+    "sentence-transformers/all-MiniLM-L6-v2": 0.279,
 }
 """Calibrated thresholds by embedder name (:attr:`Embedder.name`)."""
 
