@@ -428,8 +428,12 @@ def test_entropy() -> None:
         ("我儿子叫小凯，今年六岁", ["小凯"]),
         ("我女儿的名字叫朵朵", ["朵朵"]),
         ("我们给他取名叫小凯", ["小凯"]),
+        # The same person named again in the text, unmarked.
+        ("我儿子叫安安，安安三岁了", ["安安", "安安"]),
+        ("My name is Dave Smith. Dave likes tea.", ["Dave Smith", "Dave"]),
+        ("收件人 欧阳娜娜，娜娜的电话", ["欧阳娜娜", "娜娜"]),
         # A thing's name, a day, or no name at all.
-        ("we named it Apollo", []),
+        ("we named it Apollo. Apollo rocks", []),
         ("the file name is Report", []),
         ("call her Monday", []),
         ("Call me back tomorrow", []),

@@ -47,6 +47,7 @@ _CHINESE = re.compile(
     rf"((?:{'|'.join(_COMPOUND_SURNAMES)}|[{_SINGLE_SURNAMES}]){_GIVEN}{{1,2}})"
 )
 _SURNAME = rf"(?:{'|'.join(_COMPOUND_SURNAMES)}|[{_SINGLE_SURNAMES}])"
+_GIVEN_NAME = re.compile(f"^{_SURNAME}")  # what is left of a full name is its given name
 # A surname, up to two given-name characters, then a form of address. Chinese has no
 # spaces, so the name must start the text, follow a non-Han character, or follow a word
 # that usually precedes a name (联系, 给, 和 …): "最高同学" is no "高同学".
@@ -150,12 +151,37 @@ class PersonRecognizer:
                         Finding(EntityType.PERSON, m.start(1), m.end(1), 0.75, self.name)
                     )
         folded = casefolded(text)
-        if not any(map(folded.__contains__, _ENGLISH_MARKERS)):
-            return findings
-        for m in _ENGLISH.finditer(text):
-            group = 1 if m.group(1) is not None else 2
-            score = 0.85 if group == 1 else 0.7
-            findings.append(
-                Finding(EntityType.PERSON, m.start(group), m.end(group), score, self.name)
-            )
-        return findings
+        if any(map(folded.__contains__, _ENGLISH_MARKERS)):
+            for m in _ENGLISH.finditer(text):
+                group = 1 if m.group(1) is not None else 2
+                score = 0.85 if group == 1 else 0.7
+                findings.append(
+                    Finding(EntityType.PERSON, m.start(group), m.end(group), score, self.name)
+                )
+        return findings + self._said_again(text, findings) if findings else findings
+
+    def _said_again(self, text: str, marked: list[Finding]) -> list[Finding]:
+        """The other places ``text`` names the people its markers named ("My name is Dave
+        Smith. Dave likes tea.", "我儿子叫安安, 安安三岁了"): the whole name, and each
+        part of it that can stand alone (an English name's words of three letters or
+        more, a Chinese given name of two characters or more)."""
+        forms: set[str] = set()
+        for finding in marked:
+            name = text[finding.start : finding.end]
+            forms.add(name)
+            if name.isascii():
+                forms.update(word for word in name.split() if len(word) >= 3)
+            else:
+                given = _GIVEN_NAME.sub("", name, count=1)
+                if len(given) >= 2:
+                    forms.add(given)
+        taken = [(f.start, f.end) for f in marked]
+        again: list[Finding] = []
+        for form in sorted(forms, key=len, reverse=True):  # "Dave Smith" before "Dave"
+            edge = r"\b" if form.isascii() else ""
+            for m in re.finditer(f"{edge}{re.escape(form)}{edge}", text):
+                if any(m.start() < end and start < m.end() for start, end in taken):
+                    continue  # within a name already found
+                taken.append((m.start(), m.end()))
+                again.append(Finding(EntityType.PERSON, m.start(), m.end(), 0.7, self.name))
+        return again
