@@ -16,7 +16,9 @@ from agentctx import ContextEngine, EngineClosed
 from agentctx.jobs import Job
 from agentctx.storage.schema import jobs
 
-LEASE = timedelta(seconds=2)
+# Long enough that the steps between the claim and the second engine's first look (two
+# engines started, a close, a released job) finish within it on a loaded machine.
+LEASE = timedelta(seconds=6)
 SLOW = "turn_end:slow"
 
 
@@ -69,6 +71,7 @@ def test_close_abandons_a_running_job_and_refuses_later_writes(
     memory = engine.memory
     session.add_message("user", "hello")  # ends a turn: the job is queued and started
     assert slow.running.wait(10)
+    claimed_at = time.monotonic()  # just after the claim: the lease ends before +LEASE
     [(job_id, status, worker)] = job_rows(engine, SLOW)
     assert status == "running" and worker is not None
 
@@ -104,7 +107,8 @@ def test_close_abandons_a_running_job_and_refuses_later_writes(
         after.jobs.run_pending()
         assert ran == []
         assert len(list(after.get_session(session.id, user_id="u1").events())) == 1
-        time.sleep(LEASE.total_seconds() + 0.2)
+        assert time.monotonic() - claimed_at < LEASE.total_seconds()  # it did hold
+        time.sleep(max(0.0, claimed_at + LEASE.total_seconds() + 0.2 - time.monotonic()))
         after.jobs.run_pending()
         assert ran == [job_id]
         assert job_rows(after, SLOW) == [(job_id, "done", None)]
