@@ -10,19 +10,21 @@ from typing import Any
 
 import pytest
 
-from agentctx.bench.agentloop import naive_window, prefix_reuse
+from agentctx.bench.agentloop import _keys, naive_window, prefix_reuse
 from agentctx.bench.agentloop_ceiling import (
     CeilingRule,
     Layout,
     _options,
-    _prompt_cuts,
     _Session,
+    prompt_cuts,
     reuse_ceiling,
     session_ceiling,
 )
+from agentctx.context.config import ContextConfig
 from agentctx.tokens import EstimateCounter, message_tokens
 
 COUNTER = EstimateCounter()
+LAYOUT = Layout.of(ContextConfig())
 WORDS = [
     "seat",
     "fare",
@@ -68,6 +70,23 @@ def conversation(rng: random.Random, turns: int) -> list[dict[str, Any]]:
     return messages
 
 
+def naive_reuse(
+    sessions: list[list[dict[str, Any]]], system: str, budget: int
+) -> tuple[float, int]:
+    """The naive window's average prefix reuse over ``sessions``, as the bench scores it,
+    and the calls scored."""
+    total, scored = 0.0, 0
+    for messages in sessions:
+        windows = [
+            _keys(COUNTER, naive_window(system, messages[:i], budget, COUNTER))
+            for i, m in enumerate(messages)
+            if m["role"] == "assistant"
+        ]
+        total += sum(prefix_reuse(a, b)[0] for a, b in itertools.pairwise(windows))
+        scored += len(windows) - 1
+    return total / scored, scored
+
+
 def window_keys(session: _Session, option: Any, call: int, prompt_tokens: int) -> list[Any]:
     """A window the oracle may pick, as the bench keys it: the prompt as cut, the compacted
     past (new whenever the history's start moves), the history's messages."""
@@ -83,10 +102,9 @@ def brute_force(
     messages: list[dict[str, Any]], prompt_tokens: int, budget: int, rule: CeilingRule
 ) -> float:
     """The best total reuse over every sequence of allowed windows, scored by the bench."""
-    session, layout = _Session(messages, COUNTER), Layout()
-    cap = int(layout.stable_share * budget) if rule is CeilingRule.COMPACTED_PAST else budget
-    cuts = _prompt_cuts(prompt_tokens, cap)
-    choices = [_options(session, c, budget, cuts, rule, layout) for c in session.calls]
+    session = _Session(messages, COUNTER)
+    cuts = prompt_cuts(prompt_tokens, budget, rule, LAYOUT)
+    choices = [_options(session, c, budget, cuts, rule, LAYOUT) for c in session.calls]
     best = 0.0
     for sequence in itertools.product(*choices):
         windows = [
@@ -108,10 +126,10 @@ def test_the_oracle_finds_the_best_sequence_of_windows(rule: CeilingRule) -> Non
         prompt_tokens, budget = rng.choice([60, 120]), rng.choice([240, 320])
         if len(session.calls) < 3:
             continue
-        cuts = _prompt_cuts(prompt_tokens, budget)
-        if any(len(_options(session, c, budget, cuts, rule, Layout())) > 12 for c in session.calls):
+        cuts = prompt_cuts(prompt_tokens, budget, rule, LAYOUT)
+        if any(len(_options(session, c, budget, cuts, rule, LAYOUT)) > 12 for c in session.calls):
             continue  # keep the brute force small
-        value, calls = session_ceiling(session, prompt_tokens, budget, rule, Layout())
+        value, calls = session_ceiling(session, prompt_tokens, budget, rule, LAYOUT)
         assert value == pytest.approx(brute_force(messages, prompt_tokens, budget, rule))
         assert calls == len(session.calls) - 1
         checked += 1
@@ -124,16 +142,10 @@ def test_every_rule_allows_the_windows_of_a_conversation_that_fits() -> None:
     system = "You are a careful airline agent. " * 5
     shown = sum(message_tokens(COUNTER, m) for m in messages)
     budget = 4 * shown  # everything fits, under every rule
-    windows = [
-        naive_window(system, messages[:i], budget, COUNTER)
-        for i, m in enumerate(messages)
-        if m["role"] == "assistant"
-    ]
-    keyed = [[(json.dumps(m), message_tokens(COUNTER, m)) for m in w] for w in windows]
-    naive = sum(prefix_reuse(a, b)[0] for a, b in itertools.pairwise(keyed)) / (len(keyed) - 1)
+    naive, scored = naive_reuse([messages], system, budget)
     for rule in CeilingRule:
         ceiling = reuse_ceiling([messages], system, budget, COUNTER, rule)
-        assert ceiling.calls == len(keyed) - 1
+        assert ceiling.calls == scored
         assert ceiling.reuse is not None and ceiling.reuse >= naive - 1e-9
 
 
@@ -149,16 +161,5 @@ def test_keeping_the_recent_share_costs_reuse_a_whole_prompt_would_keep() -> Non
     low_water = reuse_ceiling(sessions, system, budget, COUNTER, CeilingRule.LOW_WATER)
     assert share_kept.reuse is not None and low_water.reuse is not None
     assert share_kept.reuse < low_water.reuse
-    naive_total, scored = 0.0, 0
-    for messages in sessions:
-        keyed = [
-            [
-                (json.dumps(m), message_tokens(COUNTER, m))
-                for m in naive_window(system, messages[:i], budget, COUNTER)
-            ]
-            for i, m in enumerate(messages)
-            if m["role"] == "assistant"
-        ]
-        naive_total += sum(prefix_reuse(a, b)[0] for a, b in itertools.pairwise(keyed))
-        scored += len(keyed) - 1
-    assert low_water.reuse >= naive_total / scored - 1e-9  # the naive window obeys low_water
+    naive, _ = naive_reuse(sessions, system, budget)
+    assert low_water.reuse >= naive - 1e-9  # the naive window obeys low_water

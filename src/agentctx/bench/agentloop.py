@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from agentctx.agents import AgentConfig
-from agentctx.bench.agentloop_ceiling import CeilingRule, ReuseCeiling, reuse_ceiling
+from agentctx.bench.agentloop_ceiling import CeilingRule, Layout, ReuseCeiling, reuse_ceiling
 from agentctx.bench.agentloop_data import (
     Conversation,
     Message,
@@ -527,6 +527,7 @@ def run_agentloop_benchmark(
         engine = ContextEngine(
             url=f"sqlite:///{Path(home) / 'agentctx.db'}", home=home, **overrides
         )
+        layout = Layout.of(engine.context_config(None))  # the shares the windows had
         try:
             engine.register_agent(
                 AgentConfig(agent_id=BENCH_AGENT, system_prompt=conversations[0].system)
@@ -540,7 +541,7 @@ def run_agentloop_benchmark(
     machine.load_average_end = load_average()
     sessions = [_as_session(group) for group in groups]
     ceilings = [
-        reuse_ceiling(sessions, groups[0][0].system, budget, replay.counter, rule)
+        reuse_ceiling(sessions, groups[0][0].system, budget, replay.counter, rule, layout=layout)
         for budget in config.budgets
         for rule in CeilingRule
     ]

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from agentctx.context.config import ContextConfig
 from agentctx.tokens import TokenCounter, message_tokens
+from agentctx.tokens.messages import REPLY_PRIMING_TOKENS
 
 Message = Mapping[str, Any]
 PROMPT_STEP = 25  # tokens between two prompt cuts the oracle may choose
-REPLY_PRIMING = 3
 
 
 class CeilingRule(StrEnum):
@@ -53,12 +54,23 @@ class CeilingRule(StrEnum):
 
 @dataclass(frozen=True)
 class Layout:
-    """The shares the rules read: seed 002's and the default layout's."""
+    """The shares the rules read, as a window's context settings give them."""
 
-    recent_share: float = 0.55
-    stable_share: float = 0.4  # system + summary + retrieved: the prompt's room at most
-    digest_share: float = 0.4  # of the history's room, once turns have left it
-    keep_messages: int = 4
+    recent_share: float
+    stable_share: float  # system + summary + retrieved: the prompt's room at most
+    digest_share: float  # of the history's room, once turns have left it
+    keep_messages: int
+
+    @classmethod
+    def of(cls, config: ContextConfig) -> Layout:
+        """The shares of ``config`` (the defaults: seed 002's and the adaptive layout's)."""
+        split = config.budget_split
+        return cls(
+            recent_share=split["recent"],
+            stable_share=split["system"] + split["summary"] + split["retrieved"],
+            digest_share=config.adaptive.digest_share,
+            keep_messages=config.adaptive.recent_messages,
+        )
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,9 @@ class _Session:
         return self.prefix[end] - self.prefix[start]
 
 
-def _prompt_cuts(prompt_tokens: int, cap: int) -> list[int]:
+def prompt_cuts(prompt_tokens: int, budget: int, rule: CeilingRule, layout: Layout) -> list[int]:
+    """The sizes the rule lets the oracle cut the prompt to (the whole prompt included)."""
+    cap = int(layout.stable_share * budget) if rule is CeilingRule.COMPACTED_PAST else budget
     top = min(prompt_tokens, cap)
     return sorted({*range(PROMPT_STEP, top, PROMPT_STEP), top}) if top > 0 else [0]
 
@@ -100,7 +114,7 @@ def _options(  # noqa: PLR0917 - one call's constraints
     session: _Session, call: int, budget: int, cuts: list[int], rule: CeilingRule, layout: Layout
 ) -> list[_Option]:
     """Every window the rule allows before ``call`` (the newest messages kept when they fit)."""
-    usable = budget - REPLY_PRIMING
+    usable = budget - REPLY_PRIMING_TOKENS
     shown = session.tokens(0, call)
     floor = min(layout.recent_share * budget, shown) if rule is CeilingRule.SHARE_KEPT else 0
     newest = max(0, call - layout.keep_messages)
@@ -135,8 +149,7 @@ def session_ceiling(
     session: _Session, prompt_tokens: int, budget: int, rule: CeilingRule, layout: Layout
 ) -> tuple[float, int]:
     """(sum of the best reuse over the session's calls, calls scored)."""
-    cap = int(layout.stable_share * budget) if rule is CeilingRule.COMPACTED_PAST else budget
-    cuts = _prompt_cuts(prompt_tokens, cap)
+    cuts = prompt_cuts(prompt_tokens, budget, rule, layout)
     best: dict[_Option, float] | None = None
     previous_call = 0
     for call in session.calls:
@@ -186,8 +199,9 @@ def reuse_ceiling(
     layout: Layout | None = None,
 ) -> ReuseCeiling:
     """The best average prefix reuse any window could reach over ``sessions`` (each the
-    messages after the system prompt, in order) at ``budget`` under ``rule``."""
-    layout = layout or Layout()
+    messages after the system prompt, in order) at ``budget`` under ``rule``, with the
+    shares of ``layout`` (default: the default context settings')."""
+    layout = layout or Layout.of(ContextConfig())
     prompt = message_tokens(counter, {"role": "system", "content": system}) if system else 0
     total, calls = 0.0, 0
     for messages in sessions:

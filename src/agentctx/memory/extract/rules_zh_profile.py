@@ -12,7 +12,14 @@ from dataclasses import replace
 from agentctx.events import Event
 from agentctx.memory.extract.chinese import WHEN, place
 from agentctx.memory.extract.rules_zh import zh_value
-from agentctx.memory.extract.statements import CORRECTS, Found, Groups, Rule, names_nobody
+from agentctx.memory.extract.statements import (
+    CORRECTS,
+    NAMELESS,
+    Found,
+    Groups,
+    Rule,
+    names_nobody,
+)
 from agentctx.memory.extract.value_words import (
     TECH,
     TECH_AS_WRITTEN,
@@ -31,10 +38,7 @@ _SURNAMES = (
 )
 _END = r"(?=[\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026\s]|$)"
 # A name, or the placeholder the redaction gate left for one ("我女儿叫[PERSON]": a daughter).
-_NAME = (
-    r"(?P<v>\[PERSON\]|\[姓名_已脱敏\]|[^\s\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026“”\"]{1,4})"
-    rf"{_END}"
-)
+_NAME = rf"(?P<v>{NAMELESS}|[^\s\uff0c,。.\uff01!\uff1f?\uff1b;、\u2026“”\"]{{1,4}}){_END}"
 
 
 _GENERIC_ORGS = frozenset({"公司", "银行", "医院", "大学", "学校", "集团", "行", "单位", "家里"})

@@ -28,7 +28,9 @@ PROJECT_WORDS = re.compile(
 
 # A name the redaction gate replaced with no trace of it: the placeholder ("[PERSON]",
 # "[姓名_已脱敏]") or a mask. (A keyed hash or an encrypted token still tells names apart.)
-_NAMELESS = re.compile(r"\[(?:PERSON|姓名_已脱敏)\]|\*{4,}")
+NAMELESS = r"\[(?:PERSON|姓名_已脱敏)\]|\*{4,}"
+"""The pattern of such a name, for rules that read one where a name stood."""
+_NAMELESS = re.compile(NAMELESS)
 
 
 def names_nobody(text: str) -> bool:
