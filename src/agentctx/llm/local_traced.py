@@ -29,20 +29,11 @@ import logging
 import warnings
 from typing import Any
 
+from agentctx.llm.local_bert import mean_pooling_only
+
 log = logging.getLogger(__name__)
 
 _MODULES = ("Transformer", "Pooling", "Normalize")
-
-
-def _mean_pooling(pooling: Any) -> bool:
-    """Whether a sentence-transformers ``Pooling`` module averages the tokens, and only
-    that (the configuration's names differ between releases)."""
-    config: dict[str, Any] = pooling.get_config_dict()
-    if "pooling_mode" in config:
-        return bool(config["pooling_mode"] == "mean")
-    modes = {k: v for k, v in config.items() if k.startswith("pooling_mode_")}
-    only_mean = sum(bool(v) for v in modes.values()) == 1
-    return modes.get("pooling_mode_mean_tokens") is True and only_mean
 
 
 def _features(model: Any, text: str) -> dict[str, Any]:
@@ -69,7 +60,8 @@ class TracedEncoder:
         """The encoder of ``model`` (a loaded ``SentenceTransformer``), or None when it is
         not a transformer with mean pooling and normalization, or cannot be traced."""
         modules = list(model)
-        if tuple(type(m).__name__ for m in modules) != _MODULES or not _mean_pooling(modules[1]):
+        kinds = tuple(type(m).__name__ for m in modules)
+        if kinds != _MODULES or not mean_pooling_only(modules[1].get_config_dict()):
             return None
         torch = importlib.import_module("torch")
         hf_logging: Any = importlib.import_module("transformers.utils.logging")
