@@ -24,6 +24,8 @@ import functools
 import re
 import unicodedata
 
+from agentctx.priority import yield_to_foreground
+
 MAX_TERM_CHARS = 48
 MAX_DOCUMENT_TERMS = 4000
 MAX_QUERY_TERMS = 32
@@ -150,10 +152,16 @@ def _word_term(token: str) -> str | None:
     return stem(token)[:MAX_TERM_CHARS]
 
 
+_TOKENS_BETWEEN_YIELDS = 1024
+"""Words read between two chances to let the agent's call go first (about 1 ms)."""
+
+
 def _analyze(text: str, limit: int) -> list[str]:
     normalized = unicodedata.normalize("NFKC", text).casefold()
     terms: list[str] = []
-    for match in TOKEN_PATTERN.finditer(normalized):
+    for found, match in enumerate(TOKEN_PATTERN.finditer(normalized)):
+        if not found % _TOKENS_BETWEEN_YIELDS:
+            yield_to_foreground()  # a tool output's words, indexed in the background
         cjk, word = match.groups()
         if word is not None:
             term = _word_term(word)

@@ -28,7 +28,7 @@ from sqlalchemy.pool import StaticPool
 
 from agentctx import jsonvalue
 from agentctx.errors import ConfigError, EngineClosed, MissingExtra, StorageError
-from agentctx.priority import ForegroundFirstLock
+from agentctx.priority import ForegroundFirstLock, in_transaction, yield_to_foreground
 
 try:  # POSIX: cross-process writer queue; elsewhere SQLite's busy timeout does the waiting.
     import fcntl
@@ -205,13 +205,16 @@ class Database:
 
     @contextlib.contextmanager
     def _open(self) -> Iterator[None]:
-        """Count a transaction under way; ``EngineClosed`` once closed."""
+        """Count a transaction under way; ``EngineClosed`` once closed. A background
+        thread first lets a foreground call under way finish (``yield_to_foreground``)."""
+        yield_to_foreground()
         with self._idle:
             if self._closed:
                 raise EngineClosed()
             self._active += 1
         try:
-            yield
+            with in_transaction():
+                yield
         finally:
             with self._idle:
                 self._active -= 1

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from operator import mul
 
 from agentctx.errors import ConfigError
+from agentctx.priority import yield_to_foreground
 from agentctx.tokens import _cjk
 from agentctx.tokens.base import DEFAULT_MARKER, Keep, truncate_text
 
@@ -328,6 +329,7 @@ class EstimateCounter:
         """The estimated tokens of ``text`` (0 only for the empty string)."""
         if not text:
             return 0
+        yield_to_foreground()  # background summaries count text all the time
         if len(text) > SAMPLE_ABOVE:
             return self._count_sampled(text)
         return max(1, round(self._score(text)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 from collections.abc import Sequence
@@ -314,7 +315,8 @@ class EventFolder:
         if events is None:
             events = self._heads(user_id, session_id)
         covered = merge_ranges(*(fold.seq_ranges for fold in folds))
-        unfolded = [e for e in events if not _covered(e.seq, covered)]
+        starts = [start for start, _ in covered]
+        unfolded = [e for e in events if not _covered(e.seq, covered, starts)]
         return _State(
             user_id=user_id,
             session_id=session_id,
@@ -450,8 +452,11 @@ def _line(event: Event) -> str:
     return f"[{event.seq}] {who}: {text}" if text else ""
 
 
-def _covered(seq: int, ranges: Ranges) -> bool:
-    return any(start <= seq <= end for start, end in ranges)
+def _covered(seq: int, ranges: Ranges, starts: Sequence[int]) -> bool:
+    """Whether ``seq`` is in merged ``ranges`` (``starts``: their starts, ascending): a
+    long session's folds are many, and every event is looked up on each pass."""
+    at = bisect.bisect_right(starts, seq) - 1
+    return at >= 0 and seq <= ranges[at][1]
 
 
 def _select_folds(user_id: str, session_id: str) -> Any:

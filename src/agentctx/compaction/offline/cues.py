@@ -15,6 +15,8 @@ from __future__ import annotations
 import itertools
 import re
 
+from agentctx.priority import yield_to_foreground
+
 _DECISION_WORDS_LIST = """
     decide decided decides deciding decision decisions agreed chose chosen final finally
     finalized finalised confirm confirmed confirms approve approved resolved conclude
@@ -106,6 +108,7 @@ def _month_day(words: list[str]) -> bool:
 
 def cue_score(text: str) -> float:
     """0..1: how strongly ``text`` carries a decision, an error, numbers or dates."""
+    yield_to_foreground()  # summaries score every sentence, in the background
     text = text[:_SCANNED]
     lowered = text.casefold()
     words = _WORD.findall(lowered)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from agentctx.compaction.offline.sentences import split_sentences
 from agentctx.errors import InvalidInput
+from agentctx.priority import yield_to_foreground
 from agentctx.retrieval.terms import STOPWORDS, document_terms
 
 # The index tokenizer itself: CJK runs and words split exactly as the index splits them.
@@ -208,6 +209,7 @@ def _overlaps(a: str, b: str) -> bool:
 
 def _tally(text: str) -> Counter[_Occurrence]:
     """How often each candidate occurrence (key, surface form, kind) is in ``text``."""
+    yield_to_foreground()  # read for every summary, in the background
     return Counter(_occurrences(text))
 
 

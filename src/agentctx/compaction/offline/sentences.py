@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agentctx.priority import yield_to_foreground
+
 SentenceKind = Literal["prose", "code"]
 
 
@@ -226,6 +228,7 @@ def split_sentences(text: str, source: int = 0) -> list[Sentence]:
     Pieces with no letter or digit (rules, lone punctuation, emoji) are left out.
     Never raises: any string gives a (possibly empty) list.
     """
+    yield_to_foreground()  # summaries split every message, in the background
     sentences: list[Sentence] = []
     for unit_start, unit_end, kind in _units(text):
         spans = (

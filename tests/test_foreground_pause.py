@@ -1,0 +1,165 @@
+"""Background work steps aside while the agent's call is under way.
+
+A background thread that runs Python (summaries, folds, indexing words) shares the
+interpreter lock with the agent's thread; at its safe points (before a transaction, in
+the loops that read text) it waits while a ``foreground`` call (a window, an append, a
+turn's end) is under way: never inside a transaction, at most ``FOREGROUND_MAX_WAIT`` at
+a time, and within ``WAITING_SHARE`` of its time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentctx import ContextEngine, priority
+from agentctx.priority import (
+    foreground,
+    foreground_busy,
+    in_transaction,
+    mark_background_thread,
+    yield_to_foreground,
+)
+
+
+def in_background(work: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """Run ``work`` on a background thread; its result lands in the list."""
+    results: list[object] = []
+
+    def run() -> None:
+        mark_background_thread()
+        results.append(work())
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, results
+
+
+def test_a_background_thread_waits_until_the_foreground_call_returns() -> None:
+    with foreground():
+        assert foreground_busy()
+        thread, waited = in_background(lambda: yield_to_foreground(max_wait=5.0))
+        time.sleep(0.2)
+        assert thread.is_alive()  # still waiting: the call is under way
+    thread.join(5)
+    assert not foreground_busy()
+    assert not thread.is_alive() and 0.15 < float(waited[0]) < 2.0  # type: ignore[arg-type]
+
+
+def test_nothing_waits_without_a_foreground_call_nor_on_a_foreground_thread() -> None:
+    thread, waited = in_background(lambda: yield_to_foreground(max_wait=5.0))
+    thread.join(5)
+    assert waited == [0.0]
+    with foreground():
+        started = time.perf_counter()
+        assert yield_to_foreground(max_wait=5.0) == 0.0  # this thread is the foreground
+        assert time.perf_counter() - started < 0.05
+
+
+def test_a_thread_inside_a_transaction_never_waits() -> None:
+    def inside() -> float:
+        with in_transaction():
+            return yield_to_foreground(max_wait=5.0)
+
+    with foreground():
+        thread, waited = in_background(inside)
+        thread.join(5)
+    assert waited == [0.0]
+
+
+def test_a_foreground_call_that_never_ends_is_waited_out_in_bounded_steps() -> None:
+    """Each wait ends by ``max_wait``; over time a thread waits at most its share."""
+    with foreground():
+
+        def many() -> tuple[float, float]:
+            started = time.monotonic()
+            waited = sum(yield_to_foreground(max_wait=0.05) for _ in range(40))
+            return waited, time.monotonic() - started
+
+        thread, results = in_background(many)
+        # Busy work between waits, as a background job does.
+        thread.join(30)
+    waited, elapsed = results[0]  # type: ignore[misc]
+    assert 0 < waited <= priority.WAITING_CREDIT + priority.WAITING_SHARE * elapsed + 0.05
+
+
+def test_foreground_marked_by_a_background_thread_pauses_nobody() -> None:
+    def mark_and_probe() -> bool:
+        with foreground():
+            return foreground_busy()
+
+    thread, busy = in_background(mark_and_probe)
+    thread.join(5)
+    assert busy == [False]
+
+
+def test_a_background_transaction_starts_after_the_window_under_way(tmp_path: Path) -> None:
+    """On a real engine: a background thread's transaction waits for the window being
+    built (its own work shorter than one wait's bound), and the window is whole."""
+    engine = ContextEngine(home=tmp_path, jobs="manual", embeddings={"provider": "hashing"})
+    try:
+        session = engine.create_session(user_id="u1")
+        session.add_message("user", "find the order 4411 and refund it")
+        started_read: list[float] = []
+        window_done: list[float] = []
+        gate = threading.Event()
+
+        def background_read() -> int:
+            gate.wait(5)
+            with engine.db.read():
+                started_read.append(time.perf_counter())
+            return 0
+
+        thread, _ = in_background(background_read)
+        original = engine._build_context
+
+        def slow_build(*args: object, **kwargs: object) -> object:
+            gate.set()
+            time.sleep(0.06)  # the window's own work (under one wait's bound)
+            window = original(*args, **kwargs)  # type: ignore[arg-type]
+            window_done.append(time.perf_counter())
+            return window
+
+        engine._build_context = slow_build  # type: ignore[method-assign]
+        window = session.build_context(query="refund", budget=2000)
+        thread.join(5)
+        assert started_read and window_done and started_read[0] >= window_done[0]
+        assert any("4411" in str(m.get("content")) for m in window.messages)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("step", ["append", "turn end"])
+def test_the_agents_appends_and_turn_ends_are_foreground_calls(tmp_path: Path, step: str) -> None:
+    engine = ContextEngine(home=tmp_path, jobs="manual", embeddings={"provider": "hashing"})
+    seen: list[bool] = []
+    try:
+        session = engine.create_session(user_id="u1")
+        service = engine._service
+        if step == "append":
+            original = service._append
+
+            def probe(*args: object, **kwargs: object) -> object:
+                seen.append(foreground_busy())
+                return original(*args, **kwargs)  # type: ignore[arg-type]
+
+            service._append = probe  # type: ignore[method-assign]
+            session.add_message("user", "hello")
+        else:
+            original_end = service.end_turn
+
+            def probe_end(*args: object, **kwargs: object) -> object:
+                seen.append(foreground_busy())
+                return original_end(*args, **kwargs)  # type: ignore[arg-type]
+
+            service.end_turn = probe_end  # type: ignore[method-assign]
+            with session.turn() as turn:
+                turn.add_message("user", "hello")
+        assert seen and all(seen)
+        assert not foreground_busy()
+    finally:
+        engine.close()
