@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentctx.compaction.offline.vectors import Matrix
+from agentctx.priority import yield_to_foreground
 
 MAX_GRAPH = 1500
 """Past this many sentences centrality is the cosine to the centroid (linear, not quadratic)."""
@@ -41,7 +42,9 @@ def similarities(matrix: Matrix) -> Matrix | None:
     ends = np.cumsum(df)
     flat: list[npt.NDArray[np.int64]] = []
     weights: list[npt.NDArray[np.float64]] = []
-    for column in np.flatnonzero(df >= 2):
+    for done, column in enumerate(np.flatnonzero(df >= 2)):
+        if not done % 256:
+            yield_to_foreground()  # summaries are made in the background
         span = slice(int(ends[column] - df[column]), int(ends[column]))
         members, value = rows[span].astype(np.int64), values[span]
         flat.append((members[:, None] * n + members[None, :]).ravel())

@@ -157,7 +157,9 @@ def _occurrences(text: str) -> list[_Occurrence]:
         run.clear()
 
     last = 0
-    for match in _INDEX_TOKEN.finditer(normalized):
+    for count, match in enumerate(_INDEX_TOKEN.finditer(normalized)):
+        if count and not count % 1024:
+            yield_to_foreground()  # a long tool output, read in the background
         gap = normalized[last : match.start()]
         last = match.end()
         if run and not _JOIN.fullmatch(gap):

@@ -52,6 +52,7 @@ from agentctx.compaction.offline.sentences import (
 )
 from agentctx.compaction.offline.vectors import Matrix, cosine_matrix
 from agentctx.errors import InvalidInput
+from agentctx.priority import yield_to_foreground
 from agentctx.retrieval.terms import document_terms
 from agentctx.tokens import TokenCounter, truncate_text
 
@@ -195,6 +196,8 @@ def _scores(
     saturation = 1.0 if given else 1.5  # keyword weight that counts as a full hit
     scores = np.zeros(len(candidates))
     for i, candidate in enumerate(candidates):
+        if not i % 256:
+            yield_to_foreground()  # summaries are made in the background
         sentence = candidate.sentence
         if candidate.source is None:
             position = 0.5
