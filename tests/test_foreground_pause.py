@@ -20,6 +20,7 @@ from agentctx import ContextEngine, priority
 from agentctx.priority import (
     foreground,
     foreground_busy,
+    foreground_call,
     in_transaction,
     mark_background_thread,
     yield_to_foreground,
@@ -87,6 +88,15 @@ def test_a_foreground_call_that_never_ends_is_waited_out_in_bounded_steps() -> N
     assert 0 < waited <= priority.WAITING_CREDIT + priority.WAITING_SHARE * elapsed + 0.05
 
 
+def test_a_foreground_call_decorated_marks_its_whole_run() -> None:
+    @foreground_call
+    def call(x: int) -> tuple[int, bool]:
+        return x + 1, foreground_busy()
+
+    assert call(1) == (2, True)
+    assert not foreground_busy()
+
+
 def test_foreground_marked_by_a_background_thread_pauses_nobody() -> None:
     def mark_and_probe() -> bool:
         with foreground():
@@ -115,7 +125,7 @@ def test_a_background_transaction_starts_after_the_window_under_way(tmp_path: Pa
             return 0
 
         thread, _ = in_background(background_read)
-        original = engine._build_context
+        original = engine.context_builder.build
 
         def slow_build(*args: object, **kwargs: object) -> object:
             gate.set()
@@ -124,7 +134,7 @@ def test_a_background_transaction_starts_after_the_window_under_way(tmp_path: Pa
             window_done.append(time.perf_counter())
             return window
 
-        engine._build_context = slow_build  # type: ignore[method-assign]
+        engine.context_builder.build = slow_build  # type: ignore[method-assign]
         window = session.build_context(query="refund", budget=2000)
         thread.join(5)
         assert started_read and window_done and started_read[0] >= window_done[0]
@@ -141,13 +151,13 @@ def test_the_agents_appends_and_turn_ends_are_foreground_calls(tmp_path: Path, s
         session = engine.create_session(user_id="u1")
         service = engine._service
         if step == "append":
-            original = service._append
+            original = service.preparer.prepare_batch
 
             def probe(*args: object, **kwargs: object) -> object:
                 seen.append(foreground_busy())
                 return original(*args, **kwargs)  # type: ignore[arg-type]
 
-            service._append = probe  # type: ignore[method-assign]
+            service.preparer.prepare_batch = probe  # type: ignore[method-assign]
             session.add_message("user", "hello")
         else:
             original_end = service.end_turn

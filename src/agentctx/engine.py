@@ -35,7 +35,7 @@ from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import Embedder, embedder_from_config
 from agentctx.llm.warmup import ModelWarmup
 from agentctx.memory import MEMORY_JOB, build_memory_service
-from agentctx.priority import foreground
+from agentctx.priority import foreground_call
 from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.index import SearchIndex
@@ -448,6 +448,7 @@ class ContextEngine:
             overrides["budget_split"] = agent.budget_split
         return base.merged({**overrides, **agent.context})
 
+    @foreground_call  # background threads pause at their next safe point
     def build_context(
         self,
         info: SessionInfo,
@@ -466,30 +467,6 @@ class ContextEngine:
         the model for it: it is kept (one upsert, the last per turn) for the turn's repro
         package (``engine.hitl.repro``).
         """
-        with foreground():  # background threads pause at their next safe point
-            return self._build_context(
-                info,
-                query=query,
-                budget=budget,
-                strategy=strategy,
-                budget_split=budget_split,
-                system_prompt=system_prompt,
-                config=config,
-                turn_id=turn_id,
-            )
-
-    def _build_context(
-        self,
-        info: SessionInfo,
-        *,
-        query: str | None,
-        budget: int,
-        strategy: str | None = None,
-        budget_split: dict[str, float] | None = None,
-        system_prompt: str | None = None,
-        config: dict[str, Any] | None = None,
-        turn_id: str | None = None,
-    ) -> ContextWindow:
         check_window_request(
             query=query,
             budget=budget,

@@ -30,11 +30,16 @@ compaction on, where summaries and folds had run beside it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 BACKGROUND_NICENESS = 10
 """How much lower than the process a background thread runs (nice steps, 0-19)."""
@@ -175,6 +180,17 @@ def foreground() -> Iterator[None]:
             state.calls -= 1
             if not state.calls:
                 state.idle.set()
+
+
+def foreground_call(call: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``call`` run as a :func:`foreground` call (a decorator for the agent's calls)."""
+
+    @functools.wraps(call)
+    def in_foreground(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with foreground():
+            return call(*args, **kwargs)
+
+    return in_foreground
 
 
 def foreground_busy() -> bool:

@@ -41,7 +41,7 @@ from agentctx.inputs import (
 )
 from agentctx.jobs import JobQueue
 from agentctx.perception import ImageHashes, SessionImages, StoredImage
-from agentctx.priority import foreground
+from agentctx.priority import foreground_call
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.audit import AuditLog, AuditRecord
 from agentctx.sessions.cursors import decode_cursor, encode_cursor
@@ -281,6 +281,7 @@ class SessionService:
 
     # Events -----------------------------------------------------------------------------
 
+    @foreground_call  # background threads pause at their next safe point
     def append(
         self,
         user_id: str,
@@ -299,30 +300,6 @@ class SessionService:
 
         ``redactor`` replaces the engine's (the session's, with its allow-lists).
         """
-        with foreground():  # background threads pause at their next safe point
-            return self._append(
-                user_id,
-                session_id,
-                drafts,
-                turn_id=turn_id,
-                request_id=request_id,
-                expected_last_seq=expected_last_seq,
-                legacy=legacy,
-                redactor=redactor,
-            )
-
-    def _append(
-        self,
-        user_id: str,
-        session_id: str,
-        drafts: Sequence[EventDraft],
-        *,
-        turn_id: str | None,
-        request_id: str | None,
-        expected_last_seq: int | None = None,
-        legacy: bool = False,
-        redactor: Redactor | None = None,
-    ) -> WriteResult:
         _check_session_ids(user_id, session_id)
         check_optional_id("turn_id", turn_id, max_length=64)
         check_optional_id("request_id", request_id)
