@@ -162,3 +162,33 @@ def statement(
     if found is None:
         found = cache[key] = FastStatement(build(), conn.dialect, column_keys)
     return found
+
+
+_PLAIN = (str, int, float, type(None))
+
+
+def insert_plain_rows(conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert ``rows`` (each with the same keys) into ``table``.
+
+    On SQLite, rows whose values are all plain (text, integers, floats, None) go in one
+    statement, passed as JSON. The driver's executemany releases the interpreter lock
+    around every row and takes it back after; from a background thread beside the
+    agent's, each of those returns waited for the agent's Python, and the write (with
+    the agent's next append queued behind it for SQLite's one writer) stretched to tens
+    of milliseconds. Elsewhere, or with other values, Core's executemany.
+    """
+    if not rows:
+        return
+    columns = list(rows[0])
+    plain = conn.dialect.name == "sqlite" and all(
+        type(value) in _PLAIN for row in rows for value in row.values()
+    )
+    if not plain:
+        conn.execute(table.insert(), list(rows))
+        return
+    names = ", ".join(f'"{c}"' for c in columns)
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
+    conn.exec_driver_sql(
+        f'INSERT INTO "{table.name}" ({names}) SELECT {values} FROM json_each(?)',
+        (jsonvalue.dumps([[row[c] for c in columns] for row in rows]),),
+    )

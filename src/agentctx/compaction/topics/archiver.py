@@ -66,6 +66,7 @@ from agentctx.events import Event, EventType, Role, utcnow
 from agentctx.ids import new_id
 from agentctx.jobs import Job
 from agentctx.llm.chat import LLM, LLMError, LLMFailureHook
+from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import events as events_table
 from agentctx.storage.schema import profile_facts, topic_events, topics
@@ -405,7 +406,7 @@ class TopicArchiver:
             for draft, topic in zip(plan.topics, stored, strict=True)
             for seq in draft.seqs
         ]
-        conn.execute(insert(topic_events), rows)
+        fastsql.insert_plain_rows(conn, topic_events, rows)
 
     def _insert_facts(
         self, conn: Connection, plan: TopicPlan, stored: Sequence[Topic], created: Any
