@@ -304,7 +304,11 @@ def test_a_model_of_other_modules_keeps_its_own_encode(
     """Only a transformer with mean pooling and normalization is traced: a model pooled
     otherwise embeds one text with its own ``encode``."""
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Pooling, Transformer
+
+    try:  # sentence-transformers 6 moved them (the old path warns)
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:
+        from sentence_transformers.models import Pooling, Transformer
 
     cls_pooled = SentenceTransformer(
         modules=[

@@ -31,7 +31,7 @@ import uuid
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agentctx.errors import ConfigError, MissingExtra
 from agentctx.gc_freeze import freeze_long_lived
@@ -43,10 +43,8 @@ MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to s
 PACKAGED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED_DIMENSIONS = 384
 
-_models: dict[Path, Any] = {}
+_models: dict[Path, SentenceEncoder] = {}
 _models_lock = threading.Lock()
-_traced: dict[Path, TracedEncoder | None] = {}  # None: the model cannot be traced
-_traced_lock = threading.Lock()
 
 
 def packaged_model_zip() -> Path:
@@ -127,10 +125,10 @@ def _quiet_loading() -> Iterator[None]:
 
 def load_model(
     path: Path, *, freeze_gc: bool = False, threads: int | None = None, batch_size: int = 64
-) -> Any:
+) -> SentenceEncoder:
     """The model in ``path``, loaded once per process (thread-safe): a
     :class:`~agentctx.llm.local_bert.BertEncoder` when the folder is a plain BERT
-    sentence model (the packaged one is), else a sentence-transformers model.
+    sentence model (the packaged one is), else a :class:`SentenceTransformerEncoder`.
 
     ``freeze_gc``: after loading, freeze every object the process then holds
     (``gc.freeze``, without a collection: see :func:`freeze_long_lived`). torch and the
@@ -142,22 +140,24 @@ def load_model(
     before the model first runs; None leaves PyTorch's default.
     """
     path = path.resolve()
-    model = _models.get(path)
-    if model is not None:
-        return model
+    loaded = _models.get(path)
+    if loaded is not None:
+        return loaded
     with _models_lock:
-        model = _models.get(path)
-        if model is None:
+        loaded = _models.get(path)
+        if loaded is None:
             if threads is not None:
                 importlib.import_module("torch").set_num_threads(threads)
-            model = BertEncoder.of(path, batch_size=batch_size) or _sentence_transformer(path)
+            model: SentenceEncoder | None = BertEncoder.of(path, batch_size=batch_size)
+            if model is None:
+                model = SentenceTransformerEncoder(_sentence_transformer(path), batch_size)
             if freeze_gc:
-                embed_once(model, ["warm up"])  # imports the rest lazily
+                model.embed(["warm up"])  # imports the rest lazily (and traces)
                 # Often on the background thread that loads the model, beside an agent's
                 # calls: no collection (see freeze_long_lived).
                 freeze_long_lived(collect=False)
-            _models[path] = model
-    return model
+            _models[path] = loaded = model
+    return loaded
 
 
 def _sentence_transformer(path: Path) -> Any:
@@ -169,35 +169,57 @@ def _sentence_transformer(path: Path) -> Any:
         raise ConfigError(f"cannot load the embedding model in {path}: {exc}") from exc
 
 
-def embed_once(model: Any, texts: list[str], batch_size: int = 64) -> list[list[float]]:
-    """``texts`` (none blank) embedded by ``model`` as :func:`load_model` returns it."""
-    if isinstance(model, BertEncoder):
-        return model.embed(texts)
-    encoded = model.encode(
-        texts,
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
-    vectors: list[list[float]] = encoded.tolist()
-    return vectors
+class SentenceEncoder(Protocol):
+    """A loaded local model, as :func:`load_model` returns it."""
+
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors of ``texts`` (none blank)."""
 
 
-def traced_encoder(path: Path, model: Any) -> TracedEncoder | None:
-    """The traced single-text encoder of the model loaded from ``path``, made once per
-    process and folder (None when the model cannot be traced)."""
-    path = path.resolve()
-    if path in _traced:
-        return _traced[path]
-    with _traced_lock:
-        if path not in _traced:
-            _traced[path] = TracedEncoder.of(model)
-        return _traced[path]
+class SentenceTransformerEncoder:
+    """A model sentence-transformers loaded: batches through its ``encode``, a single
+    text (a window's query) through the trace of its transformer
+    (:mod:`agentctx.llm.local_traced`), made on the first one. Thread-safe."""
+
+    def __init__(self, model: Any, batch_size: int) -> None:
+        self.model = model
+        self._batch_size = batch_size
+        getter = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        self.dimensions = int(getter())
+        self._trace_lock = threading.Lock()
+        self._traced: TracedEncoder | None = None
+        self._trace_tried = False
+
+    def _trace(self) -> TracedEncoder | None:
+        with self._trace_lock:
+            if not self._trace_tried:
+                self._traced = TracedEncoder.of(self.model)
+                self._trace_tried = True
+        return self._traced
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """See :class:`SentenceEncoder`."""
+        if len(texts) == 1:
+            traced = self._trace()
+            if traced is not None:
+                return [traced.embed(texts[0])]
+        encoded = self.model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        vectors: list[list[float]] = encoded.tolist()
+        return vectors
 
 
 class LocalEmbedder:
-    """sentence-transformers on the CPU: the packaged all-MiniLM-L6-v2 or a model folder.
+    """A sentence model on the CPU: the packaged all-MiniLM-L6-v2 or a model folder.
 
     ``model_path``: a sentence-transformers model folder (default: the packaged model,
     unpacked under ``models_dir``). ``name``: the id vectors are stored under (default:
@@ -249,7 +271,7 @@ class LocalEmbedder:
             self._path = packaged_model_path(self._models_dir)
         return self._path
 
-    def _model(self) -> Any:
+    def _model(self) -> SentenceEncoder:
         return load_model(
             self.model_path,
             freeze_gc=self._freeze_gc,
@@ -261,10 +283,7 @@ class LocalEmbedder:
         """Load the model now and run it once (its first call imports the rest lazily),
         so that later calls only compute: the engine calls it on a background thread
         (:mod:`agentctx.llm.warmup`)."""
-        model = self._model()
-        embed_once(model, ["warm up"])
-        if not isinstance(model, BertEncoder):  # its forward is traced already
-            traced_encoder(self.model_path, model)
+        self._model().embed(["warm up"])  # one text: a sentence-transformers model traces
         _ = self.dimensions
 
     @property
@@ -277,14 +296,7 @@ class LocalEmbedder:
     def dimensions(self) -> int:
         """The vector size (a model folder of your own is loaded to learn it)."""
         if self._dimensions is None:
-            model = self._model()
-            if isinstance(model, BertEncoder):
-                self._dimensions = model.dimensions
-            else:
-                getter = getattr(model, "get_embedding_dimension", None) or (
-                    model.get_sentence_embedding_dimension
-                )
-                self._dimensions = int(getter())
+            self._dimensions = self._model().dimensions
         return self._dimensions
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -292,15 +304,9 @@ class LocalEmbedder:
         if not texts:
             return []
         present = [i for i, text in enumerate(texts) if text.strip()]
-        model = self._model()
-        if len(texts) == 1 and present and not isinstance(model, BertEncoder):
-            # a query: the traced forward (module docstring)
-            single = traced_encoder(self.model_path, model)
-            if single is not None:
-                return [single.embed(texts[0])]
         vectors = [[0.0] * self.dimensions for _ in texts]
         if present:
-            encoded = embed_once(model, [texts[i] for i in present], self._batch_size)
+            encoded = self._model().embed([texts[i] for i in present])
             for i, row in zip(present, encoded, strict=True):
                 vectors[i] = row
         return vectors

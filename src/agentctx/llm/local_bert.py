@@ -29,7 +29,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-_MODULE_TYPES = ("Transformer", "Pooling", "Normalize")
+SENTENCE_MODULES = ("Transformer", "Pooling", "Normalize")
+"""The modules, in order, of a sentence model that only averages and normalizes."""
 _TRACE_TOLERANCE = 1e-5
 
 
@@ -55,9 +56,9 @@ def _plain_bert(folder: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
     encoder, mean pooling and normalization, with a fast tokenizer and safetensors
     weights; None for any other folder."""
     modules = _read_json(folder / "modules.json")
-    if not isinstance(modules, list) or len(modules) != len(_MODULE_TYPES):
+    if not isinstance(modules, list) or len(modules) != len(SENTENCE_MODULES):
         return None
-    for module, kind in zip(modules, _MODULE_TYPES, strict=True):
+    for module, kind in zip(modules, SENTENCE_MODULES, strict=True):
         if not isinstance(module, dict) or not str(module.get("type", "")).endswith(f".{kind}"):
             return None
     if modules[0].get("path", "") != "":
@@ -164,8 +165,8 @@ def _encoder_module(weights: dict[str, Any], config: dict[str, Any]) -> Any:
                 x = self._norm(
                     self._linear(inner, layer + "output.dense") + x, layer + "output.LayerNorm"
                 )
-            weights_ = mask.unsqueeze(-1).to(x.dtype)
-            mean = (x * weights_).sum(1) / weights_.sum(1).clamp(min=1e-9)
+            kept = mask.unsqueeze(-1).to(x.dtype)
+            mean = (x * kept).sum(1) / kept.sum(1).clamp(min=1e-9)
             return functional.normalize(mean, dim=1)
 
     return BertSentenceEncoder().eval()
@@ -254,4 +255,4 @@ class BertEncoder:
         return vectors
 
 
-__all__ = ["BertEncoder", "mean_pooling_only"]
+__all__ = ["SENTENCE_MODULES", "BertEncoder", "mean_pooling_only"]

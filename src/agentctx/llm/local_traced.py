@@ -29,11 +29,9 @@ import logging
 import warnings
 from typing import Any
 
-from agentctx.llm.local_bert import mean_pooling_only
+from agentctx.llm.local_bert import SENTENCE_MODULES, mean_pooling_only
 
 log = logging.getLogger(__name__)
-
-_MODULES = ("Transformer", "Pooling", "Normalize")
 
 
 def _features(model: Any, text: str) -> dict[str, Any]:
@@ -61,7 +59,7 @@ class TracedEncoder:
         not a transformer with mean pooling and normalization, or cannot be traced."""
         modules = list(model)
         kinds = tuple(type(m).__name__ for m in modules)
-        if kinds != _MODULES or not mean_pooling_only(modules[1].get_config_dict()):
+        if kinds != SENTENCE_MODULES or not mean_pooling_only(modules[1].get_config_dict()):
             return None
         torch = importlib.import_module("torch")
         hf_logging: Any = importlib.import_module("transformers.utils.logging")

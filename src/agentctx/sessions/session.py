@@ -10,7 +10,7 @@ from agentctx.errors import TurnError, TurnNotFound
 from agentctx.events import Event, EventDraft, EventType
 from agentctx.ids import check_optional_id, new_id
 from agentctx.inputs import check_label
-from agentctx.priority import foreground
+from agentctx.priority import foreground_call
 from agentctx.privacy.redactor import Redactor, redact_identifier
 from agentctx.sessions.handle import SessionHandle
 from agentctx.sessions.models import DeleteReport, SessionInfo, TurnInfo, VerifyReport
@@ -132,10 +132,10 @@ class Session(SessionHandle):
             redactor=self.redactor,
         ).events
 
+    @foreground_call  # on the agent's thread, as an append is
     def _end_turn(self, turn: Turn, status: str) -> None:
-        with foreground():  # on the agent's thread, as an append is
-            self._service.end_turn(self.user_id, self.id, turn.turn_id, status)
-            self._engine._after_turn(self.user_id, self.id)
+        self._service.end_turn(self.user_id, self.id, turn.turn_id, status)
+        self._engine._after_turn(self.user_id, self.id)
 
     def _record_turn_error(self, turn: Turn, exc: BaseException) -> None:
         self._write_in_turn(
