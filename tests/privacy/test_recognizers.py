@@ -439,6 +439,12 @@ def test_entropy() -> None:
         ("Call me back tomorrow", []),
         ("这个项目叫阿波罗", []),
         ("他叫什么", []),
+        # Markers the substring test once missed: "naming" holds no "name", a tab after a title.
+        ("we are naming her Alice", ["Alice"]),
+        ("Mr\tSmith called", ["Smith"]),
+        # A marker on one line of a long output, and one said on the line after it.
+        ("x = 1\n" * 400 + "# author: my name is Dave Smith\n" + "y = 2\n" * 400, ["Dave Smith"]),
+        ("def name():\n    Mr. Smith", ["Smith"]),
     ],
 )
 def test_person(text: str, expected: list[str]) -> None:
