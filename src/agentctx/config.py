@@ -126,6 +126,14 @@ class Settings(BaseSettings):
         "right after each turn on the caller's thread, with searches embedding what is new "
         "themselves: deterministic, for tests and scripts, slow on an agent's path.",
     )
+    compaction_process: bool = Field(
+        default=True,
+        description="With jobs='background': the offline summaries, topic identification "
+        "and folds of compaction compute in a worker process (one per Python process, "
+        "started on first use at a lower CPU priority, about 80 MB), so the agent's thread "
+        "does not share the interpreter lock with them. Any failure of the worker runs the "
+        "computation in the jobs thread instead. False: always in the jobs thread.",
+    )
     redaction: RedactionConfig = Field(
         default_factory=RedactionConfig,
         description="PII redaction before anything is stored (on by default; switch it "

@@ -18,6 +18,7 @@ from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
 from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
 from agentctx.compaction.visual import VISUAL_JOB, VisualCompactor, turn_has_images
+from agentctx.compute import Compute, InlineCompute, shared_process_compute
 from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.events import Event
 from agentctx.llm.chat import LLM, LLMFailureHook
@@ -50,6 +51,11 @@ def install_compaction(
     s = engine.settings
     background = s.jobs == "background"
     counter = engine.token_counter()
+    # Summaries and topic identification compute off the agent's interpreter lock when
+    # they run in the background (agentctx.compute); inline they stay on the caller's.
+    compute: Compute = (
+        shared_process_compute() if background and s.compaction_process else InlineCompute()
+    )
     tool_result_tokens = s.tool_output.compress_over_tokens if s.tool_output.enabled else None
     thread_summaries = ThreadSummarizer(
         engine.db,
@@ -60,6 +66,7 @@ def install_compaction(
         catch_up=not background,
         on_llm_failure=on_llm_failure,
         tool_result_tokens=tool_result_tokens,
+        compute=compute,
     )
     if background and s.thread_summary.enabled:
         engine.on_turn_end(THREAD_JOB, thread_summaries.on_turn_end)
@@ -74,6 +81,7 @@ def install_compaction(
         on_llm_failure=on_llm_failure,
         tool_result_tokens=tool_result_tokens,
         thresholds=engine.archive_thresholds,
+        compute=compute,
     )
     if s.topics.enabled:
         engine.on_turn_end(TOPICS_JOB, topics.on_turn_end)
@@ -87,6 +95,7 @@ def install_compaction(
         on_llm_failure=on_llm_failure,
         catch_up=not background,
         tool_result_tokens=tool_result_tokens,
+        compute=compute,
     )
     if background and s.fold.enabled:
         engine.on_turn_end(FOLD_JOB, folds.on_turn_end)

@@ -31,6 +31,7 @@ from sqlalchemy import Connection, RowMapping, insert, select
 
 from agentctx.compaction.offline.summarize import extractive_summary
 from agentctx.compaction.versions import write_version_once
+from agentctx.compute import Compute, InlineCompute
 from agentctx.context.render import event_text
 from agentctx.context.sources import SummaryItem
 from agentctx.errors import ConfigError, SessionNotFound
@@ -178,12 +179,16 @@ class ThreadSummarizer:
         catch_up: bool = False,
         on_llm_failure: LLMFailureHook | None = None,
         tool_result_tokens: int | None = None,
+        compute: Compute | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
         self.counter = counter
         self.llm = llm
         self.config = config or ThreadSummaryConfig()
+        # Where the offline summaries run: a worker process, off the agent's interpreter
+        # lock, when the engine's jobs run in the background (agentctx.compute).
+        self._compute: Compute = compute or InlineCompute()
         self.catch_up = catch_up
         self.on_llm_failure = on_llm_failure
         # A tool result is read as far as a window would show it (its head): what the
@@ -335,7 +340,8 @@ class ThreadSummarizer:
                     self.on_llm_failure(user_id, session_id, THREAD_JOB, exc)
         else:
             method = "offline"
-        summary = extractive_summary(
+        summary = self._compute.run(
+            extractive_summary,
             [t for t in texts if t.strip()],
             budget_tokens=budget,
             counter=self.counter,

@@ -29,6 +29,7 @@ from agentctx.compaction.fold.plan import (
 from agentctx.compaction.offline.summarize import extractive_summary
 from agentctx.compaction.thread import SUMMARY_SCHEMA, EventLoader
 from agentctx.compaction.versions import write_version_once
+from agentctx.compute import Compute, InlineCompute
 from agentctx.context.render import NOT_RENDERED, event_text
 from agentctx.context.sources import SummaryItem
 from agentctx.errors import ConfigError, SessionNotFound
@@ -127,12 +128,16 @@ class EventFolder:
         on_llm_failure: LLMFailureHook | None = None,
         catch_up: bool = False,
         tool_result_tokens: int | None = None,
+        compute: Compute | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
         self.counter = counter
         self.llm = llm
         self.config = config or FoldConfig()
+        # Where the offline summaries run: a worker process, off the agent's interpreter
+        # lock, when the engine's jobs run in the background (agentctx.compute).
+        self._compute: Compute = compute or InlineCompute()
         self.on_llm_failure = on_llm_failure
         self.catch_up = catch_up
         # What a tool result costs a window at most, when windows shorten tool output:
@@ -415,7 +420,9 @@ class EventFolder:
                     self.on_llm_failure(state.user_id, state.session_id, FOLD_JOB, exc)
         else:
             method = "offline"
-        summary = extractive_summary(list(lines), budget_tokens=budget, counter=self.counter)
+        summary = self._compute.run(
+            extractive_summary, list(lines), budget_tokens=budget, counter=self.counter
+        )
         return summary.text, method
 
     def _llm_summary(

@@ -58,6 +58,7 @@ from agentctx.compaction.topics.models import (
 )
 from agentctx.compaction.topics.profile import introductions, locate
 from agentctx.compaction.topics.spans import Span, merge_short, snap
+from agentctx.compute import Compute, InlineCompute
 from agentctx.context.render import event_text
 from agentctx.context.sources import SummaryItem
 from agentctx.context.units import atoms_of
@@ -110,6 +111,7 @@ class TopicArchiver:
         on_llm_failure: LLMFailureHook | None = None,
         tool_result_tokens: int | None = None,
         thresholds: Callable[[str, str], ArchiveThresholds] | None = None,
+        compute: Compute | None = None,
     ) -> None:
         self.db = db
         self._load = load_events
@@ -123,6 +125,10 @@ class TopicArchiver:
         # What a tool result costs a window at most (when windows shorten tool output):
         # the threshold is about the context a model sees, not the raw output's size.
         self.tool_result_tokens = tool_result_tokens
+        # Where identification and offline proposals run: a worker process, off the
+        # agent's interpreter lock, when the engine's jobs run in the background
+        # (agentctx.compute).
+        self._compute: Compute = compute or InlineCompute()
 
     # Reading ----------------------------------------------------------------------------
 
@@ -309,8 +315,12 @@ class TopicArchiver:
                 for span in spans
             ]
         else:
-            proposals = offline_proposals(
-                texts, spans, counter=self.counter, summary_tokens=config.summary_tokens
+            proposals = self._compute.run(
+                offline_proposals,
+                texts,
+                spans,
+                counter=self.counter,
+                summary_tokens=config.summary_tokens,
             )
         drafts = self._drafts(loaded, batch, spans, proposals, base)
         facts = self._facts(batch, texts, spans, drafts, identified)
@@ -499,7 +509,9 @@ class TopicArchiver:
                 self._report_failure(user_id, session_id, exc)
         else:
             method = "offline"
-        spans = identify_offline(texts, min_topic_messages=self.config.min_topic_messages)
+        spans = self._compute.run(
+            identify_offline, texts, min_topic_messages=self.config.min_topic_messages
+        )
         users = [i for i, e in enumerate(batch) if e.type is EventType.USER_INPUT]
         found = introductions([texts[i] for i in users])
         said = {field: (value, users[index]) for field, (value, index) in found.items()}
