@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -195,3 +196,41 @@ def test_only_background_jobs_compute_in_the_worker(
     ) as engine:
         for compactor in (engine.topics, engine.thread_summaries, engine.folds):
             assert type(compactor._compute) is kind
+
+
+def test_the_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, time\n"
+        "from agentctx.compute import ProcessCompute\n"
+        "from agentctx.perception.hashing import hamming\n"
+        "compute = ProcessCompute()\n"
+        "assert compute.run(hamming, 'ff', '0f') == 4 and compute.served == 1\n"
+        "print(compute.worker_pid, flush=True)\n"
+        "time.sleep(120)\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    parent = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    os.kill(worker, 0)  # running
+    parent.kill()  # no chance to close anything itself
+    parent.wait()
+    assert _wait_for(lambda: not _alive(worker), seconds=30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A child of the killed parent is reparented; once it exits nobody may reap it at
+    # once, so a zombie counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
