@@ -65,6 +65,8 @@ _MARK = b"actx"
 MAX_FRAME = 1 << 30
 """The largest frame read (bytes): a length past it is no frame of ours."""
 _READY = "ready"
+# What a worker that failed raises here: a broken pipe, a garbled or missing frame, silence.
+_WORKER_FAILURES = (OSError, ValueError, EOFError, pickle.UnpicklingError, TimeoutError)
 
 
 class Compute(Protocol):
@@ -140,10 +142,9 @@ class ProcessCompute:
             return None
         assert worker.stdin is not None and worker.stdout is not None
         try:
-            worker.stdin.write(_HEADER.pack(_MARK, len(request)) + request)
-            worker.stdin.flush()
+            _send(worker.stdin, request)
             answer = _read_frame(worker.stdout, CALL_TIMEOUT)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError, TimeoutError) as exc:
+        except _WORKER_FAILURES as exc:
             log.warning("compute worker failed (%s); running the call here", type(exc).__name__)
             self.failures += 1
             self._stop()
@@ -178,7 +179,7 @@ class ProcessCompute:
             assert worker.stdout is not None
             if _read_frame(worker.stdout, START_TIMEOUT) != _READY:
                 raise ValueError("the worker did not say it was ready")
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError, TimeoutError) as exc:
+        except _WORKER_FAILURES as exc:
             log.warning("compute worker did not start (%s); running calls here", exc)
             self.failures += 1
             if worker is not None:
@@ -227,9 +228,9 @@ def _frame_length(header: bytes) -> int:
     return int(length)
 
 
-def _write_frame(stream: IO[bytes], value: Any) -> None:
-    data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(_MARK, len(data)) + data)
+def _send(stream: IO[bytes], frame: bytes) -> None:
+    """Write one pickled ``frame``, length-prefixed, and flush it."""
+    stream.write(_HEADER.pack(_MARK, len(frame)) + frame)
     stream.flush()
 
 
@@ -250,7 +251,7 @@ def shared_process_compute() -> ProcessCompute:
 
 def _serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     """The worker's loop: answer each request until the parent closes the pipe."""
-    _write_frame(answers, _READY)
+    _send(answers, pickle.dumps(_READY, pickle.HIGHEST_PROTOCOL))
     while True:
         header = requests.read(_HEADER.size)
         if len(header) != _HEADER.size:
@@ -265,8 +266,7 @@ def _serve(requests: IO[bytes], answers: IO[bytes]) -> None:
             data = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
         except Exception:  # the parent runs the call itself and sees the exception there
             data = pickle.dumps((False, None), pickle.HIGHEST_PROTOCOL)
-        answers.write(_HEADER.pack(_MARK, len(data)) + data)
-        answers.flush()
+        _send(answers, data)
 
 
 def _main() -> None:

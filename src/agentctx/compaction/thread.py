@@ -186,8 +186,7 @@ class ThreadSummarizer:
         self.counter = counter
         self.llm = llm
         self.config = config or ThreadSummaryConfig()
-        # Where the offline summaries run: a worker process, off the agent's interpreter
-        # lock, when the engine's jobs run in the background (agentctx.compute).
+        # Offline summaries: in a worker process with background jobs (agentctx.compute).
         self._compute: Compute = compute or InlineCompute()
         self.catch_up = catch_up
         self.on_llm_failure = on_llm_failure

@@ -135,8 +135,7 @@ class EventFolder:
         self.counter = counter
         self.llm = llm
         self.config = config or FoldConfig()
-        # Where the offline summaries run: a worker process, off the agent's interpreter
-        # lock, when the engine's jobs run in the background (agentctx.compute).
+        # Offline summaries: in a worker process with background jobs (agentctx.compute).
         self._compute: Compute = compute or InlineCompute()
         self.on_llm_failure = on_llm_failure
         self.catch_up = catch_up

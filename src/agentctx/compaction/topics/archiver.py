@@ -42,9 +42,9 @@ from agentctx.compaction.topics.config import ArchiveThresholds, TopicArchiveCon
 from agentctx.compaction.topics.identify import (
     Identified,
     Proposal,
-    combined,
     identify_offline,
     identify_with_llm,
+    model_proposals,
     offline_proposals,
 )
 from agentctx.compaction.topics.models import (
@@ -125,9 +125,7 @@ class TopicArchiver:
         # What a tool result costs a window at most (when windows shorten tool output):
         # the threshold is about the context a model sees, not the raw output's size.
         self.tool_result_tokens = tool_result_tokens
-        # Where identification and offline proposals run: a worker process, off the
-        # agent's interpreter lock, when the engine's jobs run in the background
-        # (agentctx.compute).
+        # Offline identification and proposals: in a worker process with background jobs.
         self._compute: Compute = compute or InlineCompute()
 
     # Reading ----------------------------------------------------------------------------
@@ -299,28 +297,14 @@ class TopicArchiver:
         spans = merge_short(snap(identified.spans, _cuts(batch)), config.min_topic_messages)
         if not spans:
             return None
+        counter, summary_tokens = self.counter, config.summary_tokens
         if identified.proposals:
-            sizes = [0] * len(identified.proposals)
-            for span in identified.spans:
-                for source in span.sources:
-                    sizes[source] += len(span)
-            proposals = [
-                combined(
-                    span,
-                    identified.proposals,
-                    counter=self.counter,
-                    summary_tokens=config.summary_tokens,
-                    sizes=sizes,
-                )
-                for span in spans
-            ]
+            proposals = model_proposals(
+                identified, spans, counter=counter, summary_tokens=summary_tokens
+            )
         else:
             proposals = self._compute.run(
-                offline_proposals,
-                texts,
-                spans,
-                counter=self.counter,
-                summary_tokens=config.summary_tokens,
+                offline_proposals, texts, spans, counter=counter, summary_tokens=summary_tokens
             )
         drafts = self._drafts(loaded, batch, spans, proposals, base)
         facts = self._facts(batch, texts, spans, drafts, identified)

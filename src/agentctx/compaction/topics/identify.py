@@ -242,6 +242,27 @@ def offline_proposals(
     return proposals
 
 
+def model_proposals(
+    identified: Identified, spans: Sequence[Span], *, counter: TokenCounter, summary_tokens: int
+) -> list[Proposal]:
+    """A proposal for each of ``spans`` from the model's proposals (``identified``), which
+    were made for its own spans before short ones were merged and edges snapped."""
+    sizes = [0] * len(identified.proposals)
+    for span in identified.spans:
+        for source in span.sources:
+            sizes[source] += len(span)
+    return [
+        combined(
+            span,
+            identified.proposals,
+            counter=counter,
+            summary_tokens=summary_tokens,
+            sizes=sizes,
+        )
+        for span in spans
+    ]
+
+
 def combined(
     span: Span,
     proposals: Sequence[Proposal],
