@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -13,13 +14,16 @@ from hypothesis import strategies as st
 
 from agentctx import ContextEngine
 from agentctx.context.ledger import (
+    CHUNK_SEQS,
     LEDGER_LABEL,
     Named,
     NamedValues,
     _render,
+    _values_of,
     ledger_line,
     named_values,
 )
+from agentctx.events import Event, EventType
 from agentctx.tokens import EstimateCounter
 
 
@@ -114,3 +118,50 @@ def test_kept_values_are_not_tracked_by_the_garbage_collector(
     kept = values.ranked
     assert not any(gc.is_tracked(entry) for entry in kept)
     assert [v.value for v in values][:2] == ["ORD0000", "UPS"]  # read back as Named
+
+
+def plain_merge(events: Sequence[Event]) -> list[Named]:
+    """Every value the events name, once, folded event by event in seq order: the
+    first key named, the first and last seq, given by any."""
+    found: dict[str, Named] = {}
+    for event in events:
+        given = event.type in (EventType.USER_INPUT, EventType.TOOL_CALL)
+        for key, value in dict.fromkeys(_values_of(event)):
+            seen = found.get(value)
+            if seen is None:
+                found[value] = Named(value, key, event.seq, given, event.seq)
+            else:
+                found[value] = Named(
+                    value,
+                    seen.key or key,
+                    seen.first_seq,
+                    seen.given or given,
+                    max(seen.last_seq, event.seq),
+                )
+    return list(found.values())
+
+
+def test_sliding_runs_merge_as_a_plain_fold_over_their_events(
+    quick_engine: ContextEngine,
+) -> None:
+    # A digest's run slides over the session: chunks of it are merged once and reused
+    # by the next runs; whatever the run, the values must be those of a plain fold.
+    session = quick_engine.create_session("u1", "desk")
+    rng = random.Random(7)
+    for k in range(60):
+        order = f"ORD{rng.randrange(12):04d}"  # orders come back across turns
+        session.add_message("user", f"I am user mia_li_3668; where is order {order}?")
+        call = session.add_tool_call("get_order", {"order_id": order}, call_id=f"c{k}")
+        payload = {"order_id": order, "carrier": rng.choice(["UPS", "DHL"]), "box": f"B{k}"}
+        if k % 3 == 0:
+            payload["status"] = None  # no string: nothing to name
+        session.add_tool_result(call.call_id, content=json.dumps(payload))
+        session.add_message("assistant", f"Order {order} ships with {payload['carrier']}.")
+    events = session.events()
+    assert len(events) > 3 * CHUNK_SEQS
+    runs = [(0, len(events)), (1, 2), (CHUNK_SEQS - 1, CHUNK_SEQS + 1)]
+    runs += [(start, start + 120) for start in range(0, len(events) - 120, 7)]  # slides
+    runs += sorted((rng.randrange(len(events)), rng.randrange(len(events))) for _ in range(40))
+    for start, end in runs:
+        run = events[start:end]
+        assert list(named_values(run)) == plain_merge(run), (start, end)

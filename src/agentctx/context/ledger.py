@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Final, NamedTuple, overload
 
 from agentctx.cache.bounded import Lru
@@ -49,6 +50,15 @@ looks at the same events before its history from one call to the next)."""
 KEPT_RUNS = 16
 """Runs of events (a digest's, a turn's compacted part) whose merged values are kept
 between builds: between two slides a window compacts the same runs."""
+
+CHUNK_SEQS = 32
+"""A run's values are merged by chunks of this many seqs, each merged once."""
+
+KEPT_CHUNKS = 512
+"""Chunks whose merged values are kept between builds."""
+
+KEPT_COSTS = 200_000
+"""Values whose token costs are kept per counter, at most (then counted again)."""
 
 # A word of three or more characters holding a digit or an underscore (ids, codes,
 # dates, amounts with a unit), or a code of three or more capitals and digits. A bare
@@ -85,6 +95,8 @@ _AT_KEY: Final = 1
 _AT_FIRST: Final = 2
 _AT_GIVEN: Final = 3
 _AT_LAST: Final = 4
+_VALUE_OF = itemgetter(_AT_VALUE)
+_KEY_OF = itemgetter(_AT_KEY)
 
 
 class NamedValues(Sequence[Named]):
@@ -94,10 +106,16 @@ class NamedValues(Sequence[Named]):
     next, and a long session's events name thousands of values."""
 
     def __init__(self, values: Sequence[Named] | Sequence[_Entry]) -> None:
-        self._values: tuple[_Entry, ...] = tuple(_entry(v) for v in values)
-        self.ranked: tuple[_Entry, ...] = tuple(
-            sorted(self._values, key=lambda v: (not v[_AT_GIVEN], -v[_AT_LAST], v[_AT_FIRST]))
-        )
+        # A plain tuple is its own copy; a Named becomes one (all C-level: a run of a
+        # long session names thousands of values).
+        self._values: tuple[_Entry, ...] = tuple(map(tuple, values))  # type: ignore[arg-type]
+        # Given first, then the last named newest first, then the first named oldest
+        # first: three stable sorts on one field each (C-level keys; a session's runs
+        # name thousands of values).
+        ranked = sorted(self._values, key=itemgetter(_AT_FIRST))
+        ranked.sort(key=itemgetter(_AT_LAST), reverse=True)
+        ranked.sort(key=itemgetter(_AT_GIVEN), reverse=True)
+        self.ranked: tuple[_Entry, ...] = tuple(ranked)
         self._costs: dict[str, tuple[tuple[int, ...], dict[str, int]]] = {}
 
     def __len__(self) -> int:
@@ -119,14 +137,20 @@ class NamedValues(Sequence[Named]):
         for the separator before it."""
         found = self._costs.get(counter.name)
         if found is None:
-            keys = sorted({v[_AT_KEY] for v in self.ranked if v[_AT_KEY]})
+            named_keys = set(map(_KEY_OF, self.ranked))
+            keys = sorted(k for k in named_keys if k)
             key_costs = {
                 k: c + 1
                 for k, c in zip(keys, counter.count_many([f"{k}=" for k in keys]), strict=True)
             }
-            value_costs = tuple(
-                c + 1 for c in counter.count_many([v[_AT_VALUE] for v in self.ranked])
-            )
+            known = _COSTS.setdefault(counter.name, {})
+            values = set(map(_VALUE_OF, self.ranked))
+            new = list(values.difference(known))
+            if len(known) + len(new) > KEPT_COSTS:
+                known.clear()
+                new = list(values)
+            known.update(zip(new, (c + 1 for c in counter.count_many(new)), strict=True))
+            value_costs = tuple(map(known.__getitem__, map(_VALUE_OF, self.ranked)))
             found = self._costs[counter.name] = (value_costs, key_costs)
         return found
 
@@ -142,28 +166,67 @@ def named_values(events: Sequence[Event]) -> NamedValues:
     return found
 
 
-def _entry(value: Named | _Entry) -> _Entry:
-    """``value`` as a plain tuple (a :class:`Named` is a tuple subclass)."""
-    return value if type(value) is tuple else tuple(value)  # type: ignore[return-value]
-
-
 def _merged(events: Sequence[Event]) -> list[_Entry]:
+    """Every value of ``events`` (in seq order) once, in the order first named: the merge
+    of their chunks' values (:func:`_chunk_values`), each chunk merged once and kept.
+
+    A digest's run slides over the session: from one slide to the next it loses a few
+    events at its start and gains a few at its end, and every chunk between is the same.
+    Merging is associative (the first key named, the first seq, given by any, the last
+    seq), so the run's merge is its chunks' merges merged, in order."""
     found: dict[str, _Entry] = {}
-    for event in events:
-        given = event.type in _GIVEN
-        for key, value in _kept_values(event):
-            seen = found.get(value)
-            if seen is None:
-                found[value] = (value, key, event.seq, given, event.seq)
-            else:
-                found[value] = (
-                    value,
-                    seen[_AT_KEY] or key,
-                    seen[_AT_FIRST],
-                    seen[_AT_GIVEN] or given,
-                    max(seen[_AT_LAST], event.seq),
-                )
+    for chunk in _chunks(events):
+        values = _chunk_values(chunk)
+        if not found:
+            found = dict(values)
+            continue
+        both = values.keys() & found.keys()
+        before = {value: found[value] for value in both}
+        found |= values  # the new values after the old, the old in their places
+        for value in both:
+            seen, later = before[value], values[value]
+            found[value] = (
+                value,
+                seen[_AT_KEY] or later[_AT_KEY],
+                seen[_AT_FIRST],
+                seen[_AT_GIVEN] or later[_AT_GIVEN],
+                max(seen[_AT_LAST], later[_AT_LAST]),
+            )
     return list(found.values())
+
+
+def _chunks(events: Sequence[Event]) -> Iterator[Sequence[Event]]:
+    """``events`` cut where seq crosses a multiple of :data:`CHUNK_SEQS`: the same cuts
+    whichever run the events are in."""
+    start = 0
+    for at in range(1, len(events) + 1):
+        if at == len(events) or events[at].seq // CHUNK_SEQS != events[start].seq // CHUNK_SEQS:
+            yield events[start:at]
+            start = at
+
+
+def _chunk_values(events: Sequence[Event]) -> dict[str, _Entry]:
+    """The merged values of one chunk of events, kept for the next runs holding it."""
+    key = tuple(e.event_id for e in events)
+    found = _CHUNKS.get(key)
+    if found is None:
+        found = {}
+        for event in events:
+            given = event.type in _GIVEN
+            for name, value in _kept_values(event):
+                seen = found.get(value)
+                if seen is None:
+                    found[value] = (value, name, event.seq, given, event.seq)
+                else:
+                    found[value] = (
+                        value,
+                        seen[_AT_KEY] or name,
+                        seen[_AT_FIRST],
+                        seen[_AT_GIVEN] or given,
+                        max(seen[_AT_LAST], event.seq),
+                    )
+        _CHUNKS.put(key, found)
+    return found
 
 
 def ledger_line(
@@ -218,6 +281,10 @@ def _render(values: list[_Entry]) -> str:
 
 _KEPT: Lru[str, tuple[tuple[str | None, str], ...]] = Lru(KEPT_EVENTS)
 _RUNS: Lru[tuple[str, ...], NamedValues] = Lru(KEPT_RUNS)
+_CHUNKS: Lru[tuple[str, ...], dict[str, _Entry]] = Lru(KEPT_CHUNKS)
+_COSTS: dict[str, dict[str, int]] = {}
+"""Per counter, the tokens of each value (plus its separator): a value costs the same in
+every run naming it."""
 
 
 def _kept_values(event: Event) -> tuple[tuple[str | None, str], ...]:
@@ -234,6 +301,8 @@ def forget_values() -> None:
     events' text)."""
     _KEPT.clear()
     _RUNS.clear()
+    _CHUNKS.clear()
+    _COSTS.clear()
 
 
 def _values_of(event: Event) -> Iterator[tuple[str | None, str]]:
