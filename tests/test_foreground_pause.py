@@ -9,6 +9,7 @@ a time, and within ``WAITING_SHARE`` of its time.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -114,6 +115,9 @@ def test_a_background_transaction_starts_after_the_window_under_way(tmp_path: Pa
     try:
         session = engine.create_session(user_id="u1")
         session.add_message("user", "find the order 4411 and refund it")
+        # A first window imports and compiles what every later one uses (tens of ms on a
+        # busy machine): built once before, so the window below stays within one wait.
+        session.build_context(query="refund", budget=2000)
         started_read: list[float] = []
         window_done: list[float] = []
         gate = threading.Event()
@@ -173,3 +177,44 @@ def test_the_agents_appends_and_turn_ends_are_foreground_calls(tmp_path: Path, s
         assert not foreground_busy()
     finally:
         engine.close()
+
+
+def test_the_switch_interval_is_short_while_a_foreground_call_is_under_way() -> None:
+    # A thread that gives the interpreter lock up (a database call, a helper embedding
+    # the query) gets it back within the switch interval: short while the agent waits.
+    before = sys.getswitchinterval()
+    assert before > priority.FOREGROUND_SWITCH_INTERVAL
+    with foreground():
+        assert sys.getswitchinterval() == priority.FOREGROUND_SWITCH_INTERVAL
+        with foreground():  # re-entrant
+            assert sys.getswitchinterval() == priority.FOREGROUND_SWITCH_INTERVAL
+        assert sys.getswitchinterval() == priority.FOREGROUND_SWITCH_INTERVAL
+    assert sys.getswitchinterval() == before
+    with pytest.raises(RuntimeError), foreground():
+        raise RuntimeError("the call failed")
+    assert sys.getswitchinterval() == before
+
+
+def test_overlapping_requests_for_a_short_switch_interval_restore_the_first() -> None:
+    # A model's load (on its thread) and the agent's calls ask for it at overlapping
+    # times: the shortest asked holds while any is under way, then the user's own.
+    before = sys.getswitchinterval()
+    loading = threading.Event()
+    loaded = threading.Event()
+
+    def load() -> None:
+        with priority.switch_interval.at_most(0.001):
+            loading.set()
+            loaded.wait(10)
+
+    loader = threading.Thread(target=load)
+    call = foreground()
+    call.__enter__()  # the agent's call starts first...
+    loader.start()
+    assert loading.wait(10)
+    assert sys.getswitchinterval() == priority.FOREGROUND_SWITCH_INTERVAL
+    call.__exit__(None, None, None)  # ...and ends while the load goes on
+    assert sys.getswitchinterval() == 0.001
+    loaded.set()
+    loader.join(10)
+    assert sys.getswitchinterval() == before

@@ -57,6 +57,10 @@ WAITING_CREDIT = 0.25
 """The most waiting a background thread has in hand (seconds): a burst of the agent's
 calls is waited out whole."""
 
+FOREGROUND_SWITCH_INTERVAL = 0.0005
+"""The interpreter's thread switch interval while a foreground call is under way
+(seconds; Python's default is 0.005)."""
+
 
 _thread_kind = threading.local()
 
@@ -146,6 +150,43 @@ class ForegroundFirstLock:
         self.release()
 
 
+class _SwitchInterval:
+    """The interpreter's switch interval, lowered while anyone asks (reference counted).
+
+    A thread that wants the interpreter lock gets it when the holder releases it (for a
+    database call, a model's forward pass) or, at the latest, when the holder's switch
+    interval ends and it is made to. The agent's calls release the lock often (each
+    database call) and then wait, up to 5 ms by default, to get it back from a thread
+    running Python; a helper thread embedding the agent's query waits as long for each
+    short step it takes in Python. A shorter interval bounds each such wait."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._asked: list[float] = []
+        self._saved = 0.0  # the interval before the first of the requests under way
+
+    @contextlib.contextmanager
+    def at_most(self, seconds: float) -> Iterator[None]:
+        """The switch interval at most ``seconds`` until the block ends (and every other
+        request with it); then what it was before the first request."""
+        with self._lock:
+            if not self._asked:
+                self._saved = sys.getswitchinterval()
+            self._asked.append(seconds)
+            sys.setswitchinterval(min([self._saved, *self._asked]))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._asked.remove(seconds)
+                sys.setswitchinterval(min([self._saved, *self._asked]))
+
+
+switch_interval = _SwitchInterval()
+"""The process's one owner of the interpreter's switch interval (see
+:meth:`_SwitchInterval.at_most`)."""
+
+
 class _Foreground:
     """How many foreground calls are under way in the process, and an event set while
     there are none."""
@@ -174,7 +215,8 @@ def foreground() -> Iterator[None]:
         state.calls += 1
         state.idle.clear()
     try:
-        yield
+        with switch_interval.at_most(FOREGROUND_SWITCH_INTERVAL):
+            yield
     finally:
         with state.lock:
             state.calls -= 1

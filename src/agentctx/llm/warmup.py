@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import gc
 import logging
-import sys
 import threading
 import time
 from typing import Literal
 
 from agentctx.llm.embeddings import Embedder
-from agentctx.priority import lower_this_thread
+from agentctx.priority import lower_this_thread, switch_interval
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +67,13 @@ class ModelWarmup:
         # the interpreter lock gets it only when the loader's switch interval ends, so
         # each of the agent's database calls (which release the lock) waited up to 5 ms to
         # resume. A shorter interval for the load's duration shortens each such wait.
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(interval, LOAD_SWITCH_INTERVAL))
         try:
-            self.embedder.load()  # type: ignore[attr-defined]  # checked in __init__
+            with switch_interval.at_most(LOAD_SWITCH_INTERVAL):
+                self.embedder.load()  # type: ignore[attr-defined]  # checked in __init__
         except Exception as exc:
             self._failed = True
             log.warning("the embedding model failed to load; ranking stays lexical: %s", exc)
         finally:
-            sys.setswitchinterval(interval)
             if collecting:
                 gc.enable()
             assert self._started_at is not None
