@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentctx import AgentConfig, ContextEngine
-from agentctx.context import ContextWindow
+from agentctx.context import ContextWindow, adaptive
 from agentctx.context.render import PLACEHOLDER_PATTERN
 from agentctx.sessions.session import Session
 from agentctx.tokens import message_tokens
@@ -289,3 +289,43 @@ def test_a_newest_turn_longer_than_the_budget_keeps_its_request_calls_and_result
         assert window.messages[0]["content"] == "Export the three parts of the report."
         assert [m["tool_call_id"] for m in window.messages[2:5]] == ["p0", "p1", "p2"]
         assert window.report.truncated
+
+
+def test_searching_after_the_history_builds_the_same_window(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's latest request is searched for once the history is placed (its
+    # embedding runs meanwhile); searched for first, as any other query, the window and
+    # what it reports are the same.
+    session = engine.create_session("u1", "desk")
+    session.add_message("user", "My loyalty number is LX-88231, keep it for later.")
+    for i in range(40):
+        customer_turn(session, i)
+    request = f"Request 39: please check booking BK0039 {'now ' * 30}".strip()
+    kinds = []
+    asked_anew: list[bool] = []
+    original = adaptive._asks_anew
+    for search_first in (False, True):
+
+        def asks_anew(build: Any, capacity: int, first: bool = search_first) -> bool:
+            asked_anew.append(original(build, capacity))
+            return first or asked_anew[-1]
+
+        monkeypatch.setattr(adaptive, "_asks_anew", asks_anew)
+        window = session.build_context(query=request, budget=2000)
+        report = window.report
+        kinds.append(
+            (
+                window.messages,
+                report.sections,
+                report.included_event_ids,
+                report.dropped,
+                report.truncated,
+                report.not_considered,
+                report.dense_ranking,
+                report.notes,
+            )
+        )
+    assert asked_anew == [False, False]  # the latest request: history first
+    assert kinds[0] == kinds[1]
+    assert any("BK0039" in text_of(m) for m in kinds[0][0])

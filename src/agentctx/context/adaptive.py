@@ -47,6 +47,7 @@ from agentctx.context.plan import (
     fit_tail,
     place_older,
 )
+from agentctx.context.reader import Recent
 from agentctx.context.shorten import fit_history
 from agentctx.context.sources import Retrieval
 from agentctx.events import Event, EventType
@@ -60,12 +61,19 @@ def assemble(build: Assembly) -> Plan:
     alone; a query about the work at hand finds its best match in the history."""
     plan = build.new_plan()
     capacity = _stable_sections(build, plan)
-    retrieval = _search(build)
+    # The user's latest request (an agent loop's query) is about the work at hand: the
+    # search waits until the history is placed, while the query's embedding, started as
+    # the build began (the retriever's prefetch), runs beside it. Any other query may be
+    # about the past, which the search decides first.
+    search_first = _asks_anew(build, capacity)
+    retrieval = _search(build) if search_first else None
     if retrieval is not None and _about_the_past(build, retrieval, capacity):
         plan = semantic.assemble(build, priors=False, retrieval=retrieval)
         plan.notes.append("the query is about the past: the window is filled by relevance")
         return plan
     history, digest = _place_history(build, plan, capacity)
+    if not search_first:
+        retrieval = _search(build)
     _varying(build, plan, history, digest, retrieval)
     return plan
 
@@ -178,10 +186,7 @@ def _about_the_past(build: Assembly, retrieval: Retrieval, capacity: int) -> boo
     user's request, which is recent (and perhaps not indexed yet)."""
     if not retrieval.hits:
         return False
-    sources = build.sources
-    recent = build.reader.newest(
-        capacity, after_seq=sources.archived_through, hidden=sources.hidden
-    )
+    recent = _recent(build, capacity)
     reach: list[Event] = []
     weight = 0
     for event in reversed(recent.events):
@@ -192,15 +197,41 @@ def _about_the_past(build: Assembly, retrieval: Retrieval, capacity: int) -> boo
     else:
         if recent.complete:
             return False  # the history can hold the whole session
+    if _is_latest_request(build, recent):
+        return False
+    best = max(retrieval.hits, key=lambda hit: hit.score)
+    return not reach or best.seq < reach[-1].seq
+
+
+def _asks_anew(build: Assembly, capacity: int) -> bool:
+    """Whether the window searches before it places the history: it searches, and its
+    query is not the user's latest request (so it may be about the past)."""
+    request = build.request
+    if not (request.query and build.retriever is not None and request.config.sections.retrieved):
+        return False
+    return not _is_latest_request(build, _recent(build, capacity))
+
+
+def _recent(build: Assembly, capacity: int) -> Recent:
+    """The newest events the history could hold (read once per build: the reader keeps
+    them)."""
+    sources = build.sources
+    return build.reader.newest(capacity, after_seq=sources.archived_through, hidden=sources.hidden)
+
+
+def _is_latest_request(build: Assembly, recent: Recent) -> bool:
+    """Whether the build's query is the user's latest request (its words are all in it)."""
     request = next((e for e in reversed(recent.events) if e.type is EventType.USER_INPUT), None)
     if request is None:  # one turn longer than the read: its request comes before
         reader = build.reader
         found = reader.load(reader.user_id, reader.session_id, types=[EventType.USER_INPUT], last=1)
         request = found[0] if found else None
-    if request is not None and query_terms_of(build.request.query) <= text_terms(request.text):
-        return False  # the query is the user's latest request
-    best = max(retrieval.hits, key=lambda hit: hit.score)
-    return not reach or best.seq < reach[-1].seq
+    query = build.request.query
+    return (
+        request is not None
+        and query is not None
+        and query_terms_of(query) <= text_terms(request.text)
+    )
 
 
 def _history(build: Assembly, capacity: int) -> tuple[History, Digest]:

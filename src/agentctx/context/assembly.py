@@ -33,6 +33,10 @@ class RecordingRetriever:
         self.last = found
         return found
 
+    def prefetch(self, user_id: str, session_id: str, query: str) -> None:
+        """The inner retriever's head start."""
+        self.inner.prefetch(user_id, session_id, query)
+
 
 @dataclass
 class Assembly:

@@ -169,6 +169,9 @@ class ContextBuilder:
             blocks=_kept_for(self._known_blocks, config.tokenizer, lambda: Lru(KEPT_BLOCKS)),
             lines=_kept_for(self._known_lines, config.tokenizer, lambda: Lru(KEPT_LINES)),
         )
+        if query and self.retriever is not None and config.sections.retrieved:
+            # The query's embedding runs beside what follows.
+            self.retriever.prefetch(user_id, session_id, query)
         reader = LogReader(self._load, user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)
         build = Assembly(

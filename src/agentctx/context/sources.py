@@ -67,6 +67,12 @@ class Retriever(Protocol):
         and the author the query is about."""
         ...
 
+    def prefetch(self, user_id: str, session_id: str, query: str) -> None:
+        """Start, without waiting, what ranking the session's events by ``query`` will
+        need (its embedding): the builder asks at a window's start, and :meth:`retrieve`
+        comes later."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryItem:

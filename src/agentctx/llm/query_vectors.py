@@ -11,15 +11,28 @@ them all (:meth:`clear`), since they are kept by text rather than by user.
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+
 from agentctx.cache.bounded import Lru
 from agentctx.llm.embeddings import Embedder
 from agentctx.llm.warmup import ModelState, ModelWarmup
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A query's embedding under way on a helper thread (:meth:`QueryVectors.prefetch`)."""
+
+    result: Future[list[float]]
+    pid: int  # a fork's child has no such thread: it embeds the query itself
+
+
 class QueryVectors:
     """``embedder``'s vectors of queries, the ``size`` most recently used kept
     (``size=0`` keeps none). Thread-safe; two threads asking a new query at once may
-    both embed it."""
+    both embed it (unless it was prefetched)."""
 
     def __init__(
         self, embedder: Embedder, size: int = 256, *, warmup: ModelWarmup | None = None
@@ -30,6 +43,9 @@ class QueryVectors:
         # The model's background load, when the engine started one: until it is done the
         # indexes rank without vectors rather than wait for it.
         self.warmup = warmup
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._generation = 0  # moved on by clear(): a prefetch started before it keeps nothing
 
     @property
     def model_state(self) -> ModelState:
@@ -43,9 +59,71 @@ class QueryVectors:
         as the embedder does; a failure is not remembered."""
         vector = self._vectors.get(query)
         if vector is None:
-            vector = self.embedder.embed([query])[0]
-            self._vectors.put(query, vector)
+            pending = self._under_way(query)
+            if pending is not None:
+                vector = pending.result.result()  # what is left of it; its error if it failed
+            else:
+                generation = self._generation
+                vector = self.embedder.embed([query])[0]
+                self._keep(query, vector, generation)
         return vector if any(vector) else None
+
+    def prefetch(self, query: str) -> None:
+        """Start embedding ``query`` on a helper thread and return at once, when the model
+        is ready and the vector is neither held nor under way: a window asks at its start,
+        so the embedding runs beside the window's other work, and :meth:`vector` then
+        waits only for what is left of it.
+
+        The helper thread is started by the caller (the agent's thread), so it runs at
+        the caller's priority, above the background threads. A failure is not kept: the
+        one waiting for the vector gets the embedder's error, as if it had embedded the
+        query itself, and the next call tries again."""
+        if not query.strip() or self.model_state != "ready" or self._vectors.get(query):
+            return
+        with self._lock:
+            if self._under_way_locked(query) is not None:
+                return
+            pending = _Pending(Future(), os.getpid())
+            self._pending[query] = pending
+            generation = self._generation
+        helper = threading.Thread(
+            target=self._embed_pending,
+            args=(query, pending, generation),
+            name="agentctx-query",
+            daemon=True,  # a query's vector is a cache entry: nothing to finish at exit
+        )
+        helper.start()
+
+    def _embed_pending(self, query: str, pending: _Pending, generation: int) -> None:
+        try:
+            vector = self.embedder.embed([query])[0]
+        except BaseException as exc:  # handed to the waiter, whatever it is
+            pending.result.set_exception(exc)
+        else:
+            self._keep(query, vector, generation)
+            pending.result.set_result(vector)
+        finally:
+            with self._lock:
+                if self._pending.get(query) is pending:
+                    del self._pending[query]
+
+    def _under_way(self, query: str) -> _Pending | None:
+        with self._lock:
+            return self._under_way_locked(query)
+
+    def _under_way_locked(self, query: str) -> _Pending | None:
+        pending = self._pending.get(query)
+        if pending is not None and pending.pid != os.getpid():
+            del self._pending[query]  # started before a fork, in the parent
+            return None
+        return pending
+
+    def _keep(self, query: str, vector: list[float], generation: int) -> None:
+        """Keep ``vector`` unless :meth:`clear` ran since its embedding started (it may be
+        the text of a user whose data was just deleted)."""
+        with self._lock:
+            if generation == self._generation:
+                self._vectors.put(query, vector)
 
     def cached(self, query: str) -> tuple[bool, list[float] | None]:
         """(whether ``query``'s vector is held, the vector or None for the zero vector),
@@ -60,5 +138,8 @@ class QueryVectors:
         return self._vectors.keys()
 
     def clear(self) -> None:
-        """Forget every query held."""
-        self._vectors.clear()
+        """Forget every query held; an embedding under way keeps nothing."""
+        with self._lock:
+            self._generation += 1
+            self._vectors.clear()
+            self._pending.clear()

@@ -93,6 +93,15 @@ class SearchHit:
     token_estimate: int | None = None  # the event's stored token estimate
 
 
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """How a search takes its query (:meth:`SearchIndex._asked`)."""
+
+    text: str  # what is embedded
+    subject: str | None  # the one author it is about
+    focus: str | None  # the author whose own events it favours
+
+
 class SearchIndex:
     """The retrieval index of a database: lexical always, dense when an embedder is given.
 
@@ -374,15 +383,9 @@ class SearchIndex:
             dense_state = "failed"
         if dense_state == "used" and embedder_id is None:
             dense_state = "off"  # no vector search on this database
-        named, aliases = self._named(user_id, session_id, query)
-        if len(named) == 1 and named_with_someone_else(query, named[0], aliases):
-            named = []  # about two people: not this one's own events, nor their voice
-        subject = named[0] if len(named) == 1 else None
-        if not self.config.participant_weight:
-            named = []  # the query is ranked and embedded as it was asked
-        focus = subject if named else None
+        asked = self._asked(user_id, session_id, query)
         if dense_state == "used" and embedder_id is not None and query.strip():
-            vector, dense_state = self._query_vector(as_asked_by(query, named, aliases))
+            vector, dense_state = self._query_vector(asked.text)
         terms = query_terms(query) if lexical else []
         ranking = Ranking(
             user_id,
@@ -392,8 +395,8 @@ class SearchIndex:
             depth=max(limit, depth or self.config.candidates),
             limit=limit,
             before_seq=exclude_from_seq,
-            focus=focus,
-            subject=subject,
+            focus=asked.focus,
+            subject=asked.subject,
             days=query_days(query) if self.config.date_weight else None,
             dense=dense_state,
         )
@@ -526,6 +529,18 @@ class SearchIndex:
             config=self.config, vectors=self._vector_search,
         )  # fmt: skip
 
+    def _asked(self, user_id: str, session_id: str, query: str) -> _Asked:
+        """Who ``query`` is about and how it is embedded: as its one named author (or
+        several together) would ask it, else as it was asked."""
+        named, aliases = self._named(user_id, session_id, query)
+        if len(named) == 1 and named_with_someone_else(query, named[0], aliases):
+            named = []  # about two people: not this one's own events, nor their voice
+        subject = named[0] if len(named) == 1 else None
+        if not self.config.participant_weight:
+            named = []  # the query is ranked and embedded as it was asked
+        focus = subject if named else None
+        return _Asked(as_asked_by(query, named, aliases), subject, focus)
+
     def _named(self, user_id: str, session_id: str, query: str) -> tuple[list[str], dict[str, str]]:
         """The authors of the session that ``query`` names, and the aliases it names them
         by (:mod:`agentctx.retrieval.aliases`)."""
@@ -581,6 +596,20 @@ class SearchIndex:
                 exclude_from_seq=before_seq,
                 finish=self._retrieved,
             )
+
+    def prefetch(self, user_id: str, session_id: str, query: str) -> None:
+        """The ``Retriever`` protocol's head start: embed the text a search of the
+        session by ``query`` would embed on a helper thread
+        (:meth:`QueryVectors.prefetch`), so the window's other work runs meanwhile."""
+        vectors = self.query_vectors
+        if vectors is None or not query.strip() or self._dense_state() != "used":
+            return
+        if self._worker is not None and self.config.query_embedding == "background":
+            return  # the worker embeds it and the search does not wait
+        if vectors.cached(query)[0]:
+            return  # asked before (as it stands: working out who it names costs a read)
+        with self._forgetting.gen_rlock():
+            vectors.prefetch(self._asked(user_id, session_id, query).text)
 
     # Neighbours -------------------------------------------------------------------------
 

@@ -1,0 +1,198 @@
+"""A window's query embedded on a helper thread while the window is built: the same
+vector as embedded in place, once, never while the model loads, a failure handed to the
+one who waits and not kept, nothing kept across a user's erasure, and no wait in a
+forked child for a thread its parent started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from agentctx import ContextEngine
+from agentctx.llm.embeddings import EmbeddingError
+from agentctx.llm.hashing import HashingEmbedder
+from agentctx.llm.query_vectors import QueryVectors
+from agentctx.llm.warmup import ModelWarmup
+
+
+class GatedEmbedder(HashingEmbedder):
+    """The hashing embedder, holding each call until ``gate`` is set; it records the
+    texts and the thread of each call, and fails for the texts in ``failing`` once."""
+
+    def __init__(self, failing: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.calls: list[tuple[str, str]] = []
+        self.failing = set(failing)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.entered.set()
+        assert self.gate.wait(10), "the test never opened the gate"
+        for text in texts:
+            self.calls.append((text, threading.current_thread().name))
+            if text in self.failing:
+                self.failing.discard(text)
+                raise EmbeddingError(f"endpoint down while embedding {text!r}")
+        return super().embed(texts)
+
+
+def test_a_prefetched_query_is_embedded_once_off_the_callers_thread() -> None:
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    vectors.prefetch("which flights leave tomorrow")
+    vectors.prefetch("which flights leave tomorrow")  # under way: not started again
+    assert embedder.entered.wait(10)
+    embedder.gate.set()
+    vector = vectors.vector("which flights leave tomorrow")  # waits for what is left
+    assert vector == HashingEmbedder().embed(["which flights leave tomorrow"])[0]
+    assert embedder.calls == [("which flights leave tomorrow", "agentctx-query")]
+    vectors.prefetch("which flights leave tomorrow")  # held: nothing to do
+    assert vectors.vector("which flights leave tomorrow") == vector
+    assert len(embedder.calls) == 1
+
+
+class LoadingEmbedder(GatedEmbedder):
+    """A gated embedder whose model loads (instantly, once the warmup is started)."""
+
+    def load(self) -> None:
+        return None
+
+
+def test_nothing_is_prefetched_while_the_model_loads_or_for_a_blank_query() -> None:
+    embedder = LoadingEmbedder()
+    warmup = ModelWarmup(embedder)  # not started yet: the model is loading
+    vectors = QueryVectors(embedder, warmup=warmup)
+    assert vectors.model_state == "loading"
+    vectors.prefetch("a question asked during the load")
+    vectors.prefetch("   ")
+    assert embedder.calls == []
+    assert warmup.wait(10)  # loaded: now it is prefetched
+    vectors.prefetch("a question asked after the load")
+    assert vectors.vector("a question asked after the load") is not None
+    assert embedder.calls == [("a question asked after the load", "agentctx-query")]
+    assert vectors.queries() == ["a question asked after the load"]
+
+
+def test_a_failed_prefetch_reaches_the_waiter_and_is_not_kept() -> None:
+    embedder = GatedEmbedder(failing=["flaky endpoint query"])
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    vectors.prefetch("flaky endpoint query")
+    assert embedder.entered.wait(10)
+    embedder.gate.set()
+    with pytest.raises(EmbeddingError, match="endpoint down"):
+        vectors.vector("flaky endpoint query")
+    assert vectors.queries() == []
+    assert vectors.vector("flaky endpoint query") is not None  # the retry embeds it
+    assert [text for text, _ in embedder.calls] == ["flaky endpoint query"] * 2
+
+
+def test_an_erasure_during_a_prefetch_keeps_nothing() -> None:
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    vectors.prefetch("my passport number question")
+    assert embedder.entered.wait(10)
+    vectors.clear()  # the user's data is deleted while the helper embeds
+    embedder.gate.set()
+    for _ in range(1000):  # the helper finishes on its own
+        if not any(t.name == "agentctx-query" for t in threading.enumerate()):
+            break
+        time.sleep(0.01)
+    assert embedder.calls == [("my passport number question", "agentctx-query")]
+    assert vectors.queries() == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_embeds_a_query_its_parent_was_prefetching() -> None:
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    vectors.prefetch("a question asked before the fork")
+    assert embedder.entered.wait(10)  # the helper is held in the embedder, holding no lock
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's helper thread does not exist here
+        try:
+            embedder.gate.set()  # the child's own embedding may go on
+            vector = vectors.vector("a question asked before the fork")
+            expected = HashingEmbedder().embed(["a question asked before the fork"])[0]
+            os.write(writer, b"ok" if vector == expected else b"no")
+        finally:
+            os._exit(0)
+    os.close(writer)
+    embedder.gate.set()
+    ready = threading.Event()
+    try:
+        answer = b""
+
+        def read() -> None:
+            nonlocal answer
+            answer = os.read(reader, 2)
+            ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        assert ready.wait(20), "the child waited for its parent's helper thread"
+        assert answer == b"ok"
+    finally:
+        if not ready.is_set():
+            os.kill(pid, signal.SIGKILL)  # it hangs: the test has failed
+        os.waitpid(pid, 0)
+        os.close(reader)
+    assert vectors.vector("a question asked before the fork") is not None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "which reservation was confirmed last",  # searched for before the history
+        "Please check reservation R011 for the flight",  # the latest request: after it
+    ],
+)
+def test_a_window_prefetches_its_query_and_builds_the_same_window(
+    db_url: str, home: Path, query: str
+) -> None:
+    """The window's query is embedded by the helper thread, once for the event index and
+    memories, and the window equals the one built with the query embedded in place."""
+    windows = []
+    for prefetching in (True, False):
+        with ContextEngine(
+            url=db_url,
+            home=home / f"prefetch-{prefetching}-{len(query)}",
+            embeddings={"provider": "hashing"},
+            memory={"enabled": True, "min_support_sessions": 1},
+            session_ttl=None,
+        ) as engine:
+            shared = engine.search_index.query_vectors
+            assert shared is not None
+            embedder = GatedEmbedder()
+            shared.embedder = embedder
+            if not prefetching:
+                shared.prefetch = lambda query: None  # type: ignore[method-assign]
+            session = engine.create_session(
+                user_id=f"u-{prefetching}-{len(query)}", session_id="s1"
+            )
+            for k in range(12):
+                session.add_message("user", f"Please check reservation R{k:03d} for the flight")
+                call = session.add_tool_call(
+                    "get_reservation", {"id": f"R{k:03d}"}, call_id=f"c{k}"
+                )
+                session.add_tool_result(call.call_id, content=f'{{"id": "R{k:03d}", "ok": true}}')
+                session.add_message("assistant", f"Reservation R{k:03d} is confirmed.")
+            window = session.build_context(query=query, budget=1500)
+            threads = {name for text, name in embedder.calls if text == query}
+            assert [text for text, _ in embedder.calls].count(query) == 1
+            # (Without the prefetch, the first to ask embeds it: the window's thread or
+            # the memory search's.)
+            assert (threads == {"agentctx-query"}) is prefetching
+            windows.append((window.messages, window.report.dense_ranking))
+    assert windows[0] == windows[1]
