@@ -169,8 +169,9 @@ def _search(build: Assembly) -> Retrieval | None:
     """The search's hits for the query over the whole session (None without a query,
     a retriever, or the retrieved section)."""
     request = build.request
-    if not (request.query and build.retriever is not None and request.config.sections.retrieved):
+    if not _searches(build):
         return None
+    assert request.query is not None and build.retriever is not None  # as _searches says
     started = time.perf_counter()
     found = search(
         request.config, build.reader, build.retriever, request.query, request.budget, None
@@ -206,10 +207,14 @@ def _about_the_past(build: Assembly, retrieval: Retrieval, capacity: int) -> boo
 def _asks_anew(build: Assembly, capacity: int) -> bool:
     """Whether the window searches before it places the history: it searches, and its
     query is not the user's latest request (so it may be about the past)."""
+    return _searches(build) and not _is_latest_request(build, _recent(build, capacity))
+
+
+def _searches(build: Assembly) -> bool:
+    """Whether the window searches: it has a query, a retriever and the retrieved
+    section."""
     request = build.request
-    if not (request.query and build.retriever is not None and request.config.sections.retrieved):
-        return False
-    return not _is_latest_request(build, _recent(build, capacity))
+    return bool(request.query and build.retriever is not None and request.config.sections.retrieved)
 
 
 def _recent(build: Assembly, capacity: int) -> Recent:

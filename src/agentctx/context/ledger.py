@@ -184,14 +184,7 @@ def _merged(events: Sequence[Event]) -> list[_Entry]:
         before = {value: found[value] for value in both}
         found |= values  # the new values after the old, the old in their places
         for value in both:
-            seen, later = before[value], values[value]
-            found[value] = (
-                value,
-                seen[_AT_KEY] or later[_AT_KEY],
-                seen[_AT_FIRST],
-                seen[_AT_GIVEN] or later[_AT_GIVEN],
-                max(seen[_AT_LAST], later[_AT_LAST]),
-            )
+            found[value] = _combined(before[value], values[value])
     return list(found.values())
 
 
@@ -214,19 +207,23 @@ def _chunk_values(events: Sequence[Event]) -> dict[str, _Entry]:
         for event in events:
             given = event.type in _GIVEN
             for name, value in _kept_values(event):
+                entry = (value, name, event.seq, given, event.seq)
                 seen = found.get(value)
-                if seen is None:
-                    found[value] = (value, name, event.seq, given, event.seq)
-                else:
-                    found[value] = (
-                        value,
-                        seen[_AT_KEY] or name,
-                        seen[_AT_FIRST],
-                        seen[_AT_GIVEN] or given,
-                        max(seen[_AT_LAST], event.seq),
-                    )
+                found[value] = entry if seen is None else _combined(seen, entry)
         _CHUNKS.put(key, found)
     return found
+
+
+def _combined(seen: _Entry, later: _Entry) -> _Entry:
+    """One value named earlier (``seen``) and later: the first key named, the first
+    seq, given by either, the last seq."""
+    return (
+        seen[_AT_VALUE],
+        seen[_AT_KEY] or later[_AT_KEY],
+        seen[_AT_FIRST],
+        seen[_AT_GIVEN] or later[_AT_GIVEN],
+        max(seen[_AT_LAST], later[_AT_LAST]),
+    )
 
 
 def ledger_line(
