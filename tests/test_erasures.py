@@ -104,7 +104,7 @@ def session_held(engine: ContextEngine, user_id: str, session_id: str) -> list[s
     """Where this engine's memory holds something of one session."""
     index = engine.search_index
     places = []
-    if (user_id, session_id) in index._participants._known:
+    if (user_id, session_id) in index._reader._participants._known:
         places.append("authors")
     sid = search_sid(engine, user_id, session_id)
     vectors = index._vector_search

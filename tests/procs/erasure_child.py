@@ -22,7 +22,7 @@ def held(engine: ContextEngine, user_id: str, word: str) -> list[str]:
     """Where this process's memory still holds something of ``user_id``."""
     places = []
     index = engine.search_index
-    if any(key[0] == user_id for key in index._participants._known):
+    if any(key[0] == user_id for key in index._reader._participants._known):
         places.append("authors")
     if any(word in query for query in index.query_vectors.queries()):
         places.append("queries")

@@ -165,8 +165,8 @@ def test_forgetting_a_user_drops_the_evidence_read_from_their_sessions(
     index = SearchIndex(engine.db, HashingEmbedder())
     index.sync("u1", session.id)
     assert index.search("u1", session.id, "What are Kate's hobbies?", limit=1)[0].author == "Emi"
-    assert len(index._aliases) == 1  # the evidence for "Kate" ("What" is no name)
+    assert len(index._reader._aliases) == 1  # the evidence for "Kate" ("What" is no name)
     index.forget_user("u2")
-    assert len(index._aliases) == 1
+    assert len(index._reader._aliases) == 1
     index.forget_user("u1")
-    assert len(index._aliases) == 0
+    assert len(index._reader._aliases) == 0

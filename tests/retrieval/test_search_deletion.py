@@ -125,7 +125,7 @@ def test_deleting_user_data_leaves_nothing_of_it_in_the_search_index_memory(
     # Searches fill the caches: the sessions' authors, their vectors, the query vectors.
     for user_id, session in (("u1", gone), ("u2", kept)):
         assert index.search(user_id, session.id, f"What did Kate say about {SECRET_WORD}?")
-    assert index._participants.get(("u1", gone.id)) is not None
+    assert index._reader._participants.get(("u1", gone.id)) is not None
     assert index.query_vectors.queries()
     with engine.db.read() as conn:
         if conn.dialect.name == "sqlite":  # small SQLite sessions are searched in memory
@@ -133,8 +133,8 @@ def test_deleting_user_data_leaves_nothing_of_it_in_the_search_index_memory(
 
     engine.delete_user_data("u1")
 
-    assert index._participants.get(("u1", gone.id)) is None
-    assert index._participants.get(("u2", kept.id)) is not None  # another user's stays
+    assert index._reader._participants.get(("u1", gone.id)) is None
+    assert index._reader._participants.get(("u2", kept.id)) is not None  # another user's stays
     assert not any(SECRET_WORD in query for query in index.query_vectors.queries())
     assert len(index._vector_search.vectors) == 0 and len(index._vector_search.codes) == 0
     # The other user's search still works, its caches filled again.

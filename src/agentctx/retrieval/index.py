@@ -26,26 +26,16 @@ from agentctx.jobs import Job
 from agentctx.llm.embeddings import Embedder, EmbeddingError
 from agentctx.llm.query_vectors import QueryVectors
 from agentctx.llm.warmup import ModelWarmup
-from agentctx.retrieval import lexical as lexical_index
-from agentctx.retrieval.aliases import AliasBook
+from agentctx.retrieval.asking import QueryReader
 from agentctx.retrieval.config import RetrievalConfig
 from agentctx.retrieval.dates import query_days
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.event_rows import (
     event_column,
     hit_rows,
-    session_authors,
     turn_neighbours,
 )
 from agentctx.retrieval.fusion import fuse, top_fused
-from agentctx.retrieval.participants import (
-    ParticipantCache,
-    as_asked_by,
-    may_name_someone,
-    named_participants,
-    named_with_someone_else,
-    unnamed_words,
-)
 from agentctx.retrieval.rankings import Ranking, Rankings, rankings_of
 from agentctx.retrieval.sync import (
     IndexState,
@@ -93,15 +83,6 @@ class SearchHit:
     token_estimate: int | None = None  # the event's stored token estimate
 
 
-@dataclass(frozen=True, slots=True)
-class _Asked:
-    """How a search takes its query (:meth:`SearchIndex._asked`)."""
-
-    text: str  # what is embedded
-    subject: str | None  # the one author it is about
-    focus: str | None  # the author whose own events it favours
-
-
 class SearchIndex:
     """The retrieval index of a database: lexical always, dense when an embedder is given.
 
@@ -130,8 +111,7 @@ class SearchIndex:
             if embedder is not None
             else None
         )
-        self._participants = ParticipantCache()
-        self._aliases = AliasBook()
+        self._reader = QueryReader(db, self.config)  # who a query names, how it is embedded
         # Who embeds new events: the search itself, at most ``inline_embed_limit`` per
         # search ("inline"), a background worker ("background"), or the caller's
         # ``run_pending`` through the turn-end job ("manual"); see embed_in_background.
@@ -279,8 +259,7 @@ class SearchIndex:
         rather than by user, every cached vector, sign code and query embedding
         (reloaded on the next search)."""
         with self._forgetting.gen_wlock():  # once the searches in flight are done
-            self._participants.drop_user(user_id)
-            self._aliases.drop_user(user_id)
+            self._reader.drop_user(user_id)
             self._vector_search.clear()
             if self.query_vectors is not None:
                 self.query_vectors.clear()
@@ -290,8 +269,7 @@ class SearchIndex:
         the vectors and sign codes cached under its number ``sid`` (read in the deleting
         transaction)."""
         with self._forgetting.gen_wlock():  # once the searches in flight are done
-            self._participants.drop_session((user_id, session_id))
-            self._aliases.drop_session((user_id, session_id))
+            self._reader.drop_session(user_id, session_id)
             if sid is not None:
                 self._vector_search.drop_session(sid)
 
@@ -383,7 +361,7 @@ class SearchIndex:
             dense_state = "failed"
         if dense_state == "used" and embedder_id is None:
             dense_state = "off"  # no vector search on this database
-        asked = self._asked(user_id, session_id, query)
+        asked = self._reader.asked(user_id, session_id, query)
         if dense_state == "used" and embedder_id is not None and query.strip():
             vector, dense_state = self._query_vector(asked.text)
         terms = query_terms(query) if lexical else []
@@ -529,45 +507,6 @@ class SearchIndex:
             config=self.config, vectors=self._vector_search,
         )  # fmt: skip
 
-    def _asked(self, user_id: str, session_id: str, query: str) -> _Asked:
-        """Who ``query`` is about and how it is embedded: as its one named author (or
-        several together) would ask it, else as it was asked."""
-        named, aliases = self._named(user_id, session_id, query)
-        if len(named) == 1 and named_with_someone_else(query, named[0], aliases):
-            named = []  # about two people: not this one's own events, nor their voice
-        subject = named[0] if len(named) == 1 else None
-        if not self.config.participant_weight:
-            named = []  # the query is ranked and embedded as it was asked
-        focus = subject if named else None
-        return _Asked(as_asked_by(query, named, aliases), subject, focus)
-
-    def _named(self, user_id: str, session_id: str, query: str) -> tuple[list[str], dict[str, str]]:
-        """The authors of the session that ``query`` names, and the aliases it names them
-        by (:mod:`agentctx.retrieval.aliases`)."""
-        if not may_name_someone(query):
-            return [], {}
-        key = (user_id, session_id)
-        aliases: dict[str, str] = {}
-        with self.db.read() as conn:
-            authors = session_authors(conn, self._participants, key)
-            words = unnamed_words(query, authors) if self.config.aliases else []
-            state = read_state(conn, user_id, session_id, None) if words else None
-            if state is not None and state.sid is not None:
-                aliases = dict(
-                    self._aliases.aliases(
-                        conn,
-                        key,
-                        words,
-                        authors,
-                        index=lexical_index.SessionStats(
-                            state.sid, state.doc_count, state.term_count
-                        ),
-                        indexed_seq=state.indexed_seq,
-                        max_postings=self.config.max_postings,
-                    )
-                )
-        return named_participants(query, authors, aliases), aliases
-
     def _behind(self, state: IndexState, embedder_id: int | None) -> bool:
         """Whether the search should sync first (from the state alone): with a background
         worker, only when the words of more than a few steps' events are not indexed
@@ -609,7 +548,7 @@ class SearchIndex:
         if vectors.cached(query)[0]:
             return  # asked before (as it stands: working out who it names costs a read)
         with self._forgetting.gen_rlock():
-            vectors.prefetch(self._asked(user_id, session_id, query).text)
+            vectors.prefetch(self._reader.asked(user_id, session_id, query).text)
 
     # Neighbours -------------------------------------------------------------------------
 
