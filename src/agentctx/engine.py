@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from agentctx import at_exit
 from agentctx.agents import AgentConfig, AgentRegistry
 from agentctx.cache import HotCache, build_cache
 from agentctx.compaction.install import install_compaction
@@ -110,6 +111,9 @@ class ContextEngine:
         self._wire_window(summaries)
         self._wire_web_search(fast_llm)
         self._start_background_work()
+        # A program that ends without close() would leave the background threads
+        # running native code while the interpreter finalizes (agentctx.at_exit).
+        at_exit.close_at_exit(self)
         self._wire_deletions()
         if settings.embeddings.freeze_gc:
             # The libraries and modules loaded by now last as long as the process: out
@@ -692,6 +696,7 @@ class ContextEngine:
         """
         if self.db.closed:
             return
+        at_exit.closed(self)
         self._erasures.close()
         if self.embedding is not None:
             self.embedding.close(timeout)
@@ -699,6 +704,8 @@ class ContextEngine:
             # A model still loading writes under the engine's home (its unpacked
             # weights): nothing of this engine's runs on once close returned.
             self.model_warmup.settle(timeout)
+        if self.search_index.query_vectors is not None:
+            self.search_index.query_vectors.settle(timeout)  # a window's query, embedding
         self.memory.flush_audit(timeout)
         self.hitl.close(timeout)
         self.jobs.close(timeout)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass
 
 from agentctx.cache.bounded import Lru
@@ -136,6 +137,14 @@ class QueryVectors:
     def queries(self) -> list[str]:
         """The queries held, least recently used first."""
         return self._vectors.keys()
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait (at most ``timeout`` seconds in all) for the embeddings under way on
+        helper threads to end: for shutdown, so that no forward pass runs on while the
+        interpreter finalizes."""
+        with self._lock:
+            pending = [p.result for p in self._pending.values() if p.pid == os.getpid()]
+        wait_for_futures(pending, timeout=timeout)
 
     def clear(self) -> None:
         """Forget every query held; an embedding under way keeps nothing."""
