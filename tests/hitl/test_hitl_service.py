@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from agentctx import ContextEngine
 from agentctx.errors import InvalidInput, SessionNotFound
@@ -167,3 +168,33 @@ def test_a_deleted_session_leaves_the_list_and_its_job_is_a_no_op(engine: Contex
     assert hitl.flag("u1", session.id) is None
     with pytest.raises(SessionNotFound):
         hitl.evaluate("u1", session.id)
+
+
+@pytest.mark.parametrize("lost", ["the progress", "the whole row"])
+def test_progress_lost_to_a_power_cut_is_checked_again_with_the_same_result(
+    quiet_engine: ContextEngine, lost: str
+) -> None:
+    """The checker's progress (checked seq and streaks, one row written together) is
+    committed without a disk sync of its own: a power cut may take it back to what it
+    was, or take the first one away. The same events are then checked again, and the
+    session is marked once, at the same failure."""
+    engine = quiet_engine
+    hitl = engine.hitl
+    session = engine.create_session(user_id="u1")
+    with session.turn():
+        for _ in range(2):
+            call_tool(session, "click", ok=False)
+    assert not hitl.evaluate("u1", session.id).needed  # two failures: not yet
+    with engine.db.write() as conn:  # what a power cut leaves
+        if lost == "the whole row":
+            conn.execute(text("DELETE FROM hitl_flags WHERE user_id = 'u1'"))
+        else:
+            conn.execute(
+                text("UPDATE hitl_flags SET checked_seq = 0, streaks = '{}' WHERE user_id = 'u1'")
+            )
+    assert not hitl.evaluate("u1", session.id).needed  # counted again: still two
+    with session.turn():
+        call_tool(session, "click", ok=False)
+    flag = hitl.evaluate("u1", session.id)
+    assert flag.needed and flag.trigger == "tool_failures"
+    assert len(needed_events(session)) == 1

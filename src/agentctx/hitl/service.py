@@ -248,8 +248,16 @@ class HitlService:
         through: int,
         state: TriggerState,
     ) -> bool:
+        # The checker's progress only: lost to a power cut, the same events are checked
+        # again from the progress before, with the same result (a finding's event is
+        # written under an idempotency key). Not synced on its own, it holds SQLite's
+        # writer for no disk sync after every turn, which the agent's next append waited for.
         return self._write(
-            row, user_id, session_id, {"checked_seq": through, "streaks": state.to_json()}
+            row,
+            user_id,
+            session_id,
+            {"checked_seq": through, "streaks": state.to_json()},
+            durable=False,
         )
 
     def _mark(
@@ -283,12 +291,19 @@ class HitlService:
         )
 
     def _write(
-        self, row: RowMapping | None, user_id: str, session_id: str, values: dict[str, Any]
+        self,
+        row: RowMapping | None,
+        user_id: str,
+        session_id: str,
+        values: dict[str, Any],
+        *,
+        durable: bool = True,
     ) -> bool:
-        """Insert or compare-and-set the flag row; False if another writer got there first."""
+        """Insert or compare-and-set the flag row; False if another writer got there first.
+        ``durable=False``: committed without a disk sync of its own (``Database.write``)."""
         now = utcnow()
         try:
-            with self.db.write() as conn:
+            with self.db.write(durable=durable) as conn:
                 if row is None:
                     defaults: dict[str, Any] = {
                         "user_id": user_id,
