@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from agentctx import ConfigError, ContextEngine
-from agentctx.llm import LocalEmbedder
+from agentctx.llm import LocalEmbedder, local_bert
 from agentctx.llm.local import _extract, packaged_model_path
-from agentctx.llm.local_bert import BertEncoder
+from agentctx.llm.local_bert import BF16_AGREEMENT, BertEncoder
 from agentctx.llm.local_traced import TracedEncoder
 from agentctx.retrieval import SearchIndex
 
@@ -205,11 +205,12 @@ def gap(a: list[list[float]], b: list[list[float]]) -> float:
 
 
 def test_the_packaged_model_runs_on_torch_alone_with_the_models_own_vectors(
-    embedder: LocalEmbedder,
+    models_dir: Path,
 ) -> None:
     """The packaged model, a plain BERT sentence model, runs without sentence-transformers:
-    its vectors are those sentence-transformers computes, batched (more texts than a
-    batch, of every length) and one at a time, and its forward is a checked trace."""
+    in float32 its vectors are those sentence-transformers computes, batched (more texts
+    than a batch, of every length) and one at a time, and its forward is a checked trace."""
+    embedder = LocalEmbedder(models_dir=models_dir, precision="float32")
     batch = embedder.embed(TEXTS)
     model = embedder._model()
     assert isinstance(model, BertEncoder)
@@ -324,3 +325,55 @@ def test_a_model_of_other_modules_keeps_its_own_encode(
     (single,) = own.embed(["what is my job?"])
     expected = cls_pooled.encode(["what is my job?"], normalize_embeddings=True)[0].tolist()
     assert max(abs(a - b) for a, b in zip(single, expected, strict=True)) < 1e-5
+
+
+def test_auto_precision_runs_in_bfloat16_only_where_the_cpu_computes_it_natively(
+    embedder: LocalEmbedder,
+) -> None:
+    """``precision="auto"`` (the default) runs in bfloat16 on a CPU that multiplies it
+    natively, and its vectors are unit vectors that agree with float32's; elsewhere it
+    runs in float32."""
+    model = embedder._model()
+    assert isinstance(model, BertEncoder)
+    native = local_bert._native_bfloat16(torch)
+    assert model.precision == ("bfloat16" if native else "float32")
+    exact = BertEncoder.of(embedder.model_path, precision="float32")
+    assert exact is not None and exact.precision == "float32"
+    ours, theirs = embedder.embed(TEXTS), exact.embed(TEXTS)
+    assert min(cosine(a, b) for a, b in zip(ours, theirs, strict=True)) >= BF16_AGREEMENT
+    assert all(abs(math.fsum(x * x for x in v) - 1) < 1e-5 for v in ours)
+
+
+def test_bfloat16_is_used_only_when_its_vectors_agree_with_float32s(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bfloat16 forward is checked against float32's on a check batch first (here
+    on any CPU: the check is told bfloat16 is native), and a forward that disagrees
+    more than :data:`BF16_AGREEMENT` allows is not used; a CPU without it keeps float32."""
+    folder = embedder.model_path
+    monkeypatch.setattr(local_bert, "_native_bfloat16", lambda _torch: True)
+    agreeing = BertEncoder.of(folder)
+    assert agreeing is not None and agreeing.precision == "bfloat16"
+    assert isinstance(agreeing._forward, torch.jit.ScriptModule)
+    monkeypatch.setattr(local_bert, "BF16_AGREEMENT", 1.0 + 1e-3)  # no forward agrees so
+    strict = BertEncoder.of(folder)
+    assert strict is not None and strict.precision == "float32"
+    monkeypatch.setattr(local_bert, "_native_bfloat16", lambda _torch: False)
+    without = BertEncoder.of(folder)
+    assert without is not None and without.precision == "float32"
+
+
+def test_the_precision_setting_reaches_the_model(tmp_path: Path, models_dir: Path) -> None:
+    shutil.copytree(models_dir, tmp_path / "models", dirs_exist_ok=True)
+    engine = ContextEngine(
+        url=f"sqlite:///{tmp_path}/a.db",
+        home=tmp_path,
+        jobs="manual",
+        embeddings={"provider": "local", "precision": "float32"},
+    )
+    with engine:
+        embedder = engine.search_index.embedder
+        assert isinstance(embedder, LocalEmbedder)
+        embedder.embed(["hello"])
+        model = embedder._model()
+        assert isinstance(model, BertEncoder) and model.precision == "float32"

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from agentctx.errors import ConfigError, MissingExtra
 from agentctx.gc_freeze import freeze_long_lived
-from agentctx.llm.local_bert import BertEncoder
+from agentctx.llm.local_bert import BertEncoder, Precision
 from agentctx.llm.local_traced import TracedEncoder
 from agentctx.llm.native_preload import preload_torch
 
@@ -44,7 +44,7 @@ MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to s
 PACKAGED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED_DIMENSIONS = 384
 
-_models: dict[Path, SentenceEncoder] = {}
+_models: dict[tuple[Path, Precision], SentenceEncoder] = {}
 _models_lock = threading.Lock()
 
 
@@ -125,7 +125,12 @@ def _quiet_loading() -> Iterator[None]:
 
 
 def load_model(
-    path: Path, *, freeze_gc: bool = False, threads: int | None = None, batch_size: int = 64
+    path: Path,
+    *,
+    freeze_gc: bool = False,
+    threads: int | None = None,
+    batch_size: int = 64,
+    precision: Precision = "auto",
 ) -> SentenceEncoder:
     """The model in ``path``, loaded once per process (thread-safe): a
     :class:`~agentctx.llm.local_bert.BertEncoder` when the folder is a plain BERT
@@ -139,25 +144,31 @@ def load_model(
 
     ``threads``: PyTorch's CPU threads (``torch.set_num_threads``, process-wide), set
     before the model first runs; None leaves PyTorch's default.
+
+    ``precision``: ``auto`` runs a plain BERT model in bfloat16 where the CPU computes it
+    natively and the vectors agree with float32's; ``float32`` always in float32 (see
+    :mod:`agentctx.llm.local_bert`). A model is kept per folder and precision.
     """
-    path = path.resolve()
-    loaded = _models.get(path)
+    key = (path.resolve(), precision)
+    loaded = _models.get(key)
     if loaded is not None:
         return loaded
     with _models_lock:
-        loaded = _models.get(path)
+        loaded = _models.get(key)
         if loaded is None:
             if threads is not None:
                 importlib.import_module("torch").set_num_threads(threads)
-            model: SentenceEncoder | None = BertEncoder.of(path, batch_size=batch_size)
+            model: SentenceEncoder | None = BertEncoder.of(
+                key[0], batch_size=batch_size, precision=precision
+            )
             if model is None:
-                model = SentenceTransformerEncoder(_sentence_transformer(path), batch_size)
+                model = SentenceTransformerEncoder(_sentence_transformer(key[0]), batch_size)
             if freeze_gc:
                 model.embed(["warm up"])  # imports the rest lazily (and traces)
                 # Often on the background thread that loads the model, beside an agent's
                 # calls: no collection (see freeze_long_lived).
                 freeze_long_lived(collect=False)
-            _models[path] = loaded = model
+            _models[key] = loaded = model
     return loaded
 
 
@@ -227,6 +238,7 @@ class LocalEmbedder:
     the packaged model's name, or ``local:<folder name>``). ``freeze_gc``: freeze the
     garbage collector's view of the process once the model is loaded (see
     :func:`load_model`; the engine's ``embeddings.freeze_gc``, on by default).
+    ``precision``: ``auto`` or ``float32`` (see :func:`load_model`).
     """
 
     def __init__(
@@ -238,6 +250,7 @@ class LocalEmbedder:
         batch_size: int = 64,
         freeze_gc: bool = False,
         threads: int | None = None,
+        precision: Precision = "auto",
     ) -> None:
         if model_path is None:
             if models_dir is None:
@@ -258,6 +271,7 @@ class LocalEmbedder:
         self._batch_size = batch_size
         self._freeze_gc = freeze_gc
         self._threads = threads
+        self._precision: Precision = precision
         self._dimensions: int | None = PACKAGED_DIMENSIONS if model_path is None else None
 
     @property
@@ -278,6 +292,7 @@ class LocalEmbedder:
             freeze_gc=self._freeze_gc,
             threads=self._threads,
             batch_size=self._batch_size,
+            precision=self._precision,
         )
 
     def load(self) -> None:
@@ -293,7 +308,7 @@ class LocalEmbedder:
     def loaded(self) -> bool:
         """Whether the model is in memory, ready to embed (the first embed loads it)."""
         path = self._path or _packaged_folder(self._models_dir)
-        return path.resolve() in _models
+        return (path.resolve(), self._precision) in _models
 
     @property
     def dimensions(self) -> int:

