@@ -156,3 +156,51 @@ def test_reads_by_seq_list_equal_core_reads(engine: ContextEngine, png: bytes) -
 def test_the_hot_read_selects_columns_in_trusted_event_order() -> None:
     assert tuple(inspect.signature(trusted_event).parameters) == repo.EVENT_FIELDS
     assert set(repo.EVENT_FIELDS) == {column.name for column in events.columns}
+
+
+def test_system_event_reads_equal_core_reads_in_every_shape(engine: ContextEngine) -> None:
+    """Every window reads the session's instructions through a compiled statement per
+    shape (seq bounds, liveness): the same events as Core, nothing of another session,
+    and nothing once the session has expired."""
+    session = engine.create_session(user_id="u1", ttl=timedelta(hours=1))
+    other = engine.create_session(user_id="u1")
+    for index in range(4):
+        session.add_event(EventType.SYSTEM, f"rule {index}")
+        session.add_message("user", f"message {index}")
+        other.add_event(EventType.SYSTEM, f"other rule {index}")
+    now = utcnow()
+    with engine.db.read() as conn:
+        core = [
+            Event.from_row(r)
+            for r in conn.execute(
+                select(events)
+                .where(events.c.session_id == session.id, events.c.type == "system")
+                .order_by(events.c.seq)
+            ).mappings()
+        ]
+        shapes = {
+            (start, end, live): repo.select_events(
+                conn,
+                "u1",
+                session.id,
+                types=["system"],
+                start_seq=start,
+                end_seq=end,
+                live_at=now if live else None,
+            )
+            for start in (None, 3)
+            for end in (None, 5)
+            for live in (False, True)
+        }
+        expired = repo.select_events(
+            conn, "u1", session.id, types=["system"], live_at=now + timedelta(days=1)
+        )
+        alive = repo.session_exists(conn, "u1", session.id, now)
+        gone = repo.session_exists(conn, "u1", session.id, now + timedelta(days=1))
+        missing = repo.session_exists(conn, "u1", "no-such-session", now)
+    assert [e.seq for e in core] == [1, 3, 5, 7]
+    for (start, end, _live), found in shapes.items():
+        low, high = start or 1, end or 10**9
+        assert found == [e for e in core if low <= e.seq <= high]
+    assert expired == []
+    assert (alive, gone, missing) == (True, False, False)

@@ -90,6 +90,17 @@ def test_lru_drops_the_least_recently_used_entry_first() -> None:
     assert lru.keys() == ["a", "d", "c"] and lru.get("c") == 30
 
 
+def test_lru_get_many_finds_what_is_held_and_makes_it_the_newest() -> None:
+    lru: Lru[str, int] = Lru(4)
+    for key, value in (("a", 1), ("b", 2), ("c", 3), ("d", 4)):
+        lru.put(key, value)
+    assert lru.get_many(["c", "x", "a", "a"]) == {"c": 3, "a": 1}  # "x" is not held
+    assert lru.keys() == ["b", "d", "c", "a"]  # found entries moved to the newest end
+    lru.put("e", 5)
+    assert lru.keys() == ["d", "c", "a", "e"]  # "b", not a found one, went first
+    assert lru.get_many([]) == {} and Lru[str, int](0).get_many(["a"]) == {}
+
+
 def test_lru_discards_by_key_and_clears() -> None:
     lru: Lru[tuple[str, str], int] = Lru(10)
     for user in ("u1", "u2"):

@@ -19,16 +19,19 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from agentctx.events import Event
 
 BreakerState = Literal["closed", "open", "half_open"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionScope:
-    """One incarnation of one session: the part of an event key besides its seq."""
+class SessionScope(NamedTuple):
+    """One incarnation of one session: the part of an event key besides its seq.
+
+    A named tuple, not a dataclass: a window looks up hundreds of (scope, seq) keys,
+    and a tuple hashes and compares in C where a dataclass runs its generated
+    ``__hash__`` and ``__eq__`` in Python for each."""
 
     user_id: str
     session_id: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import Generic, TypeVar
 
@@ -63,6 +63,19 @@ class Lru(Generic[K, V]):
             if value is not None:
                 self._entries.move_to_end(key)
             return value
+
+    def get_many(self, keys: Iterable[K]) -> dict[K, V]:
+        """The values held for ``keys`` (each now among the most recently used), by key;
+        keys not held are left out. One lock for all of them."""
+        found: dict[K, V] = {}
+        with self._lock:
+            entries = self._entries
+            for key in keys:
+                value = entries.get(key)
+                if value is not None:
+                    entries.move_to_end(key)
+                    found[key] = value
+        return found
 
     def put(self, key: K, value: V, *, unless: Callable[[V], bool] | None = None) -> None:
         """Hold ``value`` for ``key`` as the most recently used entry; with ``unless``,

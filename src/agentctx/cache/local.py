@@ -92,14 +92,9 @@ class LocalCache:
     def _shared_events(self, scope: SessionScope, seqs: Sequence[int]) -> dict[int, Event]:
         """:meth:`get_events` for a reader that never changes what it gets: events built
         before are handed out again, the others unpacked once and kept built."""
-        found: dict[int, Event] = {}
-        unbuilt: list[int] = []
-        for seq in seqs:
-            event = self._built.get((scope, seq))
-            if event is None:
-                unbuilt.append(seq)
-            else:
-                found[seq] = event
+        built = self._built.get_many([(scope, seq) for seq in seqs])
+        found = {seq: event for (_, seq), event in built.items()}
+        unbuilt = [seq for seq in seqs if seq not in found] if len(found) < len(seqs) else []
         if found:
             with self._lock:
                 self._count(event_hits=len(found))

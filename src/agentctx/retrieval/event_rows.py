@@ -52,21 +52,27 @@ def session_authors(
     known = cache.get(session)
     after = known[0] if known else 0
     user_id, session_id = session
-    rows = conn.execute(
-        select(events.c.author, func.max(events.c.seq))
-        .where(
-            events.c.user_id == user_id,
-            events.c.session_id == session_id,
-            events.c.seq > after,
-        )
-        .group_by(events.c.author)
-    ).all()
+    rows = fastsql.statement(conn, "session_authors", _authors_statement).fetch_values(
+        conn, {"user_id": user_id, "session_id": session_id, "after": after}
+    )
     if not rows:
         return known[1] if known else frozenset()
     return cache.put(
         session,
         max(int(seq) for _, seq in rows),
         [a for a, _ in rows if isinstance(a, str) and a],
+    )
+
+
+def _authors_statement() -> Any:
+    return (
+        select(events.c.author, func.max(events.c.seq))
+        .where(
+            events.c.user_id == bindparam("user_id"),
+            events.c.session_id == bindparam("session_id"),
+            events.c.seq > bindparam("after"),
+        )
+        .group_by(events.c.author)
     )
 
 

@@ -332,13 +332,13 @@ def search(
     else:
         params["q"] = " | ".join(params[f"t{i}"] for i in range(len(terms)))
         sql = _postgres_query(len(terms), bounds)
-    rows = conn.execute(
-        text(
-            f"SELECT d.seq, s.doc_id, s.score FROM ({sql}) AS s "
-            "JOIN search_docs AS d ON d.doc_id = s.doc_id ORDER BY s.score DESC, s.doc_id DESC"
-        ),
-        params,
-    ).all()
+    query = (
+        f"SELECT d.seq, s.doc_id, s.score FROM ({sql}) AS s "
+        "JOIN search_docs AS d ON d.doc_id = s.doc_id ORDER BY s.score DESC, s.doc_id DESC"
+    )
+    # Compiled once per shape (number of terms, bounds): a window searches every time.
+    found = fastsql.statement(conn, ("lexical_search", query), lambda: text(query))
+    rows = found.fetch_values(conn, params)
     return [LexicalHit(int(seq), int(doc), float(score)) for seq, doc, score in rows]
 
 

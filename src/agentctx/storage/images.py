@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select, update
 
+from agentctx.storage import fastsql
 from agentctx.storage.schema import blob_refs, blobs
 
 
@@ -60,7 +61,18 @@ def image_states(
 ) -> dict[tuple[str, int], ImageState]:
     """The compaction state of every image reference of the session that a compaction
     has classified, by (event id, part index)."""
-    query = select(
+    rows = fastsql.statement(conn, "image_states", _image_states_statement).fetch_values(
+        conn, {"user_id": user_id, "session_id": session_id}
+    )
+    return {
+        (event_id, part_index): ImageState(turn_id, seq, frame, bool(compressed))
+        for event_id, part_index, turn_id, seq, frame, compressed in rows
+    }
+
+
+def _image_states_statement() -> Any:
+    """What :func:`image_states` runs (every window with an image asks: compiled once)."""
+    return select(
         blob_refs.c.event_id,
         blob_refs.c.part_index,
         blob_refs.c.turn_id,
@@ -68,16 +80,10 @@ def image_states(
         blob_refs.c.frame,
         blob_refs.c.is_compressed,
     ).where(
-        blob_refs.c.user_id == user_id,
-        blob_refs.c.session_id == session_id,
+        blob_refs.c.user_id == bindparam("user_id"),
+        blob_refs.c.session_id == bindparam("session_id"),
         blob_refs.c.frame.is_not(None),
     )
-    return {
-        (row.event_id, row.part_index): ImageState(
-            row.turn_id, row.seq, row.frame, bool(row.is_compressed)
-        )
-        for row in conn.execute(query)
-    }
 
 
 def set_frames(

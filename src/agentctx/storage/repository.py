@@ -141,9 +141,15 @@ def session_expired(conn: Connection, user_id: str, session_id: str, now: dateti
 
 
 def session_exists(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:
-    """Whether a live session exists."""
-    query = select(sessions.c.session_id).where(_session_key(user_id, session_id), _live(now))
-    return conn.execute(query).first() is not None
+    """Whether a live session exists (every read of events asks: compiled once)."""
+    found = fastsql.statement(
+        conn,
+        "session_exists",
+        lambda: select(sessions.c.session_id).where(bound_live_session()).limit(1),
+    )
+    return bool(
+        found.fetch_values(conn, {"user_id": user_id, "session_id": session_id, "now": now})
+    )
 
 
 def _advance_statement(with_expiry: bool) -> Any:
@@ -355,31 +361,45 @@ def _select_system_events(  # noqa: PLR0917 - select_events' own filters
     """A session's system events (its instructions), read by every window build through
     the partial index ``ix_events_system``: a few rows, however long the log. The index
     is named on SQLite, whose planner (without statistics) would walk the primary key."""
-    source = "events INDEXED BY ix_events_system" if conn.dialect.name == "sqlite" else "events"
+    dialect = conn.dialect.name
+    shape = (start_seq is not None, end_seq is not None, live_at is not None)
+    found = fastsql.statement(
+        conn,
+        ("select_system_events", dialect, *shape),
+        lambda: _system_events_statement(dialect, *shape),
+    )
+    rows = found.fetch_values(
+        conn,
+        {
+            "user_id": user_id,
+            "session_id": session_id,
+            "start_seq": start_seq,
+            "end_seq": end_seq,
+            "now": live_at,
+        },
+    )
+    return [trusted_event(*row) for row in rows]
+
+
+def _system_events_statement(dialect: str, start: bool, end: bool, live: bool) -> Any:
+    source = "events INDEXED BY ix_events_system" if dialect == "sqlite" else "events"
     conditions = ["user_id = :user_id", "session_id = :session_id", "type = 'system'"]
-    if start_seq is not None:
+    if start:
         conditions.append("seq >= :start_seq")
-    if end_seq is not None:
+    if end:
         conditions.append("seq <= :end_seq")
-    if live_at is not None:
+    if live:
         conditions.append(
             "EXISTS (SELECT 1 FROM sessions AS s WHERE s.user_id = :user_id "
             "AND s.session_id = :session_id AND (s.expires_at IS NULL OR s.expires_at > :now))"
         )
-    statement = (
-        text(
-            f"SELECT {', '.join(EVENT_FIELDS)} FROM {source} "
-            f"WHERE {' AND '.join(conditions)} ORDER BY seq"
-        )
-        .bindparams(bindparam("now", type_=sessions.c.expires_at.type))
-        .columns(*(events.c[name] for name in EVENT_FIELDS))
+    statement = text(
+        f"SELECT {', '.join(EVENT_FIELDS)} FROM {source} "
+        f"WHERE {' AND '.join(conditions)} ORDER BY seq"
     )
-    values: dict[str, Any] = {"user_id": user_id, "session_id": session_id, "now": live_at}
-    if start_seq is not None:
-        values["start_seq"] = start_seq
-    if end_seq is not None:
-        values["end_seq"] = end_seq
-    return [Event.from_row(dict(row._mapping)) for row in conn.execute(statement, values)]
+    if live:
+        statement = statement.bindparams(bindparam("now", type_=sessions.c.expires_at.type))
+    return statement.columns(*(events.c[name] for name in EVENT_FIELDS))
 
 
 def _select_by_seqs(
