@@ -8,13 +8,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, event, insert, select
 
 from agentctx import ContextEngine, EventType
 from agentctx.compaction.visual import turn_has_images
 from agentctx.events import Event, utcnow
 from agentctx.hitl import turn_may_need_human
-from agentctx.jobs import _SESSION_HAS_JOBS, Job, _claimable
+from agentctx.job_statements import SESSION_HAS_JOBS, claimable
+from agentctx.jobs import Job
 from agentctx.sessions.session import Session
 from agentctx.sessions.turn_end import WrittenEvent
 from agentctx.storage.schema import jobs
@@ -148,7 +149,7 @@ def test_the_waiting_jobs_lookup_reads_no_finished_job(engine: ContextEngine) ->
     must read the partial index of waiting jobs, not walk every job the session had (8 ms an
     append beside 50,000 finished jobs on SQLite, 5 ms on PostgreSQL)."""
     session = engine.create_session(user_id="u1")
-    statement = _SESSION_HAS_JOBS.params(u="u1", s=session.id)
+    statement = SESSION_HAS_JOBS.params(u="u1", s=session.id)
     dialect = engine.db.engine.dialect
     sql = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
     if dialect.name == "sqlite":
@@ -177,7 +178,7 @@ def test_a_session_claim_reads_no_finished_job(engine: ContextEngine) -> None:
     session = engine.create_session(user_id="u1")
     query = (
         select(jobs.c.job_id)
-        .where(_claimable(["turn_end:test"], session=True))
+        .where(claimable(["turn_end:test"], session=True))
         .params(now=utcnow(), u="u1", s=session.id)
     )
     dialect = engine.db.engine.dialect
@@ -195,3 +196,35 @@ def test_a_session_claim_reads_no_finished_job(engine: ContextEngine) -> None:
         plan = "\n".join(str(row[0]) for row in conn.exec_driver_sql(f"EXPLAIN ANALYZE {sql}"))
     removed = [int(line.rsplit(":", 1)[1]) for line in plan.splitlines() if "Rows Removed" in line]
     assert sum(removed) < 1_000, plan
+
+
+def test_the_one_statement_claim_reads_no_finished_job(tmp_path: Path) -> None:
+    """SQLite claims in one UPDATE ... RETURNING: as the claim's SELECT, its candidates,
+    their first-per-session subquery and the busy-session check read the waiting jobs
+    only; the rows it updates are found by their primary key."""
+    claims: list[tuple[str, object]] = []
+
+    def capture(conn: object, cursor: object, sql: str, params: object, *_: object) -> None:
+        if sql.lstrip().upper().startswith("UPDATE JOBS") and "RETURNING" in sql.upper():
+            claims.append((sql, params))
+
+    engine = ContextEngine(url=f"sqlite:///{tmp_path / 'a.db'}", home=tmp_path, jobs="inline")
+    try:
+        ran: list[Job] = []
+        engine.on_turn_end("turn_end:test", ran.append)
+        session = engine.create_session(user_id="u1")
+        event.listen(engine.db.engine, "before_cursor_execute", capture)
+        session.add_message("user", "hello")
+        event.remove(engine.db.engine, "before_cursor_execute", capture)
+        assert [job.session_id for job in ran] == [session.id] and claims
+        sql, params = claims[0]
+        with engine.db.read() as conn:
+            plan = [
+                str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)
+            ]
+    finally:
+        engine.close()
+    reads = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
+    assert reads, plan
+    for step in reads:
+        assert "ix_jobs_waiting" in step or "INTEGER PRIMARY KEY" in step, plan

@@ -23,8 +23,10 @@ not affected and are claimed many at a time.
 
 The check-and-claim is atomic: on SQLite every write transaction is exclusive, so
 checking "is the session busy?" and marking the job ``running`` cannot interleave
-with another claim. On PostgreSQL (READ COMMITTED) two workers could each see the
-session idle and claim two different jobs of it in the same instant, so a claim
+with another claim (SQLite 3.35 and later do both in one ``UPDATE … RETURNING``; the
+statements are in :mod:`agentctx.job_statements`). On PostgreSQL (READ COMMITTED)
+two workers could each see the session idle and claim two different jobs of it in the
+same instant, so a claim
 takes a transaction-scoped advisory lock per session
 (``pg_try_advisory_xact_lock``) and checks again under it. Every claimer of the
 session checks under the same lock, and the lock is released only when the
@@ -50,7 +52,6 @@ so it cannot write an event, nor queue work, after ``close`` returned.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -63,20 +64,13 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     RowMapping,
-    and_,
-    bindparam,
     delete,
-    exists,
     func,
-    insert,
-    literal_column,
-    or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from agentctx import job_statements as sql
 from agentctx.errors import EngineClosed
 from agentctx.events import utcnow
 from agentctx.ids import new_id
@@ -85,7 +79,6 @@ from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import jobs
-from agentctx.storage.schema.log import WAITING_STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -113,13 +106,6 @@ class JobRunStats:
     done: int = 0
     retried: int = 0
     failed: int = 0
-
-
-def _enqueue_statement(conn: Connection, deduped: bool) -> Any:
-    if not deduped:
-        return insert(jobs)
-    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    return dialect_insert(jobs).on_conflict_do_nothing(index_elements=["dedupe_key"])
 
 
 class JobQueue:
@@ -150,8 +136,8 @@ class JobQueue:
         self._max_attempts = max_attempts
         self._lease = lease
         self._handlers: dict[str, JobHandler] = {}
-        # Claim statements per (handled kinds, one session or all): see _ClaimStatements.
-        self._statements: dict[tuple[tuple[str, ...], bool], _ClaimStatements] = {}
+        # Claim statements per (handled kinds, one session or all): see sql.ClaimStatements.
+        self._statements: dict[tuple[tuple[str, ...], bool], sql.ClaimStatements] = {}
         self._worker_name = f"{os.getpid()}-{new_id()[-12:]}"
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -204,14 +190,14 @@ class JobQueue:
         # reading nothing back, so it may run in a pipelined append (Database.pipeline).
         deduped = dedupe_key is not None
         fastsql.statement(
-            conn, ("enqueue_job", deduped), lambda: _enqueue_statement(conn, deduped), list(row)
+            conn, ("enqueue_job", deduped), lambda: sql.enqueue_statement(conn, deduped), list(row)
         ).execute(conn, row).close()
 
     @staticmethod
     def session_has_jobs(conn: Connection, user_id: str, session_id: str) -> bool:
         """Whether the session has a job pending or running (claimable now or later), read
         in the caller's transaction with a statement built once."""
-        found = fastsql.statement(conn, "session_has_jobs", lambda: _SESSION_HAS_JOBS)
+        found = fastsql.statement(conn, "session_has_jobs", lambda: sql.SESSION_HAS_JOBS)
         return bool(found.fetch_values(conn, {"u": user_id, "s": session_id}))
 
     def _claim(self, limit: int, session: tuple[str, str] | None) -> list[Job]:
@@ -224,7 +210,7 @@ class JobQueue:
         key = (tuple(self._handlers), session is not None)
         statements = self._statements.get(key)
         if statements is None:
-            statements = self._statements[key] = _ClaimStatements.build(*key)
+            statements = self._statements[key] = sql.ClaimStatements.build(*key)
         params: dict[str, Any] = {"now": now}
         if session is not None:
             params.update(u=session[0], s=session[1])
@@ -233,6 +219,8 @@ class JobQueue:
                 return []
             if conn.execute(statements.check, params).first() is None:
                 return []
+        if self._db.dialect == "sqlite" and sql.RETURNING:
+            return self._take(statements, params, limit, now)
         with self._db.write(durable=False) as conn:
             rows = list(conn.execute(statements.claim, {**params, "limit": limit}).mappings())
             if self._db.dialect == "postgresql":
@@ -250,18 +238,24 @@ class JobQueue:
                     updated_at=now,
                 )
             )
-        return [
-            Job(
-                job_id=row["job_id"],
-                kind=row["kind"],
-                user_id=row["user_id"],
-                session_id=row["session_id"],
-                turn_id=row["turn_id"],
-                payload=row["payload"],
-                attempts=row["attempts"] + 1,
-            )
-            for row in rows
-        ]
+        return [_job(row, attempts=row["attempts"] + 1) for row in rows]
+
+    def _take(
+        self, statements: sql.ClaimStatements, params: dict[str, Any], limit: int, now: datetime
+    ) -> list[Job]:
+        """SQLite: claim the claimable jobs in one statement (see sql.ClaimStatements)."""
+        values = {
+            **params,
+            "limit": limit,
+            "claim_lease_until": now + self._lease,
+            "claim_worker": self._worker_name,
+        }
+        with self._db.write(durable=False) as conn:
+            rows = conn.execute(statements.take, values).mappings().all()
+        # RETURNING gives rows in no promised order; jobs run oldest first.
+        return sorted(
+            (_job(row, attempts=row["attempts"]) for row in rows), key=lambda job: job.job_id
+        )
 
     @staticmethod
     def _lock_sessions(conn: Connection, rows: list[RowMapping], now: datetime) -> list[RowMapping]:
@@ -277,12 +271,14 @@ class JobQueue:
         locked = [
             row
             for row in session_rows
-            if conn.execute(select(func.pg_try_advisory_xact_lock(_session_lock_key(row)))).scalar()
+            if conn.execute(
+                select(func.pg_try_advisory_xact_lock(sql.session_lock_key(row)))
+            ).scalar()
         ]
         still_free: set[int] = set()
         if locked:
             recheck = select(jobs.c.job_id).where(
-                jobs.c.job_id.in_([row["job_id"] for row in locked]), ~_session_busy()
+                jobs.c.job_id.in_([row["job_id"] for row in locked]), ~sql.session_busy()
             )
             still_free = {job_id for (job_id,) in conn.execute(recheck, {"now": now})}
         return [row for row in rows if row["session_id"] is None or row["job_id"] in still_free]
@@ -305,12 +301,22 @@ class JobQueue:
                 values["run_after"] = now + timedelta(seconds=min(2**job.attempts, 300))
                 outcome = "retried"
         with self._db.write(durable=False) as conn:
-            # Only the worker holding the lease may finish the job.
-            conn.execute(
-                update(jobs)
-                .where(jobs.c.job_id == job.job_id, jobs.c.worker == self._worker_name)
-                .values(**values)
-            )
+            if error is None:
+                conn.execute(
+                    sql.FINISH_DONE,
+                    {
+                        "finished_job": job.job_id,
+                        "by_worker": self._worker_name,
+                        "finished_at": now,
+                    },
+                )
+            else:
+                # Only the worker holding the lease may finish the job.
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.job_id == job.job_id, jobs.c.worker == self._worker_name)
+                    .values(**values)
+                )
         return outcome
 
     def run_pending(
@@ -460,110 +466,14 @@ class JobQueue:
         return ended
 
 
-def _waiting(table: Any) -> Any:
-    """``table``'s jobs that can still run, stated as the partial index ``ix_jobs_waiting``
-    states them (constants, not parameters), so that both databases read that index
-    (only waiting jobs) rather than every job a session ever had. Redundant beside a
-    condition on one status; it is there for the index."""
-    return table.c.status.in_([literal_column(f"'{status}'") for status in WAITING_STATUSES])
-
-
-_SESSION_HAS_JOBS = (
-    select(jobs.c.job_id)
-    .where(
-        jobs.c.user_id == bindparam("u"),
-        jobs.c.session_id == bindparam("s"),
-        _waiting(jobs),
+def _job(row: RowMapping, *, attempts: int) -> Job:
+    """The job of a claimed row, ``attempts`` counting the claim."""
+    return Job(
+        job_id=row["job_id"],
+        kind=row["kind"],
+        user_id=row["user_id"],
+        session_id=row["session_id"],
+        turn_id=row["turn_id"],
+        payload=row["payload"],
+        attempts=attempts,
     )
-    .limit(1)
-)
-"""Whether a session has a job that could be claimed now or later (a cheap first look)."""
-
-
-def _runnable(table: Any) -> Any:
-    """Due pending jobs, and running jobs whose worker let the lease lapse (at ``:now``)."""
-    return or_(
-        and_(table.c.status == "pending", table.c.run_after <= bindparam("now")),
-        and_(table.c.status == "running", table.c.lease_until < bindparam("now")),
-    )
-
-
-def _session_busy() -> Any:
-    """``jobs`` rows whose session has another job running under a live lease (at ``:now``)."""
-    other = jobs.alias("busy")
-    return exists().where(
-        other.c.user_id == jobs.c.user_id,
-        other.c.session_id == jobs.c.session_id,
-        other.c.job_id != jobs.c.job_id,
-        other.c.status == "running",
-        _waiting(other),
-        other.c.lease_until >= bindparam("now"),
-    )
-
-
-def _claimable(kinds: Sequence[str], session: bool) -> Any:
-    """The jobs a claim may take: runnable at ``:now``, of a handled kind, and at most one
-    per session.
-
-    A session's candidate is its lowest runnable ``job_id`` (so its jobs run in the
-    order they were queued), and only while no other job of the session is running.
-    With ``session``, only the jobs of the session ``:u``, ``:s``.
-    """
-    first = jobs.alias("first")
-    first_per_session = (
-        select(func.min(first.c.job_id))
-        .where(
-            _runnable(first),
-            _waiting(first),
-            first.c.kind.in_(kinds),
-            first.c.session_id.is_not(None),
-        )
-        .group_by(first.c.user_id, first.c.session_id)
-    )
-    if session:
-        first_per_session = first_per_session.where(
-            first.c.user_id == bindparam("u"), first.c.session_id == bindparam("s")
-        )
-        return and_(
-            _runnable(jobs),
-            _waiting(jobs),
-            jobs.c.user_id == bindparam("u"),
-            jobs.c.session_id == bindparam("s"),
-            jobs.c.job_id.in_(first_per_session),
-            ~_session_busy(),
-        )
-    return and_(
-        _runnable(jobs),
-        jobs.c.kind.in_(kinds),
-        or_(
-            jobs.c.session_id.is_(None),
-            and_(jobs.c.job_id.in_(first_per_session), ~_session_busy()),
-        ),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _ClaimStatements:
-    """A claim's two statements for one set of handled kinds, built once: building them
-    cost more than running them (a claim follows every turn that queues a job)."""
-
-    check: Any  # is there a claimable job? (a read, before taking the write lock)
-    claim: Any  # the claimable jobs, oldest first, up to ``:limit``, locked
-
-    @classmethod
-    def build(cls, kinds: Sequence[str], session: bool) -> _ClaimStatements:
-        claimable = _claimable(kinds, session)
-        return cls(
-            check=select(jobs.c.job_id).where(claimable).limit(1),
-            claim=select(jobs)
-            .where(claimable)
-            .order_by(jobs.c.job_id)
-            .limit(bindparam("limit"))
-            .with_for_update(skip_locked=True),
-        )
-
-
-def _session_lock_key(row: RowMapping) -> int:
-    """A stable signed 64-bit advisory lock key for a job's session."""
-    name = f"agentctx-job-session\0{row['user_id']}\0{row['session_id']}".encode()
-    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)
