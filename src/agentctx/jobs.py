@@ -26,8 +26,7 @@ checking "is the session busy?" and marking the job ``running`` cannot interleav
 with another claim (SQLite 3.35 and later do both in one ``UPDATE … RETURNING``; the
 statements are in :mod:`agentctx.job_statements`). On PostgreSQL (READ COMMITTED)
 two workers could each see the session idle and claim two different jobs of it in the
-same instant, so a claim
-takes a transaction-scoped advisory lock per session
+same instant, so a claim takes a transaction-scoped advisory lock per session
 (``pg_try_advisory_xact_lock``) and checks again under it. Every claimer of the
 session checks under the same lock, and the lock is released only when the
 claiming transaction commits, so the re-check sees any claim made before it. The
