@@ -8,17 +8,18 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from agentctx import ContextEngine
+from agentctx.llm import query_vectors
 from agentctx.llm.embeddings import EmbeddingError
 from agentctx.llm.hashing import HashingEmbedder
 from agentctx.llm.query_vectors import QueryVectors
 from agentctx.llm.warmup import ModelWarmup
+from agentctx.priority import mark_background_thread
 
 
 class GatedEmbedder(HashingEmbedder):
@@ -102,14 +103,69 @@ def test_an_erasure_during_a_prefetch_keeps_nothing() -> None:
     vectors = QueryVectors(embedder)
     vectors.prefetch("my passport number question")
     assert embedder.entered.wait(10)
+    under_way = vectors._pending["my passport number question"].result
     vectors.clear()  # the user's data is deleted while the helper embeds
     embedder.gate.set()
-    for _ in range(1000):  # the helper finishes on its own
-        if not any(t.name == "agentctx-query" for t in threading.enumerate()):
-            break
-        time.sleep(0.01)
+    under_way.result(timeout=10)  # the helper finishes on its own
     assert embedder.calls == [("my passport number question", "agentctx-query")]
     assert vectors.queries() == []
+
+
+def _helpers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "agentctx-query"]
+
+
+def test_one_helper_thread_serves_the_queries_and_ends_when_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Queries are embedded one after another by one long-lived helper (a thread started
+    per query cost each window the thread's start), which ends after a while without a
+    query; the next query starts another."""
+    monkeypatch.setattr(query_vectors, "HELPER_IDLE", 0.5)
+    before = set(_helpers())
+    embedder = GatedEmbedder()
+    idents: list[int] = []
+    embed = embedder.embed
+
+    def recording(texts: Sequence[str]) -> list[list[float]]:
+        idents.append(threading.get_ident())
+        return embed(texts)
+
+    embedder.embed = recording  # type: ignore[method-assign]
+    vectors = QueryVectors(embedder)
+    for question in ("first question", "second question", "third question"):
+        vectors.prefetch(question)
+        assert vectors.vector(question) == HashingEmbedder().embed([question])[0]
+    assert len(idents) == 3 and len(set(idents)) == 1  # one thread, none per query
+    assert threading.get_ident() not in idents
+    ours = [t for t in _helpers() if t not in before]
+    assert len(ours) == 1
+    ours[0].join(10)  # idle for HELPER_IDLE: it ends
+    assert not ours[0].is_alive()
+    vectors.prefetch("a question after the helper ended")
+    assert vectors.vector("a question after the helper ended") is not None
+    assert len(idents) == 4 and idents[-1] != threading.get_ident()
+
+
+def test_a_background_threads_window_does_not_prefetch() -> None:
+    """A thread marked as background (lower priority) embeds its query itself when it
+    asks for the vector: a helper it started would keep its priority for the agent's
+    queries after it."""
+    embedder = GatedEmbedder()
+    vectors = QueryVectors(embedder)
+    found: list[list[float] | None] = []
+
+    def background() -> None:
+        mark_background_thread()
+        vectors.prefetch("a question asked by a job")
+        assert embedder.calls == []
+        found.append(vectors.vector("a question asked by a job"))
+
+    worker = threading.Thread(target=background, name="a-job")
+    worker.start()
+    worker.join(10)
+    assert found == [HashingEmbedder().embed(["a question asked by a job"])[0]]
+    assert embedder.calls == [("a question asked by a job", "a-job")]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -12,6 +12,7 @@ them all (:meth:`clear`), since they are kept by text rather than by user.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_futures
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from agentctx.cache.bounded import Lru
 from agentctx.llm.embeddings import Embedder
 from agentctx.llm.warmup import ModelState, ModelWarmup
+from agentctx.priority import is_background_thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,12 @@ class _Pending:
 
     result: Future[list[float]]
     pid: int  # a fork's child has no such thread: it embeds the query itself
+
+
+_Request = tuple[str, _Pending, int]  # a query, its result, the generation it started in
+
+HELPER_IDLE = 10.0
+"""Seconds the helper thread waits for a query to embed before it ends."""
 
 
 class QueryVectors:
@@ -46,6 +54,9 @@ class QueryVectors:
         self.warmup = warmup
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
+        self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self._helper: threading.Thread | None = None  # serves _requests (prefetch)
+        self._helper_pid = 0
         self._generation = 0  # moved on by clear(): a prefetch started before it keeps nothing
 
     @property
@@ -70,30 +81,65 @@ class QueryVectors:
         return vector if any(vector) else None
 
     def prefetch(self, query: str) -> None:
-        """Start embedding ``query`` on a helper thread and return at once, when the model
+        """Start embedding ``query`` on the helper thread and return at once, when the model
         is ready and the vector is neither held nor under way: a window asks at its start,
         so the embedding runs beside the window's other work, and :meth:`vector` then
         waits only for what is left of it.
 
         The helper thread is started by the caller (the agent's thread), so it runs at
-        the caller's priority, above the background threads. A failure is not kept: the
-        one waiting for the vector gets the embedder's error, as if it had embedded the
-        query itself, and the next call tries again."""
+        the caller's priority, above the background threads; a background thread's
+        window (whose thread runs at a lower priority, which a thread it starts would
+        keep) does not prefetch. A failure is not kept: the one waiting for the vector
+        gets the embedder's error, as if it had embedded the query itself, and the next
+        call tries again."""
         if not query.strip() or self.model_state != "ready" or self._vectors.get(query):
+            return
+        if is_background_thread():
             return
         with self._lock:
             if self._under_way_locked(query) is not None:
                 return
             pending = _Pending(Future(), os.getpid())
             self._pending[query] = pending
-            generation = self._generation
-        helper = threading.Thread(
-            target=self._embed_pending,
-            args=(query, pending, generation),
-            name="agentctx-query",
-            daemon=True,  # a query's vector is a cache entry: nothing to finish at exit
-        )
-        helper.start()
+            # Queued under the lock the helper decides to end under: a query is never
+            # queued for a helper that has just ended.
+            self._helper_locked().put((query, pending, self._generation))
+
+    def _helper_locked(self) -> queue.SimpleQueue[_Request]:
+        """The helper thread's queue, the helper started first if none runs in this
+        process (the lock held).
+
+        One helper serves the queries one after another and ends after
+        :data:`HELPER_IDLE` seconds without one. A thread started for each query cost a
+        window about 1.7 ms: ``Thread.start`` waits until the new thread has run, and
+        that thread needs the interpreter lock first."""
+        if self._helper_pid != os.getpid():  # none yet, or the parent's (before a fork)
+            self._requests = queue.SimpleQueue()
+            self._helper_pid = os.getpid()
+            self._helper = None
+        if self._helper is None:
+            self._helper = threading.Thread(
+                target=self._serve,
+                args=(self._requests,),
+                name="agentctx-query",
+                daemon=True,  # a query's vector is a cache entry: nothing to finish at exit
+            )
+            self._helper.start()
+        return self._requests
+
+    def _serve(self, requests: queue.SimpleQueue[_Request]) -> None:
+        """The helper thread: embed queued queries until none comes for a while."""
+        while True:
+            try:
+                query, pending, generation = requests.get(timeout=HELPER_IDLE)
+            except queue.Empty:
+                with self._lock:
+                    if requests.empty():
+                        if self._requests is requests:
+                            self._helper = None
+                        return
+                continue
+            self._embed_pending(query, pending, generation)
 
     def _embed_pending(self, query: str, pending: _Pending, generation: int) -> None:
         try:
