@@ -147,6 +147,35 @@ def test_one_helper_thread_serves_the_queries_and_ends_when_idle(
     assert len(idents) == 4 and idents[-1] != threading.get_ident()
 
 
+def test_an_error_after_the_embedding_reaches_the_waiter_and_the_helper_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An error outside the embedder (keeping the vector) is the waiter's, as the
+    embedder's own are: nobody waits for ever, and the helper serves the next query."""
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    keep = vectors._keep
+    failures = [MemoryError("while keeping the vector")]
+
+    def failing_once(query: str, vector: list[float], generation: int) -> None:
+        if failures:
+            raise failures.pop()
+        keep(query, vector, generation)
+
+    monkeypatch.setattr(vectors, "_keep", failing_once)
+    vectors.prefetch("the first question")
+    assert embedder.entered.wait(10)  # in the helper's hands: the waiter below waits for it
+    helper = vectors._helper
+    threading.Timer(0.2, embedder.gate.set).start()
+    with pytest.raises(MemoryError, match="while keeping"):
+        vectors.vector("the first question")
+    assert vectors.vector("the first question") is not None  # not kept: embedded again
+    vectors.prefetch("the second question")
+    assert vectors.vector("the second question") is not None
+    assert vectors._helper is helper and helper is not None and helper.is_alive()
+
+
 def test_a_background_threads_window_does_not_prefetch() -> None:
     """A thread marked as background (lower priority) embeds its query itself when it
     asks for the vector: a helper it started would keep its priority for the agent's

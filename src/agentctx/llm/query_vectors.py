@@ -117,7 +117,7 @@ class QueryVectors:
             self._requests = queue.SimpleQueue()
             self._helper_pid = os.getpid()
             self._helper = None
-        if self._helper is None:
+        if self._helper is None or not self._helper.is_alive():  # never started, or died
             self._helper = threading.Thread(
                 target=self._serve,
                 args=(self._requests,),
@@ -144,10 +144,10 @@ class QueryVectors:
     def _embed_pending(self, query: str, pending: _Pending, generation: int) -> None:
         try:
             vector = self.embedder.embed([query])[0]
+            self._keep(query, vector, generation)
         except BaseException as exc:  # handed to the waiter, whatever it is
             pending.result.set_exception(exc)
         else:
-            self._keep(query, vector, generation)
             pending.result.set_result(vector)
         finally:
             with self._lock:
