@@ -26,7 +26,6 @@ import pgserver
 import pytest
 from sqlalchemy import Connection, RowMapping, select, text, update
 
-from agentctx import job_statements
 from agentctx.events import utcnow
 from agentctx.job_statements import session_lock_key
 from agentctx.jobs import Job, JobQueue
@@ -233,50 +232,32 @@ def test_one_claim_takes_at_most_one_job_per_session(
     assert [r["status"] for r in rows(db)][-3:] == ["done", "done", "pending"]
 
 
-def _claims_on_sqlite(path: Path, one_statement: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """What claims take from one queue's history, claiming in one statement or two."""
-    monkeypatch.setattr(job_statements, "RETURNING", one_statement)
-    db = Database(f"sqlite:///{path}")
-    try:
-        migrate.upgrade(db)
-        queue = JobQueue(db)
-        queue.register("compact", lambda job: None)
-        for session in ("s1", "s1", "s2", None, "s3", "s3"):
-            enqueue(db, queue, "compact", session, n=1)
-        enqueue(db, queue, "unhandled", "s4")
-        with db.write() as conn:
-            queue.enqueue(conn, "compact", user_id="u1", session_id="s5", delay=timedelta(hours=1))
-        ids = [r["job_id"] for r in rows(db)]
-        first = queue._claim(20, None)
-        # A worker that died holding s3's first job: its lease lapses, and the job is
-        # claimed again with its attempts counted.
-        make_due(db, ids[4], "lease_until")
-        again = queue._claim(20, None)
-        one_session = queue._claim(20, ("u1", "s1"))  # s1 is busy with its first job
-        queue._finish(first[0], None)
-        after = queue._claim(20, ("u1", "s1"))
-        return (
-            [(j.job_id - ids[0], j.kind, j.session_id, j.attempts, j.payload) for j in first],
-            [(j.job_id - ids[0], j.attempts) for j in again],
-            one_session,
-            [(j.job_id - ids[0], j.attempts) for j in after],
-            [(r["status"], r["attempts"], r["worker"] is not None) for r in rows(db)],
-            all(r["lease_until"] is not None for r in rows(db) if r["status"] == "running"),
-        )
-    finally:
-        db.dispose()
-
-
-def test_sqlite_claims_in_one_statement_what_a_select_and_an_update_claim(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_claims_take_the_jobs_due_oldest_first_one_per_session(
+    databases: Callable[[], Database],
 ) -> None:
-    """SQLite 3.35+ claims with UPDATE ... RETURNING; older ones (and PostgreSQL) select,
-    then update. Both take the same jobs, oldest first, one per session, and leave the
-    same rows."""
-    returning = _claims_on_sqlite(tmp_path / "one.db", True, monkeypatch)
-    two_statements = _claims_on_sqlite(tmp_path / "two.db", False, monkeypatch)
-    assert returning == two_statements
-    first, again, one_session, after, stored, leased = returning
+    """SQLite claims with one UPDATE ... RETURNING, PostgreSQL selects and then updates
+    (under its session locks): both take the same jobs, oldest first, one per session,
+    and leave the same rows."""
+    db = databases()
+    queue = JobQueue(db)
+    queue.register("compact", lambda job: None)
+    for session in ("s1", "s1", "s2", None, "s3", "s3"):
+        enqueue(db, queue, "compact", session, n=1)
+    enqueue(db, queue, "unhandled", "s4")
+    with db.write() as conn:
+        queue.enqueue(conn, "compact", user_id="u1", session_id="s5", delay=timedelta(hours=1))
+    ids = [r["job_id"] for r in rows(db)]
+    claimed = queue._claim(20, None)
+    # A worker that died holding s3's first job: its lease lapses, and the job is
+    # claimed again with its attempts counted.
+    make_due(db, ids[4], "lease_until")
+    again = [(j.job_id - ids[0], j.attempts) for j in queue._claim(20, None)]
+    one_session = queue._claim(20, ("u1", "s1"))  # s1 is busy with its first job
+    queue._finish(claimed[0], None)
+    after = [(j.job_id - ids[0], j.attempts) for j in queue._claim(20, ("u1", "s1"))]
+    first = [(j.job_id - ids[0], j.kind, j.session_id, j.attempts, j.payload) for j in claimed]
+    stored = [(r["status"], r["attempts"], r["worker"] is not None) for r in rows(db)]
+    leased = all(r["lease_until"] is not None for r in rows(db) if r["status"] == "running")
     # s1's first job, s2's, the sessionless one and s3's first; not the unhandled kind,
     # not the job due in an hour, not s1's or s3's second.
     assert first == [

@@ -8,7 +8,6 @@ transaction holds SQLite's one writer, which the agent's next append waits for.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,10 +122,6 @@ def claimable(kinds: Sequence[str], session: bool, table: Any = jobs) -> Any:
         ),
     )
 
-
-RETURNING = sqlite3.sqlite_version_info >= (3, 35)
-"""Whether SQLite takes ``UPDATE ... RETURNING`` (3.35, March 2021); older ones claim
-with a SELECT and an UPDATE, as PostgreSQL does."""
 
 CLAIMED_COLUMNS = ("job_id", "kind", "user_id", "session_id", "turn_id", "payload", "attempts")
 

@@ -23,8 +23,9 @@ not affected and are claimed many at a time.
 
 The check-and-claim is atomic: on SQLite every write transaction is exclusive, so
 checking "is the session busy?" and marking the job ``running`` cannot interleave
-with another claim (SQLite 3.35 and later do both in one ``UPDATE … RETURNING``; the
-statements are in :mod:`agentctx.job_statements`). On PostgreSQL (READ COMMITTED)
+with another claim (SQLite does both in one ``UPDATE … RETURNING``, as the erasures'
+``INSERT … RETURNING`` needs SQLite 3.35 or later anyway; the statements are in
+:mod:`agentctx.job_statements`). On PostgreSQL (READ COMMITTED)
 two workers could each see the session idle and claim two different jobs of it in the
 same instant, so a claim takes a transaction-scoped advisory lock per session
 (``pg_try_advisory_xact_lock``) and checks again under it. Every claimer of the
@@ -218,7 +219,7 @@ class JobQueue:
                 return []
             if conn.execute(statements.check, params).first() is None:
                 return []
-        if self._db.dialect == "sqlite" and sql.RETURNING:
+        if self._db.dialect == "sqlite":
             return self._take(statements, params, limit, now)
         with self._db.write(durable=False) as conn:
             rows = list(conn.execute(statements.claim, {**params, "limit": limit}).mappings())

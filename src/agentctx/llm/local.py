@@ -149,7 +149,8 @@ def load_model(
     natively and the vectors agree with float32's; ``float32`` always in float32 (see
     :mod:`agentctx.llm.local_bert`). A model is kept per folder and precision.
     """
-    key = (path.resolve(), precision)
+    folder = path.resolve()
+    key = (folder, precision)
     loaded = _models.get(key)
     if loaded is not None:
         return loaded
@@ -159,10 +160,10 @@ def load_model(
             if threads is not None:
                 importlib.import_module("torch").set_num_threads(threads)
             model: SentenceEncoder | None = BertEncoder.of(
-                key[0], batch_size=batch_size, precision=precision
+                folder, batch_size=batch_size, precision=precision
             )
             if model is None:
-                model = SentenceTransformerEncoder(_sentence_transformer(key[0]), batch_size)
+                model = SentenceTransformerEncoder(_sentence_transformer(folder), batch_size)
             if freeze_gc:
                 model.embed(["warm up"])  # imports the rest lazily (and traces)
                 # Often on the background thread that loads the model, beside an agent's
