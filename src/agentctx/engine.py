@@ -166,6 +166,7 @@ class ContextEngine:
             max_image_pixels=s.max_image_pixels,
             preview_chars=s.blob_preview_chars,
             dedup=s.visual.dedup,
+            on_new_image=self._render_ahead,
         )
         # In this process unless `cache.url` names a Redis; validated by a database read
         # either way.
@@ -182,6 +183,13 @@ class ContextEngine:
             cache=self.cache,
         )
         self._counters: dict[str, TokenCounter] = {}
+
+    def _render_ahead(self, part: ImagePart, data: bytes) -> None:
+        """Start the copy of a newly stored image that the next window shows, at the
+        engine's image width (an agent with a width of its own renders at its window)."""
+        config = self.settings.context
+        if config.images == "inline":
+            self.context_builder.rendered_images.render_ahead(data, part, config.image_max_width)
 
     def _wire_retrieval(self, embedder: Embedder | None) -> Embedder | None:
         """Retrieval: lexical always; dense with the configured embedder (returned).

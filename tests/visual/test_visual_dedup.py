@@ -238,7 +238,9 @@ def test_an_image_append_decodes_the_image_once(
 ) -> None:
     """The header is read without decoding, and the one decode serves every hash and
     the mean colour (a PNG's by libspng where it is installed, else Pillow's); the
-    turn-end jobs the append runs decode nothing either."""
+    turn-end jobs the append runs decode nothing either. The window's downscaled copy
+    is rendered ahead from a decode of its own, and the window that shows the new image
+    then decodes nothing."""
     decoders: list[str] = []
     real = Image._getdecoder
 
@@ -256,12 +258,19 @@ def test_an_image_append_decodes_the_image_once(
             "pyspng",
             SimpleNamespace(load=lambda data: decoders.append("spng") or spng.load(data)),
         )
-    send(session, first)
+    rendered = engine.context_builder.rendered_images
+    width = engine.settings.context.image_max_width
+    (part,) = send(session, first)
+    assert rendered.get(part.blob_id, width, None) is not None  # waits for the copy
     # ("raw" is Pillow reading libspng's RGB pixels: a copy, not a decode.)
-    assert [d for d in decoders if d != "raw"] == (["spng"] if spng is not None else ["zip"])
+    assert [d for d in decoders if d != "raw"] == (["spng"] if spng is not None else ["zip"]) * 2
     decoders.clear()
-    send(session, other)
-    assert decoders == ["jpeg"]
+    window = session.build_context(budget=20_000)
+    assert sum("image_url" in str(m["content"]) for m in window.messages) == 1
+    assert decoders == []
+    (part,) = send(session, other)
+    assert rendered.get(part.blob_id, width, None) is not None
+    assert decoders == ["jpeg", "jpeg"]
 
 
 def test_base64_and_data_url_inputs(engine: ContextEngine) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import io
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from PIL import Image
@@ -18,6 +20,13 @@ from PIL import Image
 from agentctx.cache.bounded import WeightedLru
 from agentctx.events import ImagePart
 from agentctx.perception.decode import decoded_png
+from agentctx.perception.pool import image_pool
+
+_Box = tuple[str, int | None, int | None]  # blob id, max width, max height
+
+RENDER_AHEAD_WAIT = 5.0
+"""The longest a window waits for a copy rendered ahead (seconds) before it renders the
+image itself: a copy under way is a few tens of milliseconds from ready."""
 
 # The formats a downscaled copy is encoded in: screenshots stay lossless (text must
 # stay legible); photographs stay JPEG.
@@ -93,23 +102,49 @@ class RenderedImageCache:
 
     Bounded by the bytes of the URLs it holds; thread-safe. Content-addressed keys
     never go stale: a blob id always names the same bytes.
+
+    A copy can be rendered ahead (:meth:`render_ahead`): the engine starts one when an
+    append stores a new image, on an image thread, so that the window built right after
+    it (an agent's next model call, which shows the new screenshot) finds it ready or
+    under way instead of decoding, resizing and encoding it itself (about 15-25 ms of a
+    1280x800 screenshot at 768 px). :meth:`get` waits for a copy under way.
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
-        self._items: WeightedLru[tuple[str, int | None, int | None], RenderedImage] = WeightedLru(
+        self._items: WeightedLru[_Box, RenderedImage] = WeightedLru(
             max_bytes, weigh=lambda item: len(item.url)
         )
+        self._lock = threading.Lock()
+        self._pending: dict[_Box, Future[RenderedImage]] = {}
+        # Bumped by clear(): a copy under way when the cache was cleared is not kept.
+        self._generation = 0
 
     def get(
         self, blob_id: str, max_width: int | None, max_height: int | None
     ) -> RenderedImage | None:
-        """The cached copy of ``blob_id`` for this box, if any."""
-        return self._items.get((blob_id, max_width, max_height))
+        """The cached copy of ``blob_id`` for this box, if any; a copy being rendered
+        ahead is waited for (None if its render failed: the caller renders, and sees
+        why)."""
+        key = (blob_id, max_width, max_height)
+        item = self._items.get(key)
+        if item is not None:
+            return item
+        with self._lock:
+            pending = self._pending.get(key)
+        if pending is None:
+            return None
+        try:
+            return pending.result(timeout=RENDER_AHEAD_WAIT)
+        except Exception:  # failed or too slow: the caller renders it itself
+            return None
 
     def clear(self) -> None:
-        """Drop every copy held."""
-        self._items.clear()
+        """Drop every copy held; copies under way are not kept when they end."""
+        with self._lock:
+            self._generation += 1
+            self._pending.clear()
+            self._items.clear()
 
     def put(
         self, blob_id: str, max_width: int | None, max_height: int | None, item: RenderedImage
@@ -118,3 +153,36 @@ class RenderedImageCache:
         larger than the cache)."""
         if len(item.url) <= self.max_bytes:
             self._items.put((blob_id, max_width, max_height), item)
+
+    def render_ahead(
+        self, data: bytes, part: ImagePart, max_width: int | None, max_height: int | None = None
+    ) -> Future[RenderedImage] | None:
+        """Start rendering ``data`` (the bytes behind ``part``) for this box on an image
+        thread; the render under way, or None when none started: the copy is held or
+        under way already, or the image needs no rendering (it fits the box, and a
+        window sends its bytes as they are)."""
+        if scaled_size(part.width, part.height, max_width, max_height) == (
+            part.width,
+            part.height,
+        ):
+            return None
+        key = (part.blob_id, max_width, max_height)
+        if self._items.get(key) is not None:
+            return None
+        with self._lock:
+            if key in self._pending:
+                return None
+            generation = self._generation
+            future = image_pool().submit(render_image, data, part, max_width, max_height)
+            self._pending[key] = future
+        future.add_done_callback(lambda done: self._rendered(key, generation, done))
+        return future
+
+    def _rendered(self, key: _Box, generation: int, done: Future[RenderedImage]) -> None:
+        with self._lock:
+            if self._pending.get(key) is done:
+                del self._pending[key]
+            if generation != self._generation or done.cancelled() or done.exception():
+                return
+            # Under the lock: clear() cannot come between the check and the put.
+            self.put(*key, done.result())

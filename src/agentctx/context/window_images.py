@@ -85,7 +85,10 @@ class WindowImages:
                 and state.turn_id not in self._full_turns
             )
             box = (LOW_DETAIL_SIDE, LOW_DETAIL_SIDE) if low else (self.config.image_max_width, None)
-            rendered = self._rendered(part, *box)
+            # A compacted frame shown again may have expired since a copy was made (cold
+            # storage keeps only the bytes of frames a window shows): its bytes decide.
+            recheck = state is not None and state.is_compressed
+            rendered = self._rendered(part, *box, recheck=recheck)
             if rendered is not None:
                 detail = "low" if low else "auto"
                 self._costs[rendered.url] = image_tokens(
@@ -111,19 +114,26 @@ class WindowImages:
         return self._states.get((event_id, index))
 
     def _rendered(
-        self, part: ImagePart, max_width: int | None, max_height: int | None
+        self, part: ImagePart, max_width: int | None, max_height: int | None, *, recheck: bool
     ) -> RenderedImage | None:
+        """The copy of ``part`` for this box: cached (rendered ahead, or by an earlier
+        build) or rendered now; None when its bytes are gone or unreadable (the window
+        then sends a text reference). ``recheck``: read the bytes even when a copy is
+        cached, so that an image whose bytes expired is not shown from the cache."""
         loader = self.access.load
         if loader is None:
             return None
         cache = self.access.rendered
-        rendered = cache.get(part.blob_id, max_width, max_height)
-        if rendered is None:
-            try:
-                rendered = render_image(loader(self.user_id, part), part, max_width, max_height)
-            except (AgentCtxError, OSError, ValueError):
-                return None  # bytes gone (expired) or unreadable: a text reference
-            cache.put(part.blob_id, max_width, max_height, rendered)
+        try:
+            data = loader(self.user_id, part) if recheck else None
+            rendered = cache.get(part.blob_id, max_width, max_height)
+            if rendered is None:
+                if data is None:
+                    data = loader(self.user_id, part)
+                rendered = render_image(data, part, max_width, max_height)
+                cache.put(part.blob_id, max_width, max_height, rendered)
+        except (AgentCtxError, OSError, ValueError):
+            return None  # bytes gone (expired) or unreadable: a text reference
         return rendered
 
     def placeholder(self, url: str) -> dict[str, Any]:

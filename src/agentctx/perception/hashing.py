@@ -13,9 +13,7 @@ decoded by libspng (:mod:`agentctx.perception.decode`).
 from __future__ import annotations
 
 import io
-import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from math import ceil
 
@@ -25,6 +23,7 @@ from PIL import Image, UnidentifiedImageError
 
 from agentctx.errors import InvalidInput
 from agentctx.perception.decode import decoded_png
+from agentctx.perception.pool import image_pool
 
 # The reduced image's long side: comfortably above phash's 32x32 input, so the
 # hashes match those of the full-size image (a test pins that).
@@ -94,22 +93,7 @@ def hash_in_background(data: bytes) -> Future[ImageHashes]:
     session's latest image) on the other core. ``result()`` raises what
     ``perceptual_hashes`` raises.
     """
-    return _pool().submit(perceptual_hashes, data)
-
-
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The hashing threads of this process, made on first use (again in a forked child:
-    a pool's threads do not survive a fork)."""
-    global _POOL  # noqa: PLW0603 - one pool per process
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            workers = max(2, os.cpu_count() or 2)
-            _POOL = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="agentctx-hash"))
-        return _POOL[1]
+    return image_pool().submit(perceptual_hashes, data)
 
 
 def _reduced(image: Image.Image) -> Image.Image:

@@ -13,7 +13,7 @@ stable tokens, so a redacted call id still links a call with its result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +162,7 @@ class Preparer:
         preview_chars: int,
         max_image_pixels: int = 40_000_000,
         dedup: DedupConfig | None = None,
+        on_new_image: Callable[[ImagePart, bytes], None] | None = None,
     ) -> None:
         self.redactor = redactor
         self.blobs = blobs
@@ -170,6 +171,9 @@ class Preparer:
         self.max_image_pixels = max_image_pixels
         self.preview_chars = preview_chars
         self.dedup = dedup or DedupConfig(enabled=False)
+        # Told of each image stored anew (not a near-duplicate's reference) with its
+        # bytes in hand: the engine starts the window's copy of it (render-ahead).
+        self.on_new_image = on_new_image
 
     def prepare_batch(
         self,
@@ -402,7 +406,7 @@ class Preparer:
                     hashes=hashes,
                 )
             )
-        return ImagePart(
+        stored = ImagePart(
             image_id=blob.image_id,
             blob_id=blob.blob_id,
             media_type=media_type,
@@ -410,6 +414,9 @@ class Preparer:
             height=height,
             size=len(data),
         )
+        if self.on_new_image is not None:
+            self.on_new_image(stored, data)
+        return stored
 
     def _hash_and_stage(
         self, data: bytes, index: int, images: SessionImages

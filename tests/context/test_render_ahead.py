@@ -1,0 +1,175 @@
+"""A new screenshot's window copy is rendered ahead, on an image thread, as it is
+appended: the window that shows it finds it ready (or waits for it under way) instead
+of decoding, resizing and encoding it on the agent's thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import make_png
+
+from agentctx import ContextEngine
+from agentctx.context.images import RenderedImage, RenderedImageCache, render_image
+from agentctx.events import ImagePart
+from agentctx.perception.pool import image_pool
+
+
+def _image_urls(messages: list[dict[str, Any]]) -> list[str]:
+    return [
+        p["image_url"]["url"]
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
+
+
+def _part(data: bytes, width: int, height: int, blob_id: str = "blob-1") -> ImagePart:
+    return ImagePart(
+        image_id="img_1",
+        blob_id=blob_id,
+        media_type="image/png",
+        width=width,
+        height=height,
+        size=len(data),
+    )
+
+
+@pytest.fixture
+def busy_pool() -> Iterator[threading.Event]:
+    """Every image thread held until the event is set: a render submitted meanwhile
+    waits in the queue, so a test can act while it is under way."""
+    release = threading.Event()
+    workers = image_pool()._max_workers
+    started = threading.Barrier(workers + 1)
+
+    def hold() -> None:
+        started.wait()
+        release.wait(30)
+
+    held = [image_pool().submit(hold) for _ in range(workers)]
+    started.wait(30)
+    yield release
+    release.set()
+    for future in held:
+        future.result(30)
+
+
+def test_an_appended_screenshot_is_rendered_before_any_window_asks(tmp_path: Path) -> None:
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path / "home",
+        embeddings={"provider": "hashing"},
+        jobs="manual",
+    ) as engine:
+        session = engine.create_session("u1", "agent")
+        shot = make_png(1280, 800, seed=3)
+        call = session.add_tool_call("screenshot", {})
+        event = session.add_tool_result(call.call_id, content="screen", images=[shot])
+        part = next(p for p in event.parts if isinstance(p, ImagePart))
+        cache = engine.context_builder.rendered_images
+        # No window was built: the copy is there (or under way, and waited for).
+        ahead = cache.get(part.blob_id, 768, None)
+        assert ahead is not None
+        assert (ahead.width, ahead.height) == (768, 480)
+        assert ahead.url == render_image(shot, part, 768).url
+        # The window sends that copy.
+        window = session.build_context(budget=8000)
+        assert _image_urls(window.messages) == [ahead.url]
+
+
+def test_an_agent_with_no_inline_images_renders_nothing_ahead(tmp_path: Path) -> None:
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path / "home",
+        embeddings={"provider": "hashing"},
+        jobs="manual",
+        context={"images": "placeholder"},
+    ) as engine:
+        session = engine.create_session("u1", "agent")
+        call = session.add_tool_call("screenshot", {})
+        event = session.add_tool_result(
+            call.call_id, content="screen", images=[make_png(1280, 800, seed=4)]
+        )
+        part = next(p for p in event.parts if isinstance(p, ImagePart))
+        assert engine.context_builder.rendered_images.get(part.blob_id, 768, None) is None
+
+
+def test_a_window_waits_for_the_copy_under_way(busy_pool: threading.Event) -> None:
+    cache = RenderedImageCache()
+    data = make_png(1280, 800, seed=5)
+    part = _part(data, 1280, 800)
+    future = cache.render_ahead(data, part, 768)
+    assert future is not None and not future.done()
+    # Asked again while under way: nothing more starts.
+    assert cache.render_ahead(data, part, 768) is None
+    got: list[RenderedImage | None] = []
+    reader = threading.Thread(target=lambda: got.append(cache.get(part.blob_id, 768, None)))
+    reader.start()
+    reader.join(0.2)
+    assert reader.is_alive()  # waiting, not rendering on its own nor giving up
+    busy_pool.set()
+    reader.join(30)
+    assert got and got[0] is not None
+    assert got[0].url == render_image(data, part, 768).url
+    # Kept: asked again, the same copy, and nothing starts.
+    assert cache.get(part.blob_id, 768, None) == got[0]
+    assert cache.render_ahead(data, part, 768) is None
+
+
+def test_a_copy_under_way_when_the_cache_is_cleared_is_not_kept(
+    busy_pool: threading.Event,
+) -> None:
+    """An erasure clears the cache: a copy rendered from bytes it erased must not come
+    back into it when its render ends."""
+    cache = RenderedImageCache()
+    data = make_png(1280, 800, seed=6)
+    part = _part(data, 1280, 800)
+    future = cache.render_ahead(data, part, 768)
+    assert future is not None
+    cache.clear()
+    busy_pool.set()
+    future.result(30)
+    _settled(future)
+    assert cache.get(part.blob_id, 768, None) is None
+    # A new render after the clear is kept.
+    again = cache.render_ahead(data, part, 768)
+    assert again is not None
+    again.result(30)
+    _settled(again)
+    assert cache.get(part.blob_id, 768, None) is not None
+
+
+def test_a_render_that_fails_leaves_the_window_to_render_it() -> None:
+    cache = RenderedImageCache()
+    broken = b"\x89PNG\r\n\x1a\n not really"
+    part = _part(broken, 1280, 800)
+    future = cache.render_ahead(broken, part, 768)
+    assert future is not None
+    with pytest.raises(Exception):  # noqa: B017 - whatever Pillow raises
+        future.result(30)
+    _settled(future)
+    assert cache.get(part.blob_id, 768, None) is None
+
+
+def test_an_image_that_fits_is_not_rendered() -> None:
+    cache = RenderedImageCache()
+    data = make_png(640, 400, seed=7)
+    assert cache.render_ahead(data, _part(data, 640, 400), 768) is None
+    assert cache.get("blob-1", 768, None) is None
+
+
+def _settled(future: Future[RenderedImage]) -> None:
+    """Wait until ``future`` and its done-callbacks ended: each image thread runs a
+    task's callbacks before it takes its next task, so once every thread has taken one
+    of a barrier's tasks, those before them are over."""
+    future.exception(30)  # waits for it to end, however it ended
+    workers = image_pool()._max_workers
+    barrier = threading.Barrier(workers)
+    for task in [image_pool().submit(barrier.wait, 30) for _ in range(workers)]:
+        task.result(30)
