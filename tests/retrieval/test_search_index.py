@@ -18,6 +18,7 @@ from sqlalchemy import event, func, select
 from agentctx import ContextEngine, InvalidInput, Session
 from agentctx.llm import HashingEmbedder
 from agentctx.retrieval import RetrievalConfig, SearchIndex, SyncReport, fuse
+from agentctx.retrieval import sync as sync_module
 from agentctx.storage import fastsql
 from agentctx.storage.schema import (
     include_name,
@@ -375,3 +376,87 @@ def test_a_short_answer_is_found_through_the_question_before_it(engine: ContextE
     # is Moon?" it is among the nearest.
     assert answer not in own
     assert answer in contextual
+
+
+def _index_rows(engine: ContextEngine, session_id: str) -> tuple[Any, ...]:
+    with engine.db.read() as conn:
+        head = conn.execute(
+            select(
+                search_sessions.c.sid,
+                search_sessions.c.indexed_seq,
+                search_sessions.c.doc_count,
+                search_sessions.c.term_count,
+            ).where(search_sessions.c.session_id == session_id)
+        ).one()
+        docs = conn.execute(
+            select(search_docs.c.seq, search_docs.c.term_count)
+            .where(search_docs.c.sid == head.sid)
+            .order_by(search_docs.c.seq)
+        ).all()
+    return tuple(head)[1:], [tuple(d) for d in docs]
+
+
+def test_a_long_backlog_is_indexed_in_bounded_writes_with_the_same_result(
+    engine: ContextEngine, index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's append waits for SQLite's writer: a sync stores a backlog in several
+    short transactions, each about ``LEXICAL_WRITE_TERMS`` terms (a document is never
+    split), and the index is the one a single transaction makes."""
+    pairs = [
+        (role, f"{text} (note {i}: topic{i} detail{i * 7})")
+        for i in range(6)
+        for role, text in CONVERSATION
+    ]
+    whole, cut = engine.create_session(user_id="u1"), engine.create_session(user_id="u1")
+    fill(whole, pairs)
+    fill(cut, pairs)
+    index.sync("u1", whole.id)
+
+    stored: list[int] = []
+    insert = sync_module.lexical_index.insert_prepared
+
+    def counting(conn: Any, prepared: Any) -> tuple[int, int]:
+        # SQLite stores a document's terms as one text, PostgreSQL as a list.
+        stored.append(sum(len(t.split() if isinstance(t, str) else t) for t in prepared.stored))
+        return insert(conn, prepared)
+
+    monkeypatch.setattr(sync_module, "LEXICAL_WRITE_TERMS", 40)
+    monkeypatch.setattr(sync_module.lexical_index, "insert_prepared", counting)
+    assert index.sync("u1", cut.id).indexed == len(pairs)
+    longest = max(len(text.split()) for _, text in pairs) * 3  # generous: terms per word
+    assert len(stored) > 5 and all(n < 40 + longest for n in stored)
+    assert _index_rows(engine, cut.id) == _index_rows(engine, whole.id)
+    for query in ("Tokyo passport", "topic3 detail21", "北京 航班"):
+        assert seqs(index.search("u1", cut.id, query, limit=5)) == seqs(
+            index.search("u1", whole.id, query, limit=5)
+        )
+
+
+def test_a_sync_cut_off_between_writes_resumes_without_duplicates(
+    engine: ContextEngine, index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = engine.create_session(user_id="u1")
+    pairs = [(role, f"{text} (round {i})") for i in range(4) for role, text in CONVERSATION]
+    fill(session, pairs)
+    insert = sync_module.lexical_index.insert_prepared
+    calls: list[int] = []
+
+    def failing_third(conn: Any, prepared: Any) -> tuple[int, int]:
+        calls.append(len(prepared.seqs))
+        if len(calls) == 3:
+            raise RuntimeError("the process died here")
+        return insert(conn, prepared)
+
+    monkeypatch.setattr(sync_module, "LEXICAL_WRITE_TERMS", 30)
+    monkeypatch.setattr(sync_module.lexical_index, "insert_prepared", failing_third)
+    with pytest.raises(RuntimeError):
+        index.sync("u1", session.id)
+    (indexed_seq, doc_count, _), docs = _index_rows(engine, session.id)
+    # The first two writes stand, whole: progress at the end of the second.
+    assert doc_count == len(docs) == calls[0] + calls[1]
+    assert indexed_seq == docs[-1][0]
+    monkeypatch.setattr(sync_module.lexical_index, "insert_prepared", insert)
+    assert index.sync("u1", session.id).indexed == len(pairs) - len(docs)
+    (indexed_seq, doc_count, _), docs = _index_rows(engine, session.id)
+    assert [seq for seq, _ in docs] == list(range(1, len(pairs) + 1))
+    assert doc_count == len(pairs) and indexed_seq == len(pairs)

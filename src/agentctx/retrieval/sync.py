@@ -176,6 +176,13 @@ def _lock_dense(conn: Connection, sid: int, embedder_id: int) -> int | None:
     return None if found is None else int(found)
 
 
+LEXICAL_WRITE_TERMS = 4_000
+"""About the most terms one lexical write transaction stores (a document is never
+split): on SQLite the agent's next append waits for whoever holds the writer, and
+storing a turn's documents at once held it 13 ms at the median and up to 70. Between
+writes the agent's own writes go first (:class:`agentctx.priority.ForegroundFirstLock`)."""
+
+
 def sync_lexical(
     db: Database, user_id: str, session_id: str, *, after: int, batch: int, sid: int | None
 ) -> int:
@@ -200,37 +207,79 @@ def sync_lexical(
             lexical_index.Document(int(seq), document_terms(stored_event_text(part, load, meta)))
             for seq, part, load, meta in rows
         ]
-        last = int(rows[-1][0])
-        # The rows are made before the write lock is taken (the session's number does
-        # not change once given); only a first sync of the session makes them inside.
-        prepared = (
-            lexical_index.prepare_documents(sid, documents, db.dialect) if sid is not None else None
-        )
-        with db.write(durable=False) as conn:  # derived: rebuilt from the log
-            head = _lock_session(conn, user_id, session_id)
-            if head is None:  # deleted meanwhile
+        for chunk, last in _write_chunks(documents, int(rows[-1][0])):
+            written = _write_lexical(db, user_id, session_id, chunk, last=last, sid=sid)
+            if written is None:  # the session was deleted meanwhile
                 return added
-            sid, done = int(head[0]), int(head[1])  # (a first sync creates the number)
-            if last > done:
-                fresh = [d for d in documents if d.seq > done]
-                if prepared is None or prepared.sid != sid or len(fresh) < len(documents):
-                    prepared = lexical_index.prepare_documents(sid, fresh, db.dialect)
-                docs, terms = lexical_index.insert_prepared(conn, prepared)
-                ss = search_sessions
-                conn.execute(
-                    update(ss)
-                    .where(ss.c.sid == sid)
-                    .values(
-                        indexed_seq=last,
-                        doc_count=ss.c.doc_count + docs,
-                        term_count=ss.c.term_count + terms,
-                        updated_at=utcnow(),
-                    )
-                )
-                added += len(fresh)
+            sid, fresh, done = written
+            added += fresh
             after = max(last, done)
         if len(rows) < batch:
             return added
+
+
+def _write_chunks(
+    documents: list[lexical_index.Document], last: int
+) -> list[tuple[list[lexical_index.Document], int]]:
+    """``documents`` cut into runs of about :data:`LEXICAL_WRITE_TERMS` terms, each with
+    the seq its write records as indexed (the last run: ``last``, the batch's end, which
+    may be an event without terms)."""
+    chunks: list[tuple[list[lexical_index.Document], int]] = []
+    run: list[lexical_index.Document] = []
+    terms = 0
+    for document in documents:
+        run.append(document)
+        terms += len(document.terms)
+        if terms >= LEXICAL_WRITE_TERMS:
+            chunks.append((run, document.seq))
+            run, terms = [], 0
+    if run or not chunks:
+        chunks.append((run, last))
+    else:
+        chunks[-1] = (chunks[-1][0], last)
+    return chunks
+
+
+def _write_lexical(
+    db: Database,
+    user_id: str,
+    session_id: str,
+    documents: list[lexical_index.Document],
+    *,
+    last: int,
+    sid: int | None,
+) -> tuple[int, int, int] | None:
+    """Store ``documents`` (newer than the recorded progress only) and record the index
+    as reaching ``last``: (the session's index number, documents added, the progress
+    found). None when the session is gone."""
+    # The rows are made before the write lock is taken (the session's number does not
+    # change once given); only a first sync of the session makes them inside.
+    prepared = (
+        lexical_index.prepare_documents(sid, documents, db.dialect) if sid is not None else None
+    )
+    with db.write(durable=False) as conn:  # derived: rebuilt from the log
+        head = _lock_session(conn, user_id, session_id)
+        if head is None:
+            return None
+        sid, done = int(head[0]), int(head[1])  # (a first sync creates the number)
+        if last <= done:
+            return sid, 0, done
+        fresh = [d for d in documents if d.seq > done]
+        if prepared is None or prepared.sid != sid or len(fresh) < len(documents):
+            prepared = lexical_index.prepare_documents(sid, fresh, db.dialect)
+        docs, terms = lexical_index.insert_prepared(conn, prepared)
+        ss = search_sessions
+        conn.execute(
+            update(ss)
+            .where(ss.c.sid == sid)
+            .values(
+                indexed_seq=last,
+                doc_count=ss.c.doc_count + docs,
+                term_count=ss.c.term_count + terms,
+                updated_at=utcnow(),
+            )
+        )
+        return sid, len(fresh), done
 
 
 def sync_dense(
