@@ -205,6 +205,9 @@ class ContextEngine:
         self.search_index = SearchIndex(
             self.db, embedder, config=s.retrieval, warmup=self.model_warmup
         )
+        # A user's message is most often the next window's query: its embedding starts
+        # as it is appended, not as the window begins.
+        self._service.on_user_input = self.search_index.prefetch
         self.embedding: EmbeddingWorker | None = None
         self._embed_off_the_call_path()
         return embedder

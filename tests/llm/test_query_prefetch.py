@@ -281,3 +281,31 @@ def test_a_window_prefetches_its_query_and_builds_the_same_window(
             assert (threads == {"agentctx-query"}) is prefetching
             windows.append((window.messages, window.report.dense_ranking))
     assert windows[0] == windows[1]
+
+
+def test_a_users_message_is_embedded_as_the_next_query_while_it_is_appended(
+    db_url: str, home: Path
+) -> None:
+    """Agents mostly ask for a window with the user's latest message as the query: its
+    embedding starts as the message is appended, and the window uses that vector."""
+    with ContextEngine(url=db_url, home=home, embeddings={"provider": "hashing"}) as engine:
+        shared = engine.search_index.query_vectors
+        assert shared is not None
+        embedder = GatedEmbedder()
+        shared.embedder = embedder
+        session = engine.create_session(user_id="u1", session_id="s1")
+        session.add_message("assistant", "How can I help with your booking?")
+        embedder.gate.clear()
+        question = "Can you move my flight to Friday morning?"
+        session.add_message("user", question)
+        assert embedder.entered.wait(10)  # under way before any window asked
+        embedder.gate.set()
+        window = session.build_context(query=question, budget=2000)
+        assert window.report.dense_ranking == "used"
+        asked = [(text, thread) for text, thread in embedder.calls if text == question]
+        assert asked == [(question, "agentctx-query")]
+        # An assistant's message is no query, nor is a user's blank one.
+        session.add_message("assistant", "Moved to Friday 08:10.")
+        session.add_message("user", "   ")
+        shared.settle(10)
+        assert [text for text, _ in embedder.calls if text != question] == []
