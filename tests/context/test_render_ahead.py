@@ -14,9 +14,9 @@ import pytest
 from tests.conftest import make_png
 
 from agentctx import ContextEngine
-from agentctx.context.images import RenderedImage, RenderedImageCache, render_image
+from agentctx.context.images import RENDERS_AHEAD, RenderedImage, RenderedImageCache, render_image
 from agentctx.events import ImagePart
-from agentctx.perception.pool import image_pool
+from agentctx.perception.pool import render_pool
 
 
 def _image_urls(messages: list[dict[str, Any]]) -> list[str]:
@@ -42,22 +42,20 @@ def _part(data: bytes, width: int, height: int, blob_id: str = "blob-1") -> Imag
 
 @pytest.fixture
 def busy_pool() -> Iterator[threading.Event]:
-    """Every image thread held until the event is set: a render submitted meanwhile
+    """The render thread held until the event is set: a render submitted meanwhile
     waits in the queue, so a test can act while it is under way."""
     release = threading.Event()
-    workers = image_pool()._max_workers
-    started = threading.Barrier(workers + 1)
+    started = threading.Event()
 
     def hold() -> None:
-        started.wait()
+        started.set()
         release.wait(30)
 
-    held = [image_pool().submit(hold) for _ in range(workers)]
-    started.wait(30)
+    held = render_pool().submit(hold)
+    assert started.wait(30)
     yield release
     release.set()
-    for future in held:
-        future.result(30)
+    held.result(30)
 
 
 def test_an_appended_screenshot_is_rendered_before_any_window_asks(tmp_path: Path) -> None:
@@ -145,6 +143,51 @@ def test_a_copy_under_way_when_the_cache_is_cleared_is_not_kept(
     assert cache.get(part.blob_id, 768, None) is not None
 
 
+def test_at_most_a_few_copies_are_rendered_ahead_at_once(busy_pool: threading.Event) -> None:
+    """A burst of screenshots holds the bytes of a few only; the windows render the rest."""
+    cache = RenderedImageCache()
+    shots = [make_png(1280, 800, seed=20 + k) for k in range(RENDERS_AHEAD + 1)]
+    parts = [_part(data, 1280, 800, blob_id=f"blob-{k}") for k, data in enumerate(shots)]
+    started = [cache.render_ahead(data, part, 768) for data, part in zip(shots, parts, strict=True)]
+    assert all(f is not None for f in started[:RENDERS_AHEAD]) and started[-1] is None
+    busy_pool.set()
+    for future in started[:RENDERS_AHEAD]:
+        assert future is not None
+        _settled(future)
+    # Room again: the one left out starts now.
+    assert cache.render_ahead(shots[-1], parts[-1], 768) is not None
+
+
+def test_copies_rendered_ahead_never_delay_an_appends_hashes(
+    tmp_path: Path, busy_pool: threading.Event
+) -> None:
+    """An image append waits for its perceptual hashes; they never queue behind the
+    copies rendered ahead of windows."""
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path / "home",
+        embeddings={"provider": "hashing"},
+        jobs="manual",
+    ) as engine:
+        assert engine.settings.visual.dedup.enabled
+        session = engine.create_session("u1", "agent")
+        appended: list[int] = []
+
+        def append_screens() -> None:
+            for k in range(RENDERS_AHEAD + 2):
+                call = session.add_tool_call("screenshot", {})
+                event = session.add_tool_result(
+                    call.call_id, content="screen", images=[make_png(1280, 800, seed=40 + k)]
+                )
+                appended.append(event.seq)
+
+        writer = threading.Thread(target=append_screens)
+        writer.start()
+        writer.join(30)
+        assert not writer.is_alive() and len(appended) == RENDERS_AHEAD + 2
+        busy_pool.set()
+
+
 def test_a_render_that_fails_leaves_the_window_to_render_it() -> None:
     cache = RenderedImageCache()
     broken = b"\x89PNG\r\n\x1a\n not really"
@@ -165,11 +208,7 @@ def test_an_image_that_fits_is_not_rendered() -> None:
 
 
 def _settled(future: Future[RenderedImage]) -> None:
-    """Wait until ``future`` and its done-callbacks ended: each image thread runs a
-    task's callbacks before it takes its next task, so once every thread has taken one
-    of a barrier's tasks, those before them are over."""
+    """Wait until ``future`` and its done-callbacks ended: the one render thread runs a
+    task's callbacks before it takes the next task."""
     future.exception(30)  # waits for it to end, however it ended
-    workers = image_pool()._max_workers
-    barrier = threading.Barrier(workers)
-    for task in [image_pool().submit(barrier.wait, 30) for _ in range(workers)]:
-        task.result(30)
+    render_pool().submit(lambda: None).result(30)

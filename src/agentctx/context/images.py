@@ -20,9 +20,13 @@ from PIL import Image
 from agentctx.cache.bounded import WeightedLru
 from agentctx.events import ImagePart
 from agentctx.perception.decode import decoded_png
-from agentctx.perception.pool import image_pool
+from agentctx.perception.pool import render_pool
 
 _Box = tuple[str, int | None, int | None]  # blob id, max width, max height
+
+RENDERS_AHEAD = 4
+"""The most copies under way or queued at once; past it, the windows render their images
+themselves (a burst of screenshots holds no more than this many images' bytes)."""
 
 RENDER_AHEAD_WAIT = 5.0
 """The longest a window waits for a copy rendered ahead (seconds) before it renders the
@@ -159,8 +163,8 @@ class RenderedImageCache:
     ) -> Future[RenderedImage] | None:
         """Start rendering ``data`` (the bytes behind ``part``) for this box on an image
         thread; the render under way, or None when none started: the copy is held or
-        under way already, or the image needs no rendering (it fits the box, and a
-        window sends its bytes as they are)."""
+        under way already, :data:`RENDERS_AHEAD` others are, or the image needs no
+        rendering (it fits the box, and a window sends its bytes as they are)."""
         if scaled_size(part.width, part.height, max_width, max_height) == (
             part.width,
             part.height,
@@ -170,10 +174,10 @@ class RenderedImageCache:
         if self._items.get(key) is not None:
             return None
         with self._lock:
-            if key in self._pending:
+            if key in self._pending or len(self._pending) >= RENDERS_AHEAD:
                 return None
             generation = self._generation
-            future = image_pool().submit(render_image, data, part, max_width, max_height)
+            future = render_pool().submit(render_image, data, part, max_width, max_height)
             self._pending[key] = future
         future.add_done_callback(lambda done: self._rendered(key, generation, done))
         return future
