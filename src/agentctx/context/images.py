@@ -2,8 +2,9 @@
 
 A 1280x800 screenshot sent whole costs a provider as much as the pixels it is charged
 for; seed 000 assumes screenshots go to the model at 768 px wide (about 1,500 tokens).
-Downscaled copies are made on first use and kept in a byte-bounded in-process cache,
-keyed by content and width, so the windows of an agent loop pay for each image once.
+Downscaled copies are made on first use, or rendered ahead as a new image is appended,
+and kept in a byte-bounded in-process cache, keyed by content and width, so the windows
+of an agent loop pay for each image once.
 The stored original never changes, and ``restore_image`` returns it.
 """
 
@@ -108,10 +109,11 @@ class RenderedImageCache:
     never go stale: a blob id always names the same bytes.
 
     A copy can be rendered ahead (:meth:`render_ahead`): the engine starts one when an
-    append stores a new image, on an image thread, so that the window built right after
-    it (an agent's next model call, which shows the new screenshot) finds it ready or
-    under way instead of decoding, resizing and encoding it itself (about 15-25 ms of a
-    1280x800 screenshot at 768 px). :meth:`get` waits for a copy under way.
+    append stores a new image, on the render thread
+    (:func:`~agentctx.perception.pool.render_pool`), so that the window built right
+    after it (an agent's next model call, which shows the new screenshot) finds it ready
+    or under way instead of decoding, resizing and encoding it itself (about 15-25 ms of
+    a 1280x800 screenshot at 768 px). :meth:`get` waits for a copy under way.
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
@@ -161,7 +163,7 @@ class RenderedImageCache:
     def render_ahead(
         self, data: bytes, part: ImagePart, max_width: int | None, max_height: int | None = None
     ) -> Future[RenderedImage] | None:
-        """Start rendering ``data`` (the bytes behind ``part``) for this box on an image
+        """Start rendering ``data`` (the bytes behind ``part``) for this box on the render
         thread; the render under way, or None when none started: the copy is held or
         under way already, :data:`RENDERS_AHEAD` others are, or the image needs no
         rendering (it fits the box, and a window sends its bytes as they are)."""
