@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.llm import query_vectors
+from agentctx.llm import LocalEmbedder, query_vectors
 from agentctx.llm.embeddings import EmbeddingError
 from agentctx.llm.hashing import HashingEmbedder
 from agentctx.llm.query_vectors import QueryVectors
@@ -288,7 +288,9 @@ def test_a_users_message_is_embedded_as_the_next_query_while_it_is_appended(
 ) -> None:
     """Agents mostly ask for a window with the user's latest message as the query: its
     embedding starts as the message is appended, and the window uses that vector."""
-    with ContextEngine(url=db_url, home=home, embeddings={"provider": "hashing"}) as engine:
+    with ContextEngine(
+        url=db_url, home=home, embeddings={"provider": "hashing"}, jobs="manual"
+    ) as engine:
         shared = engine.search_index.query_vectors
         assert shared is not None
         embedder = GatedEmbedder()
@@ -309,3 +311,17 @@ def test_a_users_message_is_embedded_as_the_next_query_while_it_is_appended(
         session.add_message("user", "   ")
         shared.settle(10)
         assert [text for text, _ in embedder.calls if text != question] == []
+
+
+def test_a_users_message_alone_loads_no_model(tmp_path: Path) -> None:
+    """With jobs inline the model loads on first use: a message appended is no use of it
+    (a process that only records sessions never holds the model)."""
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}", home=tmp_path / "home", jobs="inline"
+    ) as engine:
+        embedder = engine.search_index.embedder
+        assert isinstance(embedder, LocalEmbedder) and not embedder.loaded
+        engine.create_session(user_id="u1").add_message("user", "Can you move my flight?")
+        assert engine.search_index.query_vectors is not None
+        engine.search_index.query_vectors.settle(10)
+        assert not embedder.loaded
