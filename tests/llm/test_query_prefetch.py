@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentctx import ContextEngine
+from agentctx.events import EventDraft, EventType, Role, TextPart
 from agentctx.llm import LocalEmbedder, query_vectors
 from agentctx.llm.embeddings import EmbeddingError
 from agentctx.llm.hashing import HashingEmbedder
@@ -306,9 +307,20 @@ def test_a_users_message_is_embedded_as_the_next_query_while_it_is_appended(
         assert window.report.dense_ranking == "used"
         asked = [(text, thread) for text, thread in embedder.calls if text == question]
         assert asked == [(question, "agentctx-query")]
-        # An assistant's message is no query, nor is a user's blank one.
+        # An assistant's message is no query, nor is a user's blank one, nor one that an
+        # append (an imported exchange) follows with its answer.
         session.add_message("assistant", "Moved to Friday 08:10.")
         session.add_message("user", "   ")
+        session.append(
+            EventDraft(
+                type=EventType.USER_INPUT, role=Role.USER, parts=(TextPart(text="And Sunday?"),)
+            ),
+            EventDraft(
+                type=EventType.AGENT_RESPONSE,
+                role=Role.ASSISTANT,
+                parts=(TextPart(text="Sunday works too."),),
+            ),
+        )
         shared.settle(10)
         assert [text for text, _ in embedder.calls if text != question] == []
 

@@ -333,18 +333,20 @@ class SessionService:
         return result
 
     def _tell_user_input(self, user_id: str, session_id: str, drafts: Sequence[EventDraft]) -> None:
-        """:attr:`on_user_input` with the last user message of ``drafts`` that is one
-        text; a head start only, so nothing it raises reaches the append."""
+        """:attr:`on_user_input` when the append ends with a user's message of one text:
+        a message awaiting its answer, which the agent's next window is asked about (an
+        import of a conversation ends otherwise, and is told nothing). A head start only:
+        nothing it raises reaches the append."""
         assert self.on_user_input is not None
-        for draft in reversed(drafts):
-            if draft.type == EventType.USER_INPUT:
-                parts = draft.parts
-                if len(parts) == 1 and isinstance(parts[0], TextPart) and parts[0].text.strip():
-                    try:
-                        self.on_user_input(user_id, session_id, parts[0].text)
-                    except Exception:
-                        log.debug("could not start embedding a user message", exc_info=True)
-                return
+        last = drafts[-1] if drafts else None
+        if last is None or last.type != EventType.USER_INPUT or len(last.parts) != 1:
+            return
+        part = last.parts[0]
+        if isinstance(part, TextPart) and part.text.strip():
+            try:
+                self.on_user_input(user_id, session_id, part.text)
+            except Exception:
+                log.debug("could not start embedding a user message", exc_info=True)
 
     def events(
         self,
