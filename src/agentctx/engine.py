@@ -205,12 +205,6 @@ class ContextEngine:
         self.search_index = SearchIndex(
             self.db, embedder, config=s.retrieval, warmup=self.model_warmup
         )
-        if self.model_warmup is not None:
-            # A user's message is most often the next window's query: its embedding
-            # starts as it is appended, not as the window begins. Only with a model that
-            # loads as the engine starts (none is loaded for a message by itself), and
-            # once it is ready (the prefetch never waits for it).
-            self._service.on_user_input = self.search_index.prefetch
         self.embedding: EmbeddingWorker | None = None
         self._embed_off_the_call_path()
         return embedder

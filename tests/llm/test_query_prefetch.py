@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentctx import ContextEngine
-from agentctx.events import EventDraft, EventType, Role, TextPart
-from agentctx.llm import LocalEmbedder, query_vectors
+from agentctx.llm import query_vectors
 from agentctx.llm.embeddings import EmbeddingError
 from agentctx.llm.hashing import HashingEmbedder
 from agentctx.llm.query_vectors import QueryVectors
@@ -282,58 +281,3 @@ def test_a_window_prefetches_its_query_and_builds_the_same_window(
             assert (threads == {"agentctx-query"}) is prefetching
             windows.append((window.messages, window.report.dense_ranking))
     assert windows[0] == windows[1]
-
-
-def test_a_users_message_is_embedded_as_the_next_query_while_it_is_appended(
-    db_url: str, home: Path
-) -> None:
-    """Agents mostly ask for a window with the user's latest message as the query: its
-    embedding starts as the message is appended, and the window uses that vector."""
-    with ContextEngine(
-        url=db_url, home=home, embeddings={"provider": "hashing"}, jobs="manual"
-    ) as engine:
-        shared = engine.search_index.query_vectors
-        assert shared is not None
-        embedder = GatedEmbedder()
-        shared.embedder = embedder
-        session = engine.create_session(user_id="u1", session_id="s1")
-        session.add_message("assistant", "How can I help with your booking?")
-        embedder.gate.clear()
-        question = "Can you move my flight to Friday morning?"
-        session.add_message("user", question)
-        assert embedder.entered.wait(10)  # under way before any window asked
-        embedder.gate.set()
-        window = session.build_context(query=question, budget=2000)
-        assert window.report.dense_ranking == "used"
-        asked = [(text, thread) for text, thread in embedder.calls if text == question]
-        assert asked == [(question, "agentctx-query")]
-        # An assistant's message is no query, nor is a user's blank one, nor one that an
-        # append (an imported exchange) follows with its answer.
-        session.add_message("assistant", "Moved to Friday 08:10.")
-        session.add_message("user", "   ")
-        session.append(
-            EventDraft(
-                type=EventType.USER_INPUT, role=Role.USER, parts=(TextPart(text="And Sunday?"),)
-            ),
-            EventDraft(
-                type=EventType.AGENT_RESPONSE,
-                role=Role.ASSISTANT,
-                parts=(TextPart(text="Sunday works too."),),
-            ),
-        )
-        shared.settle(10)
-        assert [text for text, _ in embedder.calls if text != question] == []
-
-
-def test_a_users_message_alone_loads_no_model(tmp_path: Path) -> None:
-    """With jobs inline the model loads on first use: a message appended is no use of it
-    (a process that only records sessions never holds the model)."""
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}", home=tmp_path / "home", jobs="inline"
-    ) as engine:
-        embedder = engine.search_index.embedder
-        assert isinstance(embedder, LocalEmbedder) and not embedder.loaded
-        engine.create_session(user_id="u1").add_message("user", "Can you move my flight?")
-        assert engine.search_index.query_vectors is not None
-        engine.search_index.query_vectors.settle(10)
-        assert not embedder.loaded

@@ -7,7 +7,6 @@ written to the audit log either way.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
@@ -27,7 +26,7 @@ from agentctx.errors import (
     SessionNotFound,
     TurnError,
 )
-from agentctx.events import Event, EventDraft, EventType, JsonPart, TextPart, utcnow
+from agentctx.events import Event, EventDraft, EventType, JsonPart, utcnow
 from agentctx.ids import check_id, check_optional_id, new_id
 from agentctx.inputs import (
     MAX_INT32,
@@ -62,8 +61,6 @@ from agentctx.storage.chain import GENESIS_HASH
 from agentctx.storage.database import Database
 from agentctx.storage.schema import blob_refs, blobs, sessions
 
-log = logging.getLogger(__name__)
-
 
 class SessionService:
     """Implements every session operation on one database and blob store."""
@@ -94,10 +91,6 @@ class SessionService:
         # Told (user_id, session_id) after every append commits: the engine hands the
         # session's new events to its background embedding worker. Must not block.
         self.after_write: Callable[[str, str], None] | None = None
-        # Told of the user's message as its append begins (user id, session id, its
-        # text): most agents then ask for a window with that message as the query, and
-        # the engine starts embedding it beside the append (the search index's prefetch).
-        self.on_user_input: Callable[[str, str, str], None] | None = None
 
     # Sessions ---------------------------------------------------------------------------
 
@@ -313,8 +306,6 @@ class SessionService:
         check_optional_count(expected_last_seq, "expected_last_seq", maximum=MAX_INT64)
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
-        if self.on_user_input is not None:
-            self._tell_user_input(user_id, session_id, drafts)
         images = SessionImages(lambda: self._latest_image(user_id, session_id))
         prepared = self.preparer.prepare_batch(
             user_id, session_id, drafts, request_id, redactor, images=images
@@ -331,22 +322,6 @@ class SessionService:
         if self.after_write is not None:
             self.after_write(user_id, session_id)
         return result
-
-    def _tell_user_input(self, user_id: str, session_id: str, drafts: Sequence[EventDraft]) -> None:
-        """:attr:`on_user_input` when the append ends with a user's message of one text:
-        a message awaiting its answer, which the agent's next window is asked about (an
-        import of a conversation ends otherwise, and is told nothing). A head start only:
-        nothing it raises reaches the append."""
-        assert self.on_user_input is not None
-        last = drafts[-1] if drafts else None
-        if last is None or last.type != EventType.USER_INPUT or len(last.parts) != 1:
-            return
-        part = last.parts[0]
-        if isinstance(part, TextPart) and part.text.strip():
-            try:
-                self.on_user_input(user_id, session_id, part.text)
-            except Exception:
-                log.debug("could not start embedding a user message", exc_info=True)
 
     def events(
         self,
