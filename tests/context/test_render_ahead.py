@@ -40,6 +40,17 @@ def _part(data: bytes, width: int, height: int, blob_id: str = "blob-1") -> Imag
     )
 
 
+def _engine(tmp_path: Path, **settings: Any) -> ContextEngine:
+    """An engine on a SQLite file, the hashing embedder, jobs run by hand."""
+    return ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path / "home",
+        embeddings={"provider": "hashing"},
+        jobs="manual",
+        **settings,
+    )
+
+
 @pytest.fixture
 def busy_pool() -> Iterator[threading.Event]:
     """The render thread held until the event is set: a render submitted meanwhile
@@ -59,12 +70,7 @@ def busy_pool() -> Iterator[threading.Event]:
 
 
 def test_an_appended_screenshot_is_rendered_before_any_window_asks(tmp_path: Path) -> None:
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}",
-        home=tmp_path / "home",
-        embeddings={"provider": "hashing"},
-        jobs="manual",
-    ) as engine:
+    with _engine(tmp_path) as engine:
         session = engine.create_session("u1", "agent")
         shot = make_png(1280, 800, seed=3)
         call = session.add_tool_call("screenshot", {})
@@ -82,13 +88,7 @@ def test_an_appended_screenshot_is_rendered_before_any_window_asks(tmp_path: Pat
 
 
 def test_an_agent_with_no_inline_images_renders_nothing_ahead(tmp_path: Path) -> None:
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}",
-        home=tmp_path / "home",
-        embeddings={"provider": "hashing"},
-        jobs="manual",
-        context={"images": "placeholder"},
-    ) as engine:
+    with _engine(tmp_path, context={"images": "placeholder"}) as engine:
         session = engine.create_session("u1", "agent")
         call = session.add_tool_call("screenshot", {})
         event = session.add_tool_result(
@@ -163,12 +163,7 @@ def test_copies_rendered_ahead_never_delay_an_appends_hashes(
 ) -> None:
     """An image append waits for its perceptual hashes; they never queue behind the
     copies rendered ahead of windows."""
-    with ContextEngine(
-        url=f"sqlite:///{tmp_path / 'a.db'}",
-        home=tmp_path / "home",
-        embeddings={"provider": "hashing"},
-        jobs="manual",
-    ) as engine:
+    with _engine(tmp_path) as engine:
         assert engine.settings.visual.dedup.enabled
         session = engine.create_session("u1", "agent")
         appended: list[int] = []
