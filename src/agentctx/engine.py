@@ -184,12 +184,10 @@ class ContextEngine:
         )
         self._counters: dict[str, TokenCounter] = {}
 
-    def _render_ahead(self, part: ImagePart, data: bytes) -> None:
+    def _render_ahead(self, user_id: str, session_id: str, part: ImagePart, data: bytes) -> None:
         """Start the copy of a newly stored image that the next window shows, at the
         engine's image width (an agent with a width of its own renders at its window)."""
-        config = self.settings.context
-        if config.images == "inline":
-            self.context_builder.rendered_images.render_ahead(data, part, config.image_max_width)
+        self.context_builder.render_ahead(user_id, session_id, part, data, self.settings.context)
 
     def _wire_retrieval(self, embedder: Embedder | None) -> Embedder | None:
         """Retrieval: lexical always; dense with the configured embedder (returned).

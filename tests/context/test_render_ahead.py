@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from tests.conftest import make_png
 
-from agentctx import ContextEngine
+from agentctx import ContextEngine, Session
 from agentctx.context.images import RENDERS_AHEAD, RenderedImage, RenderedImageCache, render_image
 from agentctx.events import ImagePart
 from agentctx.perception.pool import render_pool
@@ -69,15 +69,23 @@ def busy_pool() -> Iterator[threading.Event]:
     held.result(30)
 
 
-def test_an_appended_screenshot_is_rendered_before_any_window_asks(tmp_path: Path) -> None:
+def _screenshot(session: Session, seed: int) -> tuple[bytes, ImagePart]:
+    shot = make_png(1280, 800, seed=seed)
+    call = session.add_tool_call("screenshot", {})
+    event = session.add_tool_result(call.call_id, content="screen", images=[shot])
+    return shot, next(p for p in event.parts if isinstance(p, ImagePart))
+
+
+def test_an_appended_screenshot_is_rendered_before_the_next_window_asks(
+    tmp_path: Path,
+) -> None:
     with _engine(tmp_path) as engine:
         session = engine.create_session("u1", "agent")
-        shot = make_png(1280, 800, seed=3)
-        call = session.add_tool_call("screenshot", {})
-        event = session.add_tool_result(call.call_id, content="screen", images=[shot])
-        part = next(p for p in event.parts if isinstance(p, ImagePart))
+        session.add_message("user", "Open the settings page")
+        session.build_context(budget=8000)  # an agent loop: windows are built here
+        shot, part = _screenshot(session, seed=3)
         cache = engine.context_builder.rendered_images
-        # No window was built: the copy is there (or under way, and waited for).
+        # No window since the append: the copy is there (or under way, and waited for).
         ahead = cache.get(part.blob_id, 768, None)
         assert ahead is not None
         assert (ahead.width, ahead.height) == (768, 480)
@@ -87,14 +95,28 @@ def test_an_appended_screenshot_is_rendered_before_any_window_asks(tmp_path: Pat
         assert _image_urls(window.messages) == [ahead.url]
 
 
+def test_a_session_no_window_was_built_for_has_nothing_rendered_ahead(tmp_path: Path) -> None:
+    """A session only recorded (an import, a recorder that never asks for windows) costs
+    no renders; once a window was built for it, its new images are rendered ahead."""
+    with _engine(tmp_path) as engine:
+        cache = engine.context_builder.rendered_images
+        recorded, agent_loop = (engine.create_session("u1", "agent") for _ in range(2))
+        agent_loop.build_context(budget=8000)
+        _, part = _screenshot(recorded, seed=8)
+        assert cache.get(part.blob_id, 768, None) is None
+        _, part = _screenshot(agent_loop, seed=9)
+        assert cache.get(part.blob_id, 768, None) is not None
+        # The recorded session once a window is built for it.
+        recorded.build_context(budget=8000)
+        _, part = _screenshot(recorded, seed=10)
+        assert cache.get(part.blob_id, 768, None) is not None
+
+
 def test_an_agent_with_no_inline_images_renders_nothing_ahead(tmp_path: Path) -> None:
     with _engine(tmp_path, context={"images": "placeholder"}) as engine:
         session = engine.create_session("u1", "agent")
-        call = session.add_tool_call("screenshot", {})
-        event = session.add_tool_result(
-            call.call_id, content="screen", images=[make_png(1280, 800, seed=4)]
-        )
-        part = next(p for p in event.parts if isinstance(p, ImagePart))
+        session.build_context(budget=8000)
+        _, part = _screenshot(session, seed=4)
         assert engine.context_builder.rendered_images.get(part.blob_id, 768, None) is None
 
 
@@ -166,6 +188,7 @@ def test_copies_rendered_ahead_never_delay_an_appends_hashes(
     with _engine(tmp_path) as engine:
         assert engine.settings.visual.dedup.enabled
         session = engine.create_session("u1", "agent")
+        session.build_context(budget=8000)  # so that its screenshots are rendered ahead
         appended: list[int] = []
 
         def append_screens() -> None:
@@ -180,6 +203,8 @@ def test_copies_rendered_ahead_never_delay_an_appends_hashes(
         writer.start()
         writer.join(30)
         assert not writer.is_alive() and len(appended) == RENDERS_AHEAD + 2
+        # The renders did queue behind the held thread meanwhile.
+        assert len(engine.context_builder.rendered_images._pending) == RENDERS_AHEAD
         busy_pool.set()
 
 

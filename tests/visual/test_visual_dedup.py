@@ -260,6 +260,7 @@ def test_an_image_append_decodes_the_image_once(
         )
     rendered = engine.context_builder.rendered_images
     width = engine.settings.context.image_max_width
+    session.build_context(budget=20_000)  # windows are built for it: copies rendered ahead
     (part,) = send(session, first)
     assert rendered.get(part.blob_id, width, None) is not None  # waits for the copy
     # ("raw" is Pillow reading libspng's RGB pixels: a copy, not a decode.)

@@ -61,6 +61,10 @@ KEPT_LINES = 4096
 """Atoms' block lines kept between builds, per tokenizer (a line is at most an eighth
 of a budget, most a few hundred bytes)."""
 
+WINDOWED_SESSIONS = 4096
+"""How many sessions a builder remembers having built windows for (least recently built
+first out): a new image of one of them is rendered ahead for its next window."""
+
 T = TypeVar("T")
 
 STRATEGIES: dict[str, Callable[[Assembly], Plan]] = {
@@ -101,6 +105,9 @@ class ContextBuilder:
         # Visual compaction: the frame state of each image of ended turns; and the
         # downscaled copies of the images windows show.
         self.rendered_images = RenderedImageCache()
+        # The sessions windows were built for: an agent loop's. A session only recorded
+        # (an import, a recorder that never asks for windows) has no image rendered ahead.
+        self._windowed: Lru[tuple[str, str], bool] = Lru(WINDOWED_SESSIONS)
         self._images = ImageAccess(image_bytes, image_states, self.rendered_images)
         # Token counts of short texts, per tokenizer spec (see RememberingCounter).
         self._known_counts: dict[str, dict[str, int]] = {}
@@ -125,6 +132,15 @@ class ContextBuilder:
         self.rendered_images.clear()
         forget_values()
 
+    def render_ahead(
+        self, user_id: str, session_id: str, part: ImagePart, data: bytes, config: ContextConfig
+    ) -> None:
+        """Start the copy of a newly appended image that the session's next window shows
+        (:meth:`RenderedImageCache.render_ahead`), if windows are built for the session
+        here and ``config`` sends images inline."""
+        if config.images == "inline" and self._windowed.get((user_id, session_id)):
+            self.rendered_images.render_ahead(data, part, config.image_max_width)
+
     def build(
         self,
         *,
@@ -141,6 +157,7 @@ class ContextBuilder:
         """The window for one model call (see the module docstring)."""
         if budget < MIN_BUDGET:
             raise InvalidInput(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
+        self._windowed.put((user_id, session_id), True)
         started = time.perf_counter()
         request = Request(
             user_id=user_id,

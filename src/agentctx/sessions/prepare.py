@@ -162,7 +162,7 @@ class Preparer:
         preview_chars: int,
         max_image_pixels: int = 40_000_000,
         dedup: DedupConfig | None = None,
-        on_new_image: Callable[[ImagePart, bytes], None] | None = None,
+        on_new_image: Callable[[str, str, ImagePart, bytes], None] | None = None,
     ) -> None:
         self.redactor = redactor
         self.blobs = blobs
@@ -171,8 +171,9 @@ class Preparer:
         self.max_image_pixels = max_image_pixels
         self.preview_chars = preview_chars
         self.dedup = dedup or DedupConfig(enabled=False)
-        # Told of each image stored anew (not a near-duplicate's reference) with its
-        # bytes in hand: the engine starts the window's copy of it (render-ahead).
+        # Told of each image stored anew (not a near-duplicate's reference): user id,
+        # session id, the part and its bytes in hand. The engine starts the next
+        # window's copy of it (render-ahead).
         self.on_new_image = on_new_image
 
     def prepare_batch(
@@ -265,7 +266,7 @@ class Preparer:
                     parts.append({"kind": "json", "data": clean.value})
                     tokens += estimate_text_tokens(encoded.decode())
             else:
-                image = self._store_image(part, index, prepared, images)
+                image = self._store_image(part, index, prepared, images, (user_id, session_id))
                 parts.append(image.model_dump())
                 tokens += estimate_image_tokens(image.width, image.height)
 
@@ -363,6 +364,7 @@ class Preparer:
         index: int,
         prepared: PreparedEvent,
         images: SessionImages | None,
+        session: tuple[str, str],
     ) -> ImagePart:
         data = part.data
         if len(data) > self.max_blob_bytes:
@@ -415,7 +417,7 @@ class Preparer:
             size=len(data),
         )
         if self.on_new_image is not None:
-            self.on_new_image(stored, data)
+            self.on_new_image(*session, stored, data)
         return stored
 
     def _hash_and_stage(
