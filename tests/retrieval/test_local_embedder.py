@@ -52,14 +52,67 @@ def test_neighbours_are_semantic(embedder: LocalEmbedder) -> None:
     assert cosine(flight, plane) > cosine(flight, soup) + 0.3
 
 
-def test_loaded_says_whether_the_model_is_in_memory(tmp_path: Path) -> None:
-    first = LocalEmbedder(models_dir=tmp_path / "models")
-    assert first.loaded is False
-    first.embed(["warm"])
-    assert first.loaded is True
-    # The model is loaded once per process and folder: another embedder on it is ready.
-    assert LocalEmbedder(models_dir=tmp_path / "models").loaded is True
-    assert LocalEmbedder(models_dir=tmp_path / "other").loaded is False
+def test_the_packaged_model_is_loaded_once_whatever_home_holds_it(tmp_path: Path) -> None:
+    """Engines on many homes in one process share one copy of the packaged model (it is
+    never freed: one per home would grow with the homes), and a home whose embedder
+    finds it loaded does not unpack it. A folder of one's own is a model of its own."""
+    script = textwrap.dedent(
+        """
+        import json, shutil, sys
+        from pathlib import Path
+        from agentctx.llm import LocalEmbedder
+        root = Path(sys.argv[1])
+        first = LocalEmbedder(models_dir=root / "a")
+        out = {"first_loaded_before": first.loaded}
+        vector = first.embed(["hello there"])[0]
+        out["first_loaded_after"] = first.loaded
+        second = LocalEmbedder(models_dir=root / "b")
+        out["second_loaded"] = second.loaded
+        out["same_vector"] = second.embed(["hello there"])[0] == vector
+        first_model = first._model()
+        out["same_model"] = second._model() is first_model
+        out["second_unpacked"] = (root / "b").exists()
+        out["float32_loaded"] = LocalEmbedder(models_dir=root / "c", precision="float32").loaded
+        own = shutil.copytree(first.model_path, root / "own")
+        mine = LocalEmbedder(model_path=own)
+        out["own_loaded_before"] = mine.loaded
+        out["own_vector_close"] = max(
+            abs(x - y) for x, y in zip(mine.embed(["hello there"])[0], vector)
+        ) < 0.05
+        out["own_is_another"] = mine._model() is not first._model()
+        out["own_loaded_after"] = mine.loaded
+        from agentctx.llm.local import forget_loaded_models
+        forget_loaded_models()  # what bench agentstep does before each engine
+        out["loaded_after_forgetting"] = [first.loaded, second.loaded, mine.loaded]
+        out["reloaded_same_vector"] = second.embed(["hello there"])[0] == vector
+        out["reloaded_is_new"] = second._model() is not first_model
+        print(json.dumps(out))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "first_loaded_before": False,
+        "first_loaded_after": True,
+        "second_loaded": True,
+        "same_vector": True,
+        "same_model": True,
+        "second_unpacked": False,
+        "float32_loaded": False,
+        "own_loaded_before": False,
+        "own_vector_close": True,
+        "own_is_another": True,
+        "own_loaded_after": True,
+        "loaded_after_forgetting": [False, False, False],
+        "reloaded_same_vector": True,
+        "reloaded_is_new": True,
+    }
 
 
 def test_the_index_finds_meaning_without_shared_words(

@@ -51,6 +51,7 @@ from agentctx.bench.machine import Machine, load_average, machine_facts
 from agentctx.bench.peer import PEER_INSTALL_HINT, load_peer
 from agentctx.bench.stats import Latency, percentile, summarize
 from agentctx.engine import ContextEngine
+from agentctx.llm.local import forget_loaded_models
 from agentctx.tokens import TiktokenCounter
 
 Progress = Callable[[str], None]
@@ -223,6 +224,9 @@ def run_agentctx(
 ) -> SubjectRun:
     """Replay ``turns`` into an engine with ``overrides`` on its defaults."""
     home.mkdir(parents=True, exist_ok=True)
+    # Each engine loads its model as in a process of its own: one loaded by the engine
+    # replayed before would make this one's first calls look ready from the start.
+    forget_loaded_models()
     started = time.perf_counter()
     # An explicit URL (the default's own path): an AGENTCTX_URL in the environment must
     # not receive bench data.

@@ -7,7 +7,10 @@ models folder the caller names (the engine uses ``<home>/models``), atomically, 
 processes starting together never see a half-written model. A model folder of your
 own can be given instead.
 
-The model loads on the first ``embed`` call, once per process and folder. A folder
+The model loads on the first ``embed`` call, once per process: the packaged model once
+whatever models folder it was unpacked in (engines on many homes share one copy, and a
+home whose engine finds it loaded does not unpack it at all), a folder of your own once
+per folder. A folder
 holding a plain BERT sentence model (the packaged one does) runs on PyTorch alone
 (:mod:`agentctx.llm.local_bert`: a load of about 1 s instead of 5, its forward traced);
 any other loads through sentence-transformers, which only reads local files
@@ -44,7 +47,9 @@ MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to s
 PACKAGED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED_DIMENSIONS = 384
 
-_models: dict[tuple[Path, Precision], SentenceEncoder] = {}
+# Loaded models by what they are (see ``model_key``) and precision: never freed, so one
+# per model, not one per folder the same model was unpacked in.
+_models: dict[tuple[str, Precision], SentenceEncoder] = {}
 _models_lock = threading.Lock()
 
 
@@ -80,13 +85,27 @@ def _extract(archive: Path, target: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _packaged_version() -> str:
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
 def _packaged_folder(models_dir: Path) -> Path:
     """Where the packaged model is (or will be) unpacked under ``models_dir``."""
-    try:
-        version = importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        version = "0"
-    return Path(models_dir).expanduser() / f"all-MiniLM-L6-v2-{version}"
+    return Path(models_dir).expanduser() / f"all-MiniLM-L6-v2-{_packaged_version()}"
+
+
+def packaged_model_key() -> str:
+    """What identifies the packaged model in the process's loaded models: its package and
+    version, whichever models folder holds a copy."""
+    return f"{PACKAGE}=={_packaged_version()}"
+
+
+def loaded_model(key: str, precision: Precision = "auto") -> SentenceEncoder | None:
+    """The model :func:`load_model` loaded under ``key`` and ``precision``, if any."""
+    return _models.get((key, precision))
 
 
 def packaged_model_path(models_dir: Path) -> Path:
@@ -124,6 +143,14 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def forget_loaded_models() -> None:
+    """Drop the models this process loaded; the next embedder that needs one loads it
+    again. For measuring how an engine starts in a fresh process (``bench agentstep``
+    starts each of its engines so); an embedder in use reloads at its next call."""
+    with _models_lock:
+        _models.clear()
+
+
 def load_model(
     path: Path,
     *,
@@ -131,8 +158,9 @@ def load_model(
     threads: int | None = None,
     batch_size: int = 64,
     precision: Precision = "auto",
+    key: str | None = None,
 ) -> SentenceEncoder:
-    """The model in ``path``, loaded once per process (thread-safe): a
+    """The model in ``path``, loaded once per process and ``key`` (thread-safe): a
     :class:`~agentctx.llm.local_bert.BertEncoder` when the folder is a plain BERT
     sentence model (the packaged one is), else a :class:`SentenceTransformerEncoder`.
 
@@ -147,15 +175,20 @@ def load_model(
 
     ``precision``: ``auto`` runs a plain BERT model in bfloat16 where the CPU computes it
     natively and the vectors agree with float32's; ``float32`` always in float32 (see
-    :mod:`agentctx.llm.local_bert`). A model is kept per folder and precision.
+    :mod:`agentctx.llm.local_bert`).
+
+    ``key``: what the model is; folders given the same key hold the same model (the
+    packaged one, unpacked under several homes: :func:`packaged_model_key`), and the
+    first one loaded serves them all. Default: the folder itself. A model is kept per
+    key and precision for the life of the process.
     """
     folder = path.resolve()
-    key = (folder, precision)
-    loaded = _models.get(key)
+    cache_key = (key or str(folder), precision)
+    loaded = _models.get(cache_key)
     if loaded is not None:
         return loaded
     with _models_lock:
-        loaded = _models.get(key)
+        loaded = _models.get(cache_key)
         if loaded is None:
             if threads is not None:
                 importlib.import_module("torch").set_num_threads(threads)
@@ -169,7 +202,7 @@ def load_model(
                 # Often on the background thread that loads the model, beside an agent's
                 # calls: no collection (see freeze_long_lived).
                 freeze_long_lived(collect=False)
-            _models[key] = loaded = model
+            _models[cache_key] = loaded = model
     return loaded
 
 
@@ -274,6 +307,9 @@ class LocalEmbedder:
         self._threads = threads
         self._precision: Precision = precision
         self._dimensions: int | None = PACKAGED_DIMENSIONS if model_path is None else None
+        # What the model is (see load_model's key): the packaged model is the same
+        # model in every home.
+        self._key = packaged_model_key() if self._path is None else str(self._path.resolve())
 
     @property
     def name(self) -> str:
@@ -288,12 +324,18 @@ class LocalEmbedder:
         return self._path
 
     def _model(self) -> SentenceEncoder:
+        loaded = loaded_model(self._key, self._precision)
+        if loaded is not None:
+            # Loaded already (by an engine on another home, say): the packaged model
+            # need not even be unpacked here.
+            return loaded
         return load_model(
             self.model_path,
             freeze_gc=self._freeze_gc,
             threads=self._threads,
             batch_size=self._batch_size,
             precision=self._precision,
+            key=self._key,
         )
 
     def load(self) -> None:
@@ -308,8 +350,7 @@ class LocalEmbedder:
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory, ready to embed (the first embed loads it)."""
-        path = self._path or _packaged_folder(self._models_dir)
-        return (path.resolve(), self._precision) in _models
+        return loaded_model(self._key, self._precision) is not None
 
     @property
     def dimensions(self) -> int:
