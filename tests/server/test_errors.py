@@ -3,6 +3,7 @@ stored; never a stack trace; nothing already stored is lost."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,6 +174,28 @@ def test_overlong_and_control_character_ids_are_422_and_still_audited(
         rows = conn.execute(select(audit).where(audit.c.action == "http_access")).mappings()
         statuses = [r["meta"]["http_status"] for r in rows]
     assert statuses.count(422) == 7 and statuses.count(404) == 1
+
+
+def test_an_expected_seq_is_bounded_where_a_double_is_exact(client: httpx.Client) -> None:
+    """The schema's bound on ``expected_last_seq`` reads the same as a double, so a
+    client (or a fuzzer) checking against it never sends a value it calls valid and the
+    server refuses: 2**63 - 1 read as a double is 2**63, and let 2**63 + 191 through."""
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    for name in ("EventAppend", "EventBatch"):
+        bound = json.dumps(schema[name]["properties"]["expected_last_seq"])
+        # (Stated as a double: 9007199254740991.0, exact.)
+        assert '"maximum": 9007199254740991' in bound, (name, bound)
+    sid = client.post("/v1/sessions", json={}).json()["session_id"]
+    event = {"type": "user_input", "parts": [{"kind": "text", "text": "x"}]}
+    for seq, status in ((2**53 - 1, 412), (2**53, 422), (2**63 + 191, 422)):
+        one = client.post(
+            f"/v1/sessions/{sid}/events", json={"event": event, "expected_last_seq": seq}
+        )
+        batch = client.post(
+            f"/v1/sessions/{sid}/events/batch", json={"events": [event], "expected_last_seq": seq}
+        )
+        assert (one.status_code, batch.status_code) == (status, status), (seq, batch.text)
+    assert client.get(f"/v1/sessions/{sid}/events").json()["items"] == []
 
 
 def test_numbers_beyond_what_storage_holds_are_422(client: httpx.Client) -> None:

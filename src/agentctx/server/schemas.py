@@ -72,8 +72,11 @@ else:
     JsonObject = Annotated[dict[_NoNulText, JsonValue], _KeysByPattern()]
 
 
-# A sequence number or offset is a 64-bit integer in storage.
-MAX_SEQ = 2**63 - 1
+# A sequence number is a 64-bit integer in storage; over JSON, at most the largest
+# integer a double holds exactly (2**53 - 1): many clients read numbers as doubles, and
+# above it a bound stated in the schema would round to a larger one (2**63 - 1 reads as
+# 2**63), letting a client's own check pass a value the server refuses.
+MAX_SEQ = 2**53 - 1
 # Longer than any session lives, and within what a timestamp holds.
 MAX_TTL_SECONDS = 100 * 365 * 86400
 
