@@ -16,9 +16,10 @@ from agentctx.errors import MissingExtra
 from agentctx.ids import is_valid_id
 from agentctx.privacy.analyzer import RegexRecognizer
 from agentctx.privacy.config import CustomPattern, RedactionConfig
+from agentctx.privacy.findings import Finding
 from agentctx.privacy.logging import PIIRedactingFilter, install_log_redaction
 from agentctx.privacy.operators import decrypt_tokens
-from agentctx.privacy.pii import PIIRedactor, redactor_from_config
+from agentctx.privacy.pii import CLEAN_IDENTIFIERS_KEPT, PIIRedactor, redactor_from_config
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 
 # Leading lookbehinds are avoided on purpose: a pattern that starts with a literal lets the
@@ -155,6 +156,73 @@ def test_identifiers_get_stable_distinct_tokens() -> None:
     # A configured key changes every token.
     keyed = PIIRedactor(RECOGNIZERS, identifier_key="k" * 32)
     assert keyed.redact_identifier("call:ann@example.com").value != first
+
+
+class CountingRecognizer(RegexRecognizer):
+    """The email recognizer, counting the texts it is run on."""
+
+    def __init__(self) -> None:
+        super().__init__("email", "EMAIL", EMAIL.pattern, score=0.9)
+        self.runs = 0
+
+    def analyze(self, text: str) -> list[Finding]:
+        self.runs += 1
+        return super().analyze(text)
+
+
+def test_identifiers_found_clean_are_not_analyzed_again() -> None:
+    counting = CountingRecognizer()
+    redactor = PIIRedactor([counting])
+    for _ in range(3):
+        assert redactor.redact_identifier("req-01J9ZQ").value == "req-01J9ZQ"
+        assert redactor.redact_identifier("read_file").entity_types == frozenset()
+    assert counting.runs == 2  # once each
+    # What holds personal data is never remembered: analyzed, and redacted, every time.
+    tokens = {redactor.redact_identifier("call:ann@example.com").value for _ in range(3)}
+    assert counting.runs == 5
+    assert len(tokens) == 1 and "ann" not in next(iter(tokens))
+    # Another allow-list finds other things: its redactor remembers on its own.
+    allowing = redactor.with_allow_list(["ann@example.com"])
+    assert allowing.redact_identifier("ann@example.com").value == "ann@example.com"
+    assert redactor.redact_identifier("ann@example.com").value != "ann@example.com"
+    assert allowing.redact_identifier("req-01J9ZQ").value == "req-01J9ZQ"
+    assert counting.runs == 8
+    # Bounded: past CLEAN_IDENTIFIERS_KEPT values it starts over.
+    for i in range(CLEAN_IDENTIFIERS_KEPT + 1):
+        redactor.redact_identifier(f"id-{i}")
+    runs = counting.runs
+    redactor.redact_identifier("id-0")
+    assert counting.runs == runs + 1
+    redactor.redact_identifier(f"id-{CLEAN_IDENTIFIERS_KEPT}")
+    assert counting.runs == runs + 1
+
+
+def test_a_request_id_the_engine_makes_is_stored_as_made(tmp_path: Path) -> None:
+    """A one-event turn's request id is made by the engine and holds no personal data:
+    a configured pattern that happens to match it does not garble it into a token, and
+    the event carries the id its turn row keeps. A turn's passes the gate as before."""
+    hex_run = CustomPattern(name="hex", entity_type="HEX_ID", pattern=r"[0-9a-f]{8}-[0-9a-f]{4}")
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path / "home",
+        embedder=None,
+        redaction={"patterns": [hex_run]},
+    ) as engine:
+        session = engine.create_session(user_id="u1")
+        made = session.add_message("user", "hello")
+        assert made.request_id is not None and is_valid_id(made.request_id)
+        assert "HEX_ID" not in made.request_id and not made.redacted_types
+        assert made.request_id == session.turns()[-1].request_id
+        # A turn's request id (made or given) passes the gate as the turn begins; its
+        # events carry what the turn row keeps.
+        with session.turn(request_id="0a1b2c3d-0e0f") as turn:
+            given = turn.add_message("user", "hello")
+            again = turn.add_message("assistant", "hello to you")
+        assert given.request_id is not None and given.request_id.startswith("HEX_ID-")
+        assert given.request_id == again.request_id == session.turns()[-1].request_id
+        with session.turn() as turn:
+            inside = turn.add_message("user", "in a turn")
+        assert inside.request_id == session.turns()[-1].request_id
 
 
 def test_allow_list_per_engine_and_per_agent() -> None:

@@ -42,6 +42,12 @@ short values repeat across a list of records)."""
 # $AGENTCTX_REDACTION_KEY) so it cannot.
 _UNKEYED_IDENTIFIERS = "agentctx identifier tokens (unkeyed)"
 
+CLEAN_IDENTIFIERS_KEPT = 4096
+"""How many identifiers in which nothing was found a redactor remembers (then it starts
+over): a turn's request id, its author, tool and model names recur in every event."""
+
+_REMEMBERED_IDENTIFIER_CHARS = 256
+
 
 class PIIRedactor:
     """Finds personal data in text and JSON and replaces it before anything is stored.
@@ -66,6 +72,8 @@ class PIIRedactor:
         identifier = IdentifierOperator(identifier_key or _UNKEYED_IDENTIFIERS, identifier_chars)
         self.identifiers = OperatorSet(identifier)
         self.keys = _key_operators(self.operators, identifier)
+        # Only values the analyzer found nothing in: they hold no personal data.
+        self._clean_identifiers: set[str] = set()
 
     @classmethod
     def from_config(
@@ -112,6 +120,7 @@ class PIIRedactor:
         clone.operators = self.operators
         clone.identifiers = self.identifiers
         clone.keys = self.keys
+        clone._clean_identifiers = set()  # another allow-list: other findings
         return clone
 
     def analyze(self, text: str) -> list[Finding]:
@@ -134,9 +143,19 @@ class PIIRedactor:
         A token (``EMAIL-3f2a9c1b7d``) is a keyed hash of the value found, made only of
         characters identifiers allow, so a redacted ``call_id`` still pairs a tool call
         with its result, and redacting a redacted identifier changes nothing.
+
+        The last :data:`CLEAN_IDENTIFIERS_KEPT` identifiers found clean are not analyzed
+        again: every event of a turn carries its request id, author and tool names.
         """
+        clean = self._clean_identifiers
+        if value in clean:
+            return Redacted(value, _NOTHING)
         findings = self.analyzer.analyze(value)
         if not findings:
+            if len(value) <= _REMEMBERED_IDENTIFIER_CHARS:
+                if len(clean) >= CLEAN_IDENTIFIERS_KEPT:
+                    clean.clear()
+                clean.add(value)
             return Redacted(value, _NOTHING)
         return Redacted(
             self.identifiers.apply(value, findings),

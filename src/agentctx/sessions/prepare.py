@@ -13,7 +13,7 @@ stable tokens, so a redacted call id still links a call with its result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,14 +125,18 @@ class Redactions:
     request id every event of a batch carries, a repeated tool name) is redacted once.
 
     One per write, with the write's redactor: results depend on the redactor only.
+
+    ``trusted``: identifiers that already passed the gate (the write's request id),
+    stored as they are: redacting a redacted value again could change it (a configured
+    pattern may match inside a token).
     """
 
     __slots__ = ("_identifiers", "_texts", "redactor")
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, trusted: Iterable[str] = ()) -> None:
         self.redactor = redactor
         self._texts: dict[str, Redacted] = {}
-        self._identifiers: dict[str, Redacted] = {}
+        self._identifiers: dict[str, Redacted] = {value: Redacted(value) for value in trusted}
 
     def text(self, value: str) -> Redacted:
         """``redactor.redact_text(value)``, once per distinct value."""
@@ -187,8 +191,13 @@ class Preparer:
         images: SessionImages | None = None,
     ) -> list[PreparedEvent]:
         """The drafts of one write, prepared with one :class:`Redactions` (see
-        :meth:`prepare`); the first bad draft raises, and nothing is written."""
-        redactions = Redactions(redactor or self.redactor)
+        :meth:`prepare`); the first bad draft raises, and nothing is written.
+
+        ``request_id``: the write's, which the events without one of their own carry;
+        it already passed the gate (a turn's was redacted as the turn began) or the
+        engine made it, and is stored as it is. A draft's own is redacted."""
+        trusted = () if request_id is None else (request_id,)
+        redactions = Redactions(redactor or self.redactor, trusted)
         return [
             self.prepare(
                 user_id, session_id, draft, request_id, redactions=redactions, images=images

@@ -299,6 +299,8 @@ class SessionService:
         left the session jobs to run).
 
         ``redactor`` replaces the engine's (the session's, with its allow-lists).
+        ``request_id``: the turn's (redacted as the turn began), stored as it is; None
+        outside a turn, where the engine makes one.
         """
         _check_session_ids(user_id, session_id)
         check_optional_id("turn_id", turn_id, max_length=64)
