@@ -35,6 +35,20 @@ def embedder(models_dir: Path) -> LocalEmbedder:
     return LocalEmbedder(models_dir=models_dir)
 
 
+def run_python(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``script`` run by a fresh interpreter (whose loaded models are its own) with
+    ``args``; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
 
@@ -89,14 +103,7 @@ def test_the_packaged_model_is_loaded_once_whatever_home_holds_it(tmp_path: Path
         print(json.dumps(out))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(script, str(tmp_path))
     assert json.loads(done.stdout.splitlines()[-1]) == {
         "first_loaded_before": False,
         "first_loaded_after": True,
@@ -187,14 +194,7 @@ def test_embedding_never_touches_the_network_nor_draws_progress_bars(
         print(len(vector), len(attempts))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(models_dir)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(script, str(models_dir))
     assert done.stdout.split()[-3:] == ["True", "384", "0"]
     # No progress bar in the output of a program that embeds the library.
     assert "Loading weights" not in done.stderr
@@ -219,14 +219,7 @@ def test_the_engine_freezes_the_loaded_model_out_of_full_collections(
     )
     counts = {}
     for setting in ("on", "off"):
-        done = subprocess.run(
-            [sys.executable, "-c", script, str(embedder.model_path), setting],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
+        done = run_python(script, str(embedder.model_path), setting)
         frozen, tracked = (int(x) for x in done.stdout.split()[-2:])
         counts[setting] = frozen, tracked
     assert counts["on"][0] > 100_000 and counts["on"][1] < 10_000
@@ -295,14 +288,7 @@ def test_loading_the_packaged_model_imports_neither_sentence_transformers_nor_tr
                      if m in sys.modules))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(embedder.model_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(script, str(embedder.model_path))
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "[]"
     assert lines[-2].split()[1] == "384"
