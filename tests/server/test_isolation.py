@@ -83,7 +83,9 @@ def live(engine: ContextEngine) -> Iterator[Live]:
 
 
 def _routes(live: Live) -> list[tuple[str, str]]:
-    spec = httpx.get(f"{live.url}/openapi.json").json()
+    # The schema is built on its first request (half a second here, more on a loaded
+    # machine): as long a timeout as the routes' own calls.
+    spec = httpx.get(f"{live.url}/openapi.json", timeout=60).json()
     return [(m, p) for p, ops in spec["paths"].items() for m in ops]
 
 
