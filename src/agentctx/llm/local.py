@@ -47,7 +47,7 @@ MODULE = "all_minilm_l6_v2"  # located, never imported: importing it prints to s
 PACKAGED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED_DIMENSIONS = 384
 
-# Loaded models by what they are (see ``model_key``) and precision: never freed, so one
+# Loaded models by what they are (load_model's ``key``) and precision: never freed, so one
 # per model, not one per folder the same model was unpacked in.
 _models: dict[tuple[str, Precision], SentenceEncoder] = {}
 _models_lock = threading.Lock()

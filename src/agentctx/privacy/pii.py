@@ -142,7 +142,9 @@ class PIIRedactor:
 
         A token (``EMAIL-3f2a9c1b7d``) is a keyed hash of the value found, made only of
         characters identifiers allow, so a redacted ``call_id`` still pairs a tool call
-        with its result, and redacting a redacted identifier changes nothing.
+        with its result, and with the built-in recognizers redacting a redacted identifier
+        changes nothing (a configured pattern may match inside a token: redact an
+        identifier once).
 
         The last :data:`CLEAN_IDENTIFIERS_KEPT` identifiers found clean are not analyzed
         again: every event of a turn carries its request id, author and tool names.
