@@ -15,6 +15,11 @@ off); the mean colour within 2 of 255 per channel.
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
 import imagehash
 import numpy as np
@@ -24,6 +29,7 @@ from PIL import Image
 from visual_screens import desktop, encode
 
 from agentctx.perception import color_distance, hamming, perceptual_hashes
+from agentctx.perception.hashing import _phash
 
 SIZES = (
     (1280, 800),
@@ -106,3 +112,78 @@ def test_every_mode_is_covered() -> None:
     assert opened["L"] == ("PNG", "L")
     assert opened["JPEG"] == ("JPEG", "RGB")
     assert opened["WEBP"][0] == "WEBP"
+
+
+def _phash_cases() -> Iterator[tuple[str, Image.Image]]:
+    """Grey images whose exact DCT has many equal coefficients (flat, gradients, stripes,
+    checkerboards: where float noise would decide bits), and scenes and noise."""
+    for level in (0, 1, 77, 128, 254, 255):
+        yield f"flat {level}", Image.new("L", (1280, 800), level)
+    for width, height in ((1280, 800), (33, 7), (7, 33), (2560, 1600)):
+        across = np.tile(np.linspace(0, 255, width), (height, 1))
+        down = np.tile(np.linspace(0, 255, height), (width, 1)).T
+        for name, ramp in (
+            ("across", across),
+            ("back", across[:, ::-1]),
+            ("down", down),
+            ("diagonal", (across + down) / 2),
+        ):
+            grey = np.ascontiguousarray(ramp.astype(np.uint8))
+            yield f"{name} {width}x{height}", Image.fromarray(grey)
+    for period in (2, 8, 32, 64):
+        band = (np.arange(256) // period % 2 * 255).astype(np.uint8)
+        stripes = np.tile(band, (256, 1))
+        yield f"stripes {period}", Image.fromarray(stripes)
+        yield f"stripes {period} down", Image.fromarray(np.ascontiguousarray(stripes.T))
+        cells = np.add.outer(np.arange(256), np.arange(256)) // period % 2 * 255
+        yield f"checkerboard {period}", Image.fromarray(cells.astype(np.uint8))
+    for scene in range(0, 41, 4):
+        yield f"scene {scene}", desktop(scene, size=(640, 400)).convert("L")
+    rng = np.random.default_rng(7)
+    for case in range(20):
+        shape = (int(rng.integers(8, 300)), int(rng.integers(8, 300)))
+        yield f"noise {case}", Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8))
+
+
+def test_phash_is_imagehash_phash() -> None:
+    """agentctx computes phash without scipy, bit for bit as imagehash does, also where
+    the exact coefficients tie (a flat image's are all zero): stored hashes and new ones
+    must compare."""
+    differing = [
+        (name, str(_phash(image)), str(imagehash.phash(image)))
+        for name, image in _phash_cases()
+        if str(_phash(image)) != str(imagehash.phash(image))
+    ]
+    assert differing == []
+
+
+def test_hashing_a_screenshot_leaves_scipy_unloaded(tmp_path: Path) -> None:
+    """An engine's first screenshot does not wait for scipy to load (imagehash's phash
+    imports it: 200-370 ms): nothing on the image path imports it."""
+    script = f"""
+        import sys
+        from agentctx import ContextEngine
+        from agentctx.perception import perceptual_hashes
+        from visual_screens import desktop, encode
+        data = encode(desktop(3))
+        hashes = perceptual_hashes(data)
+        with ContextEngine(url="sqlite:///{tmp_path}/a.db", home="{tmp_path}/home") as engine:
+            session = engine.create_session(user_id="u", agent_id="a")
+            session.add_message("user", "the screen", images=[data])
+            session.add_message("user", "again", images=[encode(desktop(3, cursor=(641, 400)))])
+            parts = [event.parts[-1] for event in session.events()]
+        assert parts[1].dedup_distance is not None, parts
+        print(hashes.phash, sorted(name for name in sys.modules if name.startswith("scipy")))
+        """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    phash, loaded = done.stdout.split(maxsplit=1)
+    assert len(phash) == 16
+    assert loaded.strip() == "[]"
