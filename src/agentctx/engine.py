@@ -596,11 +596,13 @@ class ContextEngine:
         )
 
     def _forget_texts(self) -> None:
-        """Drop what windows keep by text, not by user (see HeldCopies.texts)."""
+        """Drop what windows and redactors keep by text, not by user (see
+        HeldCopies.texts)."""
         from agentctx.compaction.tool_output import forget_window_texts  # noqa: PLC0415
 
         self.context_builder.forget_texts()
         forget_window_texts()
+        self._redactors.forget_texts()
 
     def _image_bytes(self, user_id: str, part: ImagePart) -> bytes:
         return self._service.get_blob(user_id, part.blob_id)

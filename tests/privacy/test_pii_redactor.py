@@ -197,6 +197,60 @@ def test_identifiers_found_clean_are_not_analyzed_again() -> None:
     assert counting.runs == runs + 1
 
 
+def test_redactors_with_allow_lists_remember_within_one_bound() -> None:
+    """Each allow-list's redactor remembers for itself (what one allows, another
+    redacts), and all of them together at most CLEAN_IDENTIFIERS_KEPT identifiers: a
+    server with a redactor per agent or session holds one bounded memory, not one per
+    redactor."""
+    counting = CountingRecognizer()
+    base = PIIRedactor([counting])
+    allowing = base.with_allow_list(["ann@example.com"])
+    assert allowing.redact_identifier("ann@example.com").value == "ann@example.com"
+    assert allowing.redact_identifier("ann@example.com").value == "ann@example.com"
+    assert base.redact_identifier("ann@example.com").value != "ann@example.com"
+    assert counting.runs == 2  # the allowed address once, then the base's analysis
+    others = [base.with_allow_list([f"team{i}@agent.example"]) for i in range(4)]
+    for i in range(CLEAN_IDENTIFIERS_KEPT):
+        for redactor in (base, *others):
+            redactor.redact_identifier(f"req-{i}")
+    assert len(base._clean) <= CLEAN_IDENTIFIERS_KEPT  # the memory they share
+    last = f"req-{CLEAN_IDENTIFIERS_KEPT - 1}"
+    runs = counting.runs
+    others[-1].redact_identifier(last)  # the last identifier remembered
+    assert counting.runs == runs  # under its own redactor
+    base.forget_texts()  # forgets for every redactor made from it
+    others[-1].redact_identifier(last)
+    assert counting.runs == runs + 1
+
+
+def test_a_users_deletion_makes_every_redactor_forget_what_it_remembers(
+    tmp_path: Path,
+) -> None:
+    """The identifiers a redactor remembers as clean are the user's (authors, request
+    ids): once the user's data is deleted, neither the engine's redactor nor a session's
+    (with its allow-list) keeps them."""
+    counting = CountingRecognizer()
+    with ContextEngine(
+        url=f"sqlite:///{tmp_path / 'a.db'}",
+        home=tmp_path / "home",
+        embedder=None,
+        redactor=PIIRedactor([counting]),
+    ) as engine:
+        plain = engine.create_session(user_id="ann")
+        allowing = engine.create_session(user_id="ann", config={"pii_allow_list": ["x@y.io"]})
+        for session in (plain, allowing):
+            session.add_message("user", "hello", author="ann-laptop")
+        assert "ann-laptop" in {author for _scope, author in engine.redactor._clean}
+        engine.delete_user_data("ann")
+        assert not {author for _scope, author in engine.redactor._clean} & {"ann-laptop"}
+        for user in ("bob", "cy"):
+            config = {"pii_allow_list": ["x@y.io"]} if user == "cy" else None
+            session = engine.create_session(user_id=user, config=config)
+            runs = counting.runs
+            session.add_message("user", "hello", author="ann-laptop")
+            assert counting.runs == runs + 2, user  # the text and the author: forgotten
+
+
 def test_a_request_id_the_engine_makes_is_stored_as_made(tmp_path: Path) -> None:
     """A one-event turn's request id is made by the engine and holds no personal data:
     a configured pattern that happens to match it does not garble it into a token, and

@@ -113,6 +113,11 @@ class Lru(Generic[K, V]):
         with self._lock:
             return list(self._entries)
 
+    def values(self) -> list[V]:
+        """The values held, least recently used first (their recency unchanged)."""
+        with self._lock:
+            return list(self._entries.values())
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)

@@ -17,6 +17,7 @@ stay equal and different ones stay different.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -43,10 +44,13 @@ short values repeat across a list of records)."""
 _UNKEYED_IDENTIFIERS = "agentctx identifier tokens (unkeyed)"
 
 CLEAN_IDENTIFIERS_KEPT = 4096
-"""How many identifiers in which nothing was found a redactor remembers (then it starts
-over): a turn's request id, its author, tool and model names recur in every event."""
+"""How many identifiers in which nothing was found a redactor and the redactors made from
+it with allow-lists remember together (then they start over): a turn's request id, its
+author, tool and model names recur in every event."""
 
 _REMEMBERED_IDENTIFIER_CHARS = 256
+
+_scopes = itertools.count()
 
 
 class PIIRedactor:
@@ -72,8 +76,11 @@ class PIIRedactor:
         identifier = IdentifierOperator(identifier_key or _UNKEYED_IDENTIFIERS, identifier_chars)
         self.identifiers = OperatorSet(identifier)
         self.keys = _key_operators(self.operators, identifier)
-        # Only values the analyzer found nothing in: they hold no personal data.
-        self._clean_identifiers: set[str] = set()
+        # Identifiers an analyzer found nothing in (they hold no personal data), by the
+        # analyzer: this redactor and those made from it by ``with_allow_list`` share one
+        # bound, however many allow-lists a server's agents and sessions have.
+        self._clean: set[tuple[int, str]] = set()
+        self._scope = next(_scopes)
 
     @classmethod
     def from_config(
@@ -120,12 +127,20 @@ class PIIRedactor:
         clone.operators = self.operators
         clone.identifiers = self.identifiers
         clone.keys = self.keys
-        clone._clean_identifiers = set()  # another allow-list: other findings
+        # Another allow-list finds other things: its own scope, in the shared memory.
+        clone._clean = self._clean
+        clone._scope = next(_scopes)
         return clone
 
     def analyze(self, text: str) -> list[Finding]:
         """The findings that would be redacted in ``text`` (positions and types only)."""
         return self.analyzer.analyze(text)
+
+    def forget_texts(self) -> None:
+        """Forget the identifiers found clean (see :meth:`redact_identifier`), this
+        redactor's and those of the redactors made from it: once a user's data is
+        deleted, no copy of it stays in memory."""
+        self._clean.clear()
 
     def redact_text(self, text: str) -> Redacted:
         """``text`` with every finding rewritten, and the entity types found."""
@@ -149,15 +164,15 @@ class PIIRedactor:
         The last :data:`CLEAN_IDENTIFIERS_KEPT` identifiers found clean are not analyzed
         again: every event of a turn carries its request id, author and tool names.
         """
-        clean = self._clean_identifiers
-        if value in clean:
+        clean, key = self._clean, (self._scope, value)
+        if key in clean:
             return Redacted(value, _NOTHING)
         findings = self.analyzer.analyze(value)
         if not findings:
             if len(value) <= _REMEMBERED_IDENTIFIER_CHARS:
                 if len(clean) >= CLEAN_IDENTIFIERS_KEPT:
                     clean.clear()
-                clean.add(value)
+                clean.add(key)
             return Redacted(value, _NOTHING)
         return Redacted(
             self.identifiers.apply(value, findings),

@@ -57,6 +57,15 @@ def redact_identifier(redactor: Redactor, value: str) -> Redacted:
     return redactor.redact_text(value)
 
 
+def forget_texts(redactor: object) -> None:
+    """Drop what ``redactor`` remembers of the texts it saw, as once a user's data is
+    deleted: a ``PIIRedactor`` remembers identifiers it found nothing in (its
+    ``forget_texts``); a redactor without that method keeps nothing."""
+    method = getattr(redactor, "forget_texts", None)
+    if method is not None:
+        method()
+
+
 class PassThroughRedactor:
     """A redactor that finds nothing: what runs when redaction is switched off."""
 

@@ -229,8 +229,9 @@ class HeldCopies:
         self.search_index = search_index
         self.memory_index = memory_index
         self.windows = windows  # each session's last window's fingerprints
-        # Drops what the window builder keeps by text rather than by user (token counts,
-        # downscaled images, tool output as windows show it): all of it, on a user's erasure.
+        # Drops what the window builder and the redactors keep by text rather than by user
+        # (token counts, downscaled images, tool output as windows show it, identifiers
+        # found clean): all of it, on a user's erasure.
         self.texts = texts
 
     def forget_user(self, user_id: str | None) -> None:

@@ -16,7 +16,12 @@ from typing import Any
 from agentctx.cache.bounded import Lru
 from agentctx.errors import ConfigError, InvalidInput
 from agentctx.privacy.config import RedactionConfig
-from agentctx.privacy.redactor import AllowListRedactor, PassThroughRedactor, Redactor
+from agentctx.privacy.redactor import (
+    AllowListRedactor,
+    PassThroughRedactor,
+    Redactor,
+    forget_texts,
+)
 from agentctx.sessions.audit import AUDIT_LOGGER
 
 SESSION_ALLOW_LIST_KEY = "pii_allow_list"
@@ -76,3 +81,10 @@ class ScopedRedactors:
         redactor = self.base.with_allow_list(sorted(key))
         self._cache.put(key, redactor)
         return redactor
+
+    def forget_texts(self) -> None:
+        """The base redactor, and every redactor handed out, forget the texts they
+        remember (:func:`~agentctx.privacy.redactor.forget_texts`)."""
+        forget_texts(self.base)
+        for redactor in self._cache.values():
+            forget_texts(redactor)  # a PIIRedactor's share the base's: cleared already
