@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from agentctx import ContextEngine, Event, EventType
 from agentctx.events import JsonPart, pack_event, trusted_event, unpack_event, utcnow
+from agentctx.storage import event_reads
 from agentctx.storage import repository as repo
 from agentctx.storage.schema import events
 
@@ -111,9 +112,11 @@ def test_compiled_reads_equal_core_reads(engine: ContextEngine, png: bytes) -> N
                 select(events).where(events.c.session_id == session.id).order_by(events.c.seq)
             ).mappings()
         ]
-        fast = repo.select_events(conn, "u1", session.id, live_at=now)
-        newest = repo.select_events(conn, "u1", session.id, limit=3, newest_first=True, live_at=now)
-        window = repo.select_events(conn, "u1", session.id, start_seq=2, end_seq=4)
+        fast = event_reads.select_events(conn, "u1", session.id, live_at=now)
+        newest = event_reads.select_events(
+            conn, "u1", session.id, limit=3, newest_first=True, live_at=now
+        )
+        window = event_reads.select_events(conn, "u1", session.id, start_seq=2, end_seq=4)
     assert fast == core
     assert [e.seq for e in newest] == [core[-1].seq, core[-2].seq, core[-3].seq]
     assert window == core[1:4]
@@ -136,14 +139,16 @@ def test_reads_by_seq_list_equal_core_reads(engine: ContextEngine, png: bytes) -
                 ).mappings()
             )
         }
-        picked = repo.select_events(conn, "u1", session.id, seqs=[5, 2, 2, 99, 4], live_at=now)
-        ranged = repo.select_events(
+        picked = event_reads.select_events(
+            conn, "u1", session.id, seqs=[5, 2, 2, 99, 4], live_at=now
+        )
+        ranged = event_reads.select_events(
             conn, "u1", session.id, seqs=[1, 2, 5, 6], start_seq=2, end_seq=5
         )
-        none = repo.select_events(conn, "u1", session.id, seqs=[])
-        foreign = repo.select_events(conn, "u2", other.id, seqs=[1, 2])
-        live = repo.select_events(conn, "u1", short.id, seqs=[1], live_at=now)
-        expired = repo.select_events(
+        none = event_reads.select_events(conn, "u1", session.id, seqs=[])
+        foreign = event_reads.select_events(conn, "u2", other.id, seqs=[1, 2])
+        live = event_reads.select_events(conn, "u1", short.id, seqs=[1], live_at=now)
+        expired = event_reads.select_events(
             conn, "u1", short.id, seqs=[1], live_at=now + timedelta(days=400)
         )
     assert picked == [core[2], core[4], core[5]]  # in seq order, each once, unknown ones left out
@@ -154,8 +159,8 @@ def test_reads_by_seq_list_equal_core_reads(engine: ContextEngine, png: bytes) -
 
 
 def test_the_hot_read_selects_columns_in_trusted_event_order() -> None:
-    assert tuple(inspect.signature(trusted_event).parameters) == repo.EVENT_FIELDS
-    assert set(repo.EVENT_FIELDS) == {column.name for column in events.columns}
+    assert tuple(inspect.signature(trusted_event).parameters) == event_reads.EVENT_FIELDS
+    assert set(event_reads.EVENT_FIELDS) == {column.name for column in events.columns}
 
 
 def test_system_event_reads_equal_core_reads_in_every_shape(engine: ContextEngine) -> None:
@@ -179,7 +184,7 @@ def test_system_event_reads_equal_core_reads_in_every_shape(engine: ContextEngin
             ).mappings()
         ]
         shapes = {
-            (start, end, live): repo.select_events(
+            (start, end, live): event_reads.select_events(
                 conn,
                 "u1",
                 session.id,
@@ -192,7 +197,7 @@ def test_system_event_reads_equal_core_reads_in_every_shape(engine: ContextEngin
             for end in (None, 5)
             for live in (False, True)
         }
-        expired = repo.select_events(
+        expired = event_reads.select_events(
             conn, "u1", session.id, types=["system"], live_at=now + timedelta(days=1)
         )
         alive = repo.session_exists(conn, "u1", session.id, now)

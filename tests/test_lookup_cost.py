@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import Connection
 
 from agentctx import ContextEngine, Session
+from agentctx.storage import event_reads
 from agentctx.storage import repository as repo
 
 _FILLER = "a line of tool output that the lookups must not read " * 40
@@ -98,7 +99,7 @@ def test_a_turns_events_cost_the_same_in_a_long_session(
         assert turn_id is not None
 
         def read(conn: Connection, sid: str = session.id, tid: str = turn_id) -> Any:
-            found = repo.select_events(conn, "u1", sid, turn_id=tid)
+            found = event_reads.select_events(conn, "u1", sid, turn_id=tid)
             assert [e.type.value for e in found] == ["user_input", "tool_call", "tool_result"]
             return found
 

@@ -1,5 +1,5 @@
 """The lexical index's document frequencies, read with one compiled statement for any
-number of terms (``storage.repository.in_bound_list``): the same counts as a plain
+number of terms (``storage.where.in_bound_list``): the same counts as a plain
 ``IN`` list, for any term text, on SQLite and PostgreSQL."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from agentctx.engine import TURN_END_PREFIX, ContextEngine
 from agentctx.events import EventDraft, EventType, TextPart, utcnow
 from agentctx.jobs import Job
 from agentctx.sessions.session import Session
-from agentctx.storage.repository import newest_events_query
+from agentctx.storage.event_reads import newest_events_query
 from agentctx.storage.schema import jobs
 
 BENCH_USER = "bench-user"

@@ -19,14 +19,13 @@ from sqlalchemy import Connection, select
 
 from agentctx.cache.base import HotCache, SessionScope
 from agentctx.events import Event
-from agentctx.storage import fastsql
-from agentctx.storage import repository as repo
+from agentctx.storage import event_reads, fastsql, where
 from agentctx.storage.database import Database
 from agentctx.storage.schema import sessions
 
 
 def _head_statement() -> Any:
-    return select(sessions.c.last_seq, sessions.c.created_at).where(repo.bound_live_session())
+    return select(sessions.c.last_seq, sessions.c.created_at).where(where.bound_live_session())
 
 
 def _head(conn: Connection, user_id: str, session_id: str, now: datetime) -> tuple[int, str] | None:
@@ -111,7 +110,7 @@ def cached_events(
         low, high = missing[0], missing[-1]
         contiguous = high - low + 1 == len(missing)
         with db.read() as conn:
-            rows = repo.select_events(
+            rows = event_reads.select_events(
                 conn,
                 user_id,
                 session_id,

@@ -31,8 +31,8 @@ from agentctx.retrieval.blas import one_blas_thread
 from agentctx.retrieval.codes import closest, hamming, word_columns
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage import fastsql
-from agentctx.storage.repository import seq_in_list, seq_list_value
 from agentctx.storage.schema import search_codes
+from agentctx.storage.where import seq_in_list, seq_list_value
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from sqlalchemy import Connection, bindparam, func, select
 from agentctx.retrieval.participants import ParticipantCache
 from agentctx.retrieval.text import stored_event_text
 from agentctx.storage import fastsql
-from agentctx.storage.repository import seq_in_list, seq_list_value
 from agentctx.storage.schema import events
+from agentctx.storage.where import seq_in_list, seq_list_value
 
 HIT_COLUMNS = ("seq", "event_id", "turn_id", "ts", "type", "author", "token_estimate")
 """What a search reports of each hit, in :class:`~agentctx.retrieval.SearchHit` order."""

@@ -29,8 +29,8 @@ from sqlalchemy import Connection, String, bindparam, func, select, text
 from agentctx import jsonvalue
 from agentctx.retrieval.tables import LEXICAL_TABLE
 from agentctx.storage import fastsql
-from agentctx.storage.repository import in_bound_list, text_list_value
 from agentctx.storage.schema import search_docs, search_terms
+from agentctx.storage.where import in_bound_list, text_list_value
 
 K1 = 1.2
 B = 0.75

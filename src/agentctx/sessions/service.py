@@ -54,6 +54,7 @@ from agentctx.sessions.models import (
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.verify import check_chain
 from agentctx.sessions.writer import EventWriter, StateChange, WriteResult
+from agentctx.storage import event_reads
 from agentctx.storage import images as image_index
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
@@ -372,7 +373,7 @@ class SessionService:
             if hot is not None:
                 return hot
         with self.db.read() as conn:
-            rows = repo.select_events(
+            rows = event_reads.select_events(
                 conn,
                 user_id,
                 session_id,
@@ -484,7 +485,9 @@ class SessionService:
             head = repo.get_session_row(conn, user_id, session_id, utcnow())
             if head is None:
                 self.audit.deny(record, SessionNotFound(session_id))
-            report = check_chain(session_id, head, repo.iter_event_rows(conn, user_id, session_id))
+            report = check_chain(
+                session_id, head, event_reads.iter_event_rows(conn, user_id, session_id)
+            )
         record.status = "ok" if report.ok else "error"
         record.error_code = None if report.ok else "tampered"
         record.meta = {"first_bad_seq": report.first_bad_seq} if not report.ok else {}
@@ -496,7 +499,7 @@ class SessionService:
         _check_session_ids(user_id, session_id)
         self.info(user_id, session_id)
         with self.db.read() as conn:
-            for row in repo.iter_event_rows(conn, user_id, session_id):
+            for row in event_reads.iter_event_rows(conn, user_id, session_id):
                 yield Event.from_row(row).model_dump(mode="json")
 
     # Blobs ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""SQL for sessions, events and turns: small functions over an open connection.
+"""SQL for sessions, their heads, appends and turns: small functions over an open
+connection (reading events: :mod:`agentctx.storage.event_reads`).
 
 Policy (validation, redaction, size guard, audit, jobs) lives in
 ``agentctx.sessions``; this module only reads and writes rows. Every function
@@ -7,39 +8,27 @@ takes ``user_id`` and filters by it, so no query can reach another user's rows.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Connection,
-    Integer,
     RowMapping,
-    String,
     and_,
-    any_,
     bindparam,
     delete,
     func,
     insert,
-    or_,
     select,
-    text,
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 
-from agentctx.events import Event, trusted_event
 from agentctx.storage import fastsql
 from agentctx.storage.schema import USER_DATA_TABLES, events, sessions, turns
-
-# The order ``trusted_event`` takes its arguments in (the Event model's field order); the
-# hot read selects columns in it.
-EVENT_FIELDS = tuple(Event.model_fields)
+from agentctx.storage.where import bound_live_session, event_key, seqs_where, session_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,42 +41,6 @@ class SessionHead:
     state: dict[str, Any]
     expires_at: datetime | None
     ttl_ms: int | None = None  # the session's own TTL in milliseconds; None: the engine's
-
-
-def _session_key(user_id: str, session_id: str) -> Any:
-    return and_(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
-
-
-def _event_key(user_id: str, session_id: str) -> Any:
-    return and_(events.c.user_id == user_id, events.c.session_id == session_id)
-
-
-def _seqs_where(user_id: Any, session_id: Any, condition: Any) -> Any:
-    """The session's seqs where ``condition`` (on an indexed column) holds, as a subquery.
-
-    Looking up a session's events by a secondary column (call id, turn, idempotency key)
-    through ``seq IN (this)`` makes the index a covering one for the subquery. Asked
-    for whole rows by that column directly, SQLite's planner (which has no statistics)
-    walks the session's primary key instead: every event of the session, JSON and all,
-    on each append of a tool call or result, quadratic over a long session.
-    """
-    return select(events.c.seq).where(
-        events.c.user_id == user_id, events.c.session_id == session_id, condition
-    )
-
-
-def _live(now: datetime) -> Any:
-    return or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
-
-
-def bound_live_session() -> Any:
-    """WHERE for compiled statements (:mod:`agentctx.storage.fastsql`): the session of
-    the bound ``user_id`` and ``session_id``, live at the bound ``now``."""
-    return and_(
-        sessions.c.user_id == bindparam("user_id"),
-        sessions.c.session_id == bindparam("session_id"),
-        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
-    )
 
 
 def _lock_head_statement() -> Any:
@@ -135,7 +88,7 @@ def get_session_row(
 def session_expired(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:
     """Whether the session exists and has expired (and so awaits the sweep)."""
     query = select(sessions.c.session_id).where(
-        _session_key(user_id, session_id), sessions.c.expires_at <= now
+        session_key(user_id, session_id), sessions.c.expires_at <= now
     )
     return conn.execute(query).first() is not None
 
@@ -214,7 +167,7 @@ def advance_head(
     }
     if set_expiry:
         changes["expires_at"] = expires_at
-    conn.execute(update(sessions).where(_session_key(user_id, session_id)).values(**changes))
+    conn.execute(update(sessions).where(session_key(user_id, session_id)).values(**changes))
 
 
 def existing_events(
@@ -229,14 +182,14 @@ def existing_events(
     # One subquery per index (an OR of the two would walk the primary key).
     found: list[Any] = []
     if event_ids:
-        found.append(_seqs_where(user_id, session_id, events.c.event_id.in_(list(event_ids))))
+        found.append(seqs_where(user_id, session_id, events.c.event_id.in_(list(event_ids))))
     if idempotency_keys:
         keys = list(idempotency_keys)
-        found.append(_seqs_where(user_id, session_id, events.c.idempotency_key.in_(keys)))
+        found.append(seqs_where(user_id, session_id, events.c.idempotency_key.in_(keys)))
     if not found:
         return []
     seqs: Any = found[0] if len(found) == 1 else union_all(*found)
-    query = select(events).where(_event_key(user_id, session_id), events.c.seq.in_(seqs))
+    query = select(events).where(event_key(user_id, session_id), events.c.seq.in_(seqs))
     return list(conn.execute(query).mappings())
 
 
@@ -251,10 +204,10 @@ def call_event_types(
             conn, {"user_id": user_id, "session_id": session_id, "call_id": call_ids[0]}
         )
         return [(row[0], row[1], row[2]) for row in rows]
-    calls = _seqs_where(user_id, session_id, events.c.call_id.in_(list(call_ids)))
+    calls = seqs_where(user_id, session_id, events.c.call_id.in_(list(call_ids)))
     query = (
         select(events.c.call_id, events.c.type, events.c.meta)
-        .where(_event_key(user_id, session_id), events.c.seq.in_(calls))
+        .where(event_key(user_id, session_id), events.c.seq.in_(calls))
         .order_by(events.c.seq)
     )
     return [(row.call_id, row.type, row.meta) for row in conn.execute(query)]
@@ -267,7 +220,7 @@ def _call_event_types_statement() -> Any:
             events.c.user_id == bindparam("user_id"),
             events.c.session_id == bindparam("session_id"),
             events.c.seq.in_(
-                _seqs_where(
+                seqs_where(
                     bindparam("user_id"),
                     bindparam("session_id"),
                     events.c.call_id == bindparam("call_id"),
@@ -282,270 +235,6 @@ def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Insert event rows (one driver call for any number)."""
     if rows:
         fastsql.statement(conn, "insert_events", lambda: insert(events)).execute_many(conn, rows)
-
-
-def _alive_now() -> Any:
-    """The session of the bound user and session ids is live at the bound ``now``."""
-    return select(sessions.c.session_id).where(bound_live_session()).exists()
-
-
-def _select_events_statement(
-    start: bool, end: bool, limit: bool, newest_first: bool, live: bool
-) -> Any:
-    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
-        events.c.user_id == bindparam("user_id"), events.c.session_id == bindparam("session_id")
-    )
-    if live:
-        query = query.where(_alive_now())
-    if start:
-        query = query.where(events.c.seq >= bindparam("start_seq"))
-    if end:
-        query = query.where(events.c.seq <= bindparam("end_seq"))
-    query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
-    if limit:
-        query = query.limit(bindparam("limit", type_=Integer))
-    return query
-
-
-def seq_in_list(dialect: str, column: Any = events.c.seq) -> Any:
-    """``column`` (``events.seq`` by default) is one of the bound ``seqs``: one parameter
-    for any number of them (see :func:`in_bound_list` and :func:`seq_list_value`), so
-    the statement compiles once."""
-    return in_bound_list(dialect, column, "seqs", BigInteger)
-
-
-def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
-    """The ``seqs`` parameter of :func:`seq_in_list`."""
-    if dialect == "postgresql":
-        return list(seqs)
-    return "[" + ",".join(str(int(seq)) for seq in seqs) + "]"
-
-
-def in_bound_list(dialect: str, column: Any, name: str, element: Any) -> Any:
-    """``column`` is one of the values (of type ``element``) bound as ``name``, one
-    parameter for any number of them: an array on PostgreSQL, a JSON array on SQLite
-    (:func:`seq_list_value`, :func:`text_list_value`)."""
-    if dialect == "postgresql":
-        return column == any_(bindparam(name, type_=ARRAY(element)))
-    listed = func.json_each(bindparam(name, type_=String)).table_valued("value")
-    return column.in_(select(listed.c.value))
-
-
-def text_list_value(dialect: str, values: Sequence[str]) -> Any:
-    """The parameter of :func:`in_bound_list` for strings."""
-    if dialect == "postgresql":
-        return list(values)
-    return json.dumps(list(values), ensure_ascii=False)
-
-
-def _select_seqs_statement(dialect: str, live: bool) -> Any:
-    """Events by a list of seqs, as one statement for any number of them."""
-    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
-        events.c.user_id == bindparam("user_id"),
-        events.c.session_id == bindparam("session_id"),
-        seq_in_list(dialect),
-    )
-    if live:
-        query = query.where(_alive_now())
-    return query.order_by(events.c.seq)
-
-
-def _select_system_events(  # noqa: PLR0917 - select_events' own filters
-    conn: Connection,
-    user_id: str,
-    session_id: str,
-    start_seq: int | None,
-    end_seq: int | None,
-    live_at: datetime | None,
-) -> list[Event]:
-    """A session's system events (its instructions), read by every window build through
-    the partial index ``ix_events_system``: a few rows, however long the log. The index
-    is named on SQLite, whose planner (without statistics) would walk the primary key."""
-    dialect = conn.dialect.name
-    shape = (start_seq is not None, end_seq is not None, live_at is not None)
-    found = fastsql.statement(
-        conn,
-        ("select_system_events", dialect, *shape),
-        lambda: _system_events_statement(dialect, *shape),
-    )
-    rows = found.fetch_values(
-        conn,
-        {
-            "user_id": user_id,
-            "session_id": session_id,
-            "start_seq": start_seq,
-            "end_seq": end_seq,
-            "now": live_at,
-        },
-    )
-    return [trusted_event(*row) for row in rows]
-
-
-def _system_events_statement(dialect: str, start: bool, end: bool, live: bool) -> Any:
-    source = "events INDEXED BY ix_events_system" if dialect == "sqlite" else "events"
-    conditions = ["user_id = :user_id", "session_id = :session_id", "type = 'system'"]
-    if start:
-        conditions.append("seq >= :start_seq")
-    if end:
-        conditions.append("seq <= :end_seq")
-    if live:
-        conditions.append(
-            "EXISTS (SELECT 1 FROM sessions AS s WHERE s.user_id = :user_id "
-            "AND s.session_id = :session_id AND (s.expires_at IS NULL OR s.expires_at > :now))"
-        )
-    statement = text(
-        f"SELECT {', '.join(EVENT_FIELDS)} FROM {source} "
-        f"WHERE {' AND '.join(conditions)} ORDER BY seq"
-    )
-    if live:
-        statement = statement.bindparams(bindparam("now", type_=sessions.c.expires_at.type))
-    return statement.columns(*(events.c[name] for name in EVENT_FIELDS))
-
-
-def _select_by_seqs(
-    conn: Connection,
-    user_id: str,
-    session_id: str,
-    seqs: Sequence[int],
-    live_at: datetime | None,
-) -> list[Event]:
-    wanted = sorted({int(seq) for seq in seqs})
-    if not wanted:
-        return []
-    dialect = conn.dialect.name
-    found = fastsql.statement(
-        conn,
-        ("select_events_by_seqs", dialect, live_at is not None),
-        lambda: _select_seqs_statement(dialect, live_at is not None),
-    )
-    rows = found.fetch_values(
-        conn,
-        {
-            "user_id": user_id,
-            "session_id": session_id,
-            "seqs": seq_list_value(dialect, wanted),
-            "now": live_at,
-        },
-    )
-    return [trusted_event(*row) for row in rows]
-
-
-def newest_events_query(
-    conn: Connection, user_id: str, session_id: str, *, limit: int, live_at: datetime
-) -> tuple[str, Any]:
-    """The SQL and driver parameters ``select_events`` runs for the newest ``limit`` events.
-
-    For ``EXPLAIN``: the hot read bypasses SQLAlchemy's execution events.
-    """
-    shape = (False, False, True, True, True)
-    found = fastsql.statement(
-        conn, ("select_events", *shape), lambda: _select_events_statement(*shape)
-    )
-    values = {
-        "user_id": user_id,
-        "session_id": session_id,
-        "now": live_at,
-        "start_seq": None,
-        "end_seq": None,
-        "limit": limit,
-    }
-    return found.sql, found.params(values)
-
-
-def select_events(
-    conn: Connection,
-    user_id: str,
-    session_id: str,
-    *,
-    start_seq: int | None = None,
-    end_seq: int | None = None,
-    turn_id: str | None = None,
-    types: Sequence[str] | None = None,
-    limit: int | None = None,
-    newest_first: bool = False,
-    live_at: datetime | None = None,
-    seqs: Sequence[int] | None = None,
-) -> list[Event]:
-    """Events of one session in seq order (or newest first), filtered.
-
-    ``seqs``: only these seqs (e.g. retrieved events). ``live_at``: return nothing unless
-    the session is live (not expired) at that time, checked in the same statement.
-    """
-    if seqs is not None and turn_id is None and not types and limit is None and not newest_first:
-        # Retrieved events and their neighbours: one compiled statement for any list.
-        by_seq = _select_by_seqs(conn, user_id, session_id, seqs, live_at)
-        return [
-            e
-            for e in by_seq
-            if (start_seq is None or e.seq >= start_seq) and (end_seq is None or e.seq <= end_seq)
-        ]
-    if list(types or ()) == ["system"] and turn_id is None and seqs is None and limit is None:
-        return _select_system_events(conn, user_id, session_id, start_seq, end_seq, live_at)
-    if turn_id is None and not types and seqs is None:
-        # The common shapes (a seq range, the newest N) run as compiled statements.
-        shape = (
-            start_seq is not None,
-            end_seq is not None,
-            limit is not None,
-            newest_first,
-            live_at is not None,
-        )
-        found = fastsql.statement(
-            conn, ("select_events", *shape), lambda: _select_events_statement(*shape)
-        )
-        rows = found.fetch_values(
-            conn,
-            {
-                "user_id": user_id,
-                "session_id": session_id,
-                "now": live_at,
-                "start_seq": start_seq,
-                "end_seq": end_seq,
-                "limit": limit,
-            },
-        )
-        return [trusted_event(*row) for row in rows]
-    query = select(events).where(_event_key(user_id, session_id))
-    if live_at is not None:
-        alive = select(sessions.c.session_id).where(
-            _session_key(user_id, session_id), _live(live_at)
-        )
-        query = query.where(alive.exists())
-    if start_seq is not None:
-        query = query.where(events.c.seq >= start_seq)
-    if end_seq is not None:
-        query = query.where(events.c.seq <= end_seq)
-    if turn_id is not None:
-        query = query.where(
-            events.c.seq.in_(_seqs_where(user_id, session_id, events.c.turn_id == turn_id))
-        )
-    if types:
-        query = query.where(events.c.type.in_(list(types)))
-    if seqs is not None:
-        query = query.where(events.c.seq.in_(sorted(set(seqs))))
-    query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
-    if limit is not None:
-        query = query.limit(limit)
-    return [Event.from_row(row) for row in conn.execute(query).mappings()]
-
-
-def iter_event_rows(
-    conn: Connection, user_id: str, session_id: str, *, chunk: int = 2000
-) -> Iterator[RowMapping]:
-    """Every event of a session in seq order, read in bounded chunks (for verify/export)."""
-    after = 0
-    while True:
-        query = (
-            select(events)
-            .where(_event_key(user_id, session_id), events.c.seq > after)
-            .order_by(events.c.seq)
-            .limit(chunk)
-        )
-        rows = list(conn.execute(query).mappings())
-        yield from rows
-        if len(rows) < chunk:
-            return
-        after = rows[-1]["seq"]
 
 
 def _turn_status_statement() -> Any:
@@ -575,7 +264,7 @@ def end_turn(
     """Close an open turn, filling its seq range from its events. Returns the updated row."""
     stats = conn.execute(
         select(func.min(events.c.seq), func.max(events.c.seq), func.count()).where(
-            _event_key(user_id, session_id), events.c.turn_id == turn_id
+            event_key(user_id, session_id), events.c.turn_id == turn_id
         )
     ).one()
     key = and_(

@@ -33,6 +33,7 @@ from agentctx.errors import BlobNotFound, InvalidInput, SessionNotFound
 from agentctx.events import BlobPart, Event, EventType, JsonPart, TextPart, utcnow
 from agentctx.inputs import MAX_BUDGET, MAX_INT64, check_count, check_optional_count
 from agentctx.sessions.audit import AuditRecord
+from agentctx.storage import event_reads
 from agentctx.storage import repository as repo
 from agentctx.storage.schema import blob_refs
 
@@ -284,7 +285,7 @@ def _named(
     """(the event, or the text blob's id) that an id's ``_ID`` groups name."""
     prefix, full, seq, _ = groups
     if seq is not None:
-        found = repo.select_events(
+        found = event_reads.select_events(
             conn, session.user_id, session.id, start_seq=int(seq), end_seq=int(seq)
         )
         return (found[0] if found else None), None

@@ -1,0 +1,85 @@
+"""WHERE clauses the storage modules share: a session's and its events' keys, a session
+being live, and a list of values bound as one parameter (so a statement compiles once
+for any number of them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, String, and_, any_, bindparam, func, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from agentctx.storage.schema import events, sessions
+
+
+def session_key(user_id: str, session_id: str) -> Any:
+    """The session row of ``user_id`` and ``session_id``."""
+    return and_(sessions.c.user_id == user_id, sessions.c.session_id == session_id)
+
+
+def event_key(user_id: str, session_id: str) -> Any:
+    """The event rows of the session of ``user_id`` and ``session_id``."""
+    return and_(events.c.user_id == user_id, events.c.session_id == session_id)
+
+
+def seqs_where(user_id: Any, session_id: Any, condition: Any) -> Any:
+    """The session's seqs where ``condition`` (on an indexed column) holds, as a subquery.
+
+    Looking up a session's events by a secondary column (call id, turn, idempotency key)
+    through ``seq IN (this)`` makes the index a covering one for the subquery. Asked
+    for whole rows by that column directly, SQLite's planner (which has no statistics)
+    walks the session's primary key instead: every event of the session, JSON and all,
+    on each append of a tool call or result, quadratic over a long session.
+    """
+    return select(events.c.seq).where(
+        events.c.user_id == user_id, events.c.session_id == session_id, condition
+    )
+
+
+def session_live(now: datetime) -> Any:
+    """The session row has not expired at ``now``."""
+    return or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > now)
+
+
+def bound_live_session() -> Any:
+    """WHERE for compiled statements (:mod:`agentctx.storage.fastsql`): the session of
+    the bound ``user_id`` and ``session_id``, live at the bound ``now``."""
+    return and_(
+        sessions.c.user_id == bindparam("user_id"),
+        sessions.c.session_id == bindparam("session_id"),
+        or_(sessions.c.expires_at.is_(None), sessions.c.expires_at > bindparam("now")),
+    )
+
+
+def seq_in_list(dialect: str, column: Any = events.c.seq) -> Any:
+    """``column`` (``events.seq`` by default) is one of the bound ``seqs``: one parameter
+    for any number of them (see :func:`in_bound_list` and :func:`seq_list_value`), so
+    the statement compiles once."""
+    return in_bound_list(dialect, column, "seqs", BigInteger)
+
+
+def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
+    """The ``seqs`` parameter of :func:`seq_in_list`."""
+    if dialect == "postgresql":
+        return list(seqs)
+    return "[" + ",".join(str(int(seq)) for seq in seqs) + "]"
+
+
+def in_bound_list(dialect: str, column: Any, name: str, element: Any) -> Any:
+    """``column`` is one of the values (of type ``element``) bound as ``name``, one
+    parameter for any number of them: an array on PostgreSQL, a JSON array on SQLite
+    (:func:`seq_list_value`, :func:`text_list_value`)."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=ARRAY(element)))
+    listed = func.json_each(bindparam(name, type_=String)).table_valued("value")
+    return column.in_(select(listed.c.value))
+
+
+def text_list_value(dialect: str, values: Sequence[str]) -> Any:
+    """The parameter of :func:`in_bound_list` for strings."""
+    if dialect == "postgresql":
+        return list(values)
+    return json.dumps(list(values), ensure_ascii=False)
