@@ -21,8 +21,7 @@ from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
-from agentctx.context.request import check_window_request
-from agentctx.context.sources import LogHead, SummarySource
+from agentctx.context.sources import SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
@@ -54,13 +53,13 @@ from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
 from agentctx.sessions.turn_end import TurnCondition
-from agentctx.sessions.turns import current_turn
 from agentctx.sessions.writer import EventWriter
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
 from agentctx.storage.scrub import scrub_erased
 from agentctx.tokens import TokenCounter, counter_from_spec
+from agentctx.windows import Windows
 
 TURN_END_PREFIX = "turn_end:"
 
@@ -240,7 +239,8 @@ class ContextEngine:
             self.on_turn_end(MEMORY_JOB, self.memory.on_turn_end)
 
     def _wire_window(self, summaries: SummarySource | None) -> None:
-        """The window builder, over everything wired before it."""
+        """The window builder, over everything wired before it, and the windows each
+        agent's settings build with it."""
         s = self.settings
         self.context_builder = ContextBuilder(
             # The builder never changes an event: it may get the hot cache's built ones.
@@ -253,6 +253,15 @@ class ContextEngine:
             archived_through=self.topics.archived_through if s.topics.enabled else None,
             image_states=self.visual.image_states,
             memories=self.memory if s.memory.enabled else None,
+        )
+        self.windows = Windows(
+            self.context_builder,
+            context=s.context,
+            topics=s.topics,
+            agents=self.agents,
+            redactors=self._redactors,
+            recorder=self.hitl,
+            record_windows=s.hitl.record_windows,
         )
 
     def _wire_web_search(self, fast_llm: LLM | None) -> None:
@@ -448,15 +457,7 @@ class ContextEngine:
 
     def context_config(self, agent: AgentConfig | None) -> ContextConfig:
         """The context settings for ``agent``'s windows: the engine's, then the agent's."""
-        base = self.settings.context
-        if agent is None:
-            return base
-        overrides: dict[str, Any] = {}
-        if agent.strategy is not None:
-            overrides["strategy"] = agent.strategy
-        if agent.budget_split is not None:
-            overrides["budget_split"] = agent.budget_split
-        return base.merged({**overrides, **agent.context})
+        return self.windows.config_for(agent)
 
     @foreground_call  # background threads pause at their next safe point
     def build_context(
@@ -477,7 +478,8 @@ class ContextEngine:
         the model for it: it is kept (one upsert, the last per turn) for the turn's repro
         package (``engine.hitl.repro``).
         """
-        check_window_request(
+        return self.windows.build(
+            info,
             query=query,
             budget=budget,
             strategy=strategy,
@@ -486,68 +488,12 @@ class ContextEngine:
             config=config,
             turn_id=turn_id,
         )
-        agent = self.agents.get(info.agent_id)
-        overrides: dict[str, Any] = dict(config or {})
-        if strategy is not None:
-            overrides["strategy"] = strategy
-        if budget_split is not None:
-            overrides["budget_split"] = budget_split
-        effective = self.context_config(agent).merged(overrides)
-        prompt = (
-            system_prompt
-            if system_prompt is not None
-            else (agent.system_prompt if agent is not None else None)
-        )
-        # Topic archiving is the turn-end job's, by the agent's context limit (seed 001):
-        # building a window (or inspecting one) never writes.
-        window = self.context_builder.build(
-            user_id=info.user_id,
-            session_id=info.session_id,
-            agent_id=info.agent_id,
-            state=dict(info.state),
-            config=effective,
-            query=query,
-            budget=budget,
-            system_prompt=prompt,
-            head=LogHead(info.last_seq, info.weight_total),
-        )
-        if turn_id is None:
-            turn = current_turn(info.user_id, info.session_id)
-            turn_id = turn.turn_id if turn is not None else None
-        if turn_id is not None and self.settings.hitl.record_windows:
-            self.hitl.record_window(
-                info.user_id,
-                info.session_id,
-                turn_id,
-                query=query,
-                budget=budget,
-                strategy=window.report.strategy,
-                messages=window.messages,
-                tokens=window.tokens,
-                report=window.report,
-                redactor=self._redactors.allowing(
-                    (
-                        *(agent.pii_allow_list if agent is not None else ()),
-                        *session_allow_list(info.config),
-                    )
-                ),
-            )
-        return window
 
     def archive_thresholds(self, user_id: str, session_id: str) -> ArchiveThresholds:
         """When topic archiving of a session is due: its agent's ``context_limit``,
         ``context_threshold`` and ``min_archive_messages`` (each left out: the preset of
         the agent's context size, else the ``topics`` settings)."""
-        info = self._service.info(user_id, session_id)
-        agent = self.agents.get(info.agent_id)
-        if agent is None:
-            return ArchiveThresholds.for_agent(self.settings.topics)
-        return ArchiveThresholds.for_agent(
-            self.settings.topics,
-            context_limit=agent.context_limit,
-            context_threshold=agent.context_threshold,
-            min_archive_messages=agent.min_archive_messages,
-        )
+        return self.windows.archive_thresholds(self._service.info(user_id, session_id).agent_id)
 
     def _llm_failed(self, user_id: str, session_id: str, job: str, exc: Exception) -> None:
         """Record in the session's log that a model failed and the offline method stood in.
