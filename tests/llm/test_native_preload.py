@@ -5,23 +5,17 @@ Each case runs in a fresh interpreter (torch must not be imported yet)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import textwrap
 
 import pytest
+
+from fresh_python import run_python
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
 
 def run_fresh(code: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    done = run_python(code)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

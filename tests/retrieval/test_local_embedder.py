@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 import textwrap
 import threading
 import zipfile
@@ -21,6 +19,7 @@ from agentctx.llm.local import _extract, packaged_model_path
 from agentctx.llm.local_bert import BF16_AGREEMENT, BertEncoder
 from agentctx.llm.local_traced import TracedEncoder
 from agentctx.retrieval import SearchIndex
+from fresh_python import run_python
 
 pytestmark = pytest.mark.slow  # loads torch and the model (once per test process)
 
@@ -33,20 +32,6 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def embedder(models_dir: Path) -> LocalEmbedder:
     return LocalEmbedder(models_dir=models_dir)
-
-
-def run_python(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``script`` run by a fresh interpreter (whose loaded models are its own) with
-    ``args``; it must succeed."""
-    done = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -15,9 +15,6 @@ off); the mean colour within 2 of 255 per channel.
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +27,7 @@ from visual_screens import desktop, encode
 
 from agentctx.perception import color_distance, hamming, perceptual_hashes
 from agentctx.perception.hashing import _phash
+from fresh_python import run_python
 
 SIZES = (
     (1280, 800),
@@ -175,15 +173,7 @@ def test_hashing_a_screenshot_leaves_scipy_unloaded(tmp_path: Path) -> None:
         assert parts[1].dedup_distance is not None, parts
         print(hashes.phash, sorted(name for name in sys.modules if name.startswith("scipy")))
         """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        cwd=Path(__file__).parent,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(script, cwd=Path(__file__).parent, timeout=240)
     phash, loaded = done.stdout.split(maxsplit=1)
     assert len(phash) == 16
     assert loaded.strip() == "[]"
