@@ -142,7 +142,7 @@ def test_window_while_the_worker_is_behind(
     assert report.unembedded_events >= 3
     assert "pending since May" in str(window.messages)
     hits = background_engine.search_index.search("u1", session.id, "refund 77-alpha")
-    newest = session.info.last_seq
+    newest = session.refresh().last_seq
     assert any(hit.seq > newest - 3 and hit.dense_rank is None for hit in hits)
 
     gated.embedding.set()
@@ -150,6 +150,65 @@ def test_window_while_the_worker_is_behind(
     window = session.build_context(budget=2000, query="refund of order 77-alpha")
     assert window.report.dense_ranking == "used"
     assert window.report.unembedded_events == 0
+
+
+class RecordingGated(GatedEmbedder):
+    """A gated embedder that records each of the worker's batches with how far the
+    session's words were indexed when the batch reached the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine: ContextEngine | None = None
+        self.session_id = ""
+        self.batches: list[tuple[list[str], int]] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if threading.current_thread().name == "agentctx-embedding" and self.engine:
+            from agentctx.retrieval.sync import read_state
+
+            with self.engine.db.read() as conn:
+                state = read_state(conn, "u1", self.session_id, None)
+            self.batches.append((list(texts), state.indexed_seq if state else 0))
+        return super().embed(texts)
+
+
+def test_the_worker_indexes_new_words_between_long_results(db_url: str, home: Path) -> None:
+    """A worker step embeds about ``embed_step_chars`` of text (at least one event),
+    then indexes the words written meanwhile: a backlog of long tool results does not
+    leave the words of the agent's next steps to a window."""
+    model = RecordingGated()
+    model.loaded.set()
+    budget = 1500
+    with ContextEngine(
+        url=db_url,
+        home=home,
+        embedder=model,
+        jobs="background",
+        retrieval={"embed_step_chars": budget, "query_embedding": "background"},
+    ) as engine:
+        worker = engine.embedding
+        assert worker is not None
+        session = engine.create_session("u1")
+        model.engine, model.session_id = engine, session.id
+        model.embedding.clear()
+        with session.turn():
+            session.add_message("user", "read the four reports")
+            for k in range(1, 5):
+                session.add_tool_call("read_file", {"path": f"r{k}.txt"}, call_id=f"c{k}")
+                body = f"RESULT-{k} " + " ".join(f"line{k}x{i}" for i in range(120))
+                session.add_tool_result(f"c{k}", content=body)
+        assert model.embedding_started.wait(GATE_TIMEOUT)  # blocked in its first batch
+        late = session.add_message("user", "meanwhile: the Zanzibar invoice").seq
+        model.embedding.set()
+        assert worker.wait_idle(GATE_TIMEOUT)
+
+        for texts, _ in model.batches:
+            assert len(texts) == 1 or sum(len(t) for t in texts) <= budget
+        later = [seq for texts, seq in model.batches if any("RESULT-2 " in t for t in texts)]
+        assert later and all(seq >= late for seq in later)  # words first, then vectors
+        assert _vectors(engine, "u1", session.id) == late
+        hits = engine.search_index.search("u1", session.id, "Zanzibar invoice")
+        assert hits and hits[0].seq == late
 
 
 def test_turn_end_does_not_wait_for_its_jobs(background_engine: ContextEngine) -> None:
@@ -307,3 +366,32 @@ def test_close_waits_for_a_model_still_loading(tmp_path: Path) -> None:
     assert engine.model_warmup is not None
     assert engine.model_warmup._thread is not None
     assert not engine.model_warmup._thread.is_alive()
+
+
+def test_a_backlog_is_worked_through_without_settling_between_steps() -> None:
+    """The worker waits ``settle`` for a burst to gather only when a request wakes it;
+    a session with more to embed goes on at once (each pause was idle time)."""
+    from agentctx.llm.warmup import ModelWarmup
+    from agentctx.retrieval.embedding_worker import EmbeddingWorker
+
+    model = HashingEmbedder(dimensions=8)
+    warmup = ModelWarmup(model)
+    warmup.start()
+    assert warmup.wait(GATE_TIMEOUT)
+    steps: list[float] = []
+
+    def step(user_id: str, session_id: str, limit: int) -> bool:
+        steps.append(time.monotonic())
+        return len(steps) < 4  # four steps of one session's backlog
+
+    worker = EmbeddingWorker(step, warmup, settle=0.5)
+    worker.start()
+    try:
+        started = time.monotonic()
+        assert worker.request("u1", "s1")
+        assert worker.wait_idle(GATE_TIMEOUT)
+        assert len(steps) == 4
+        assert steps[0] - started >= 0.45  # the first request gathered its burst
+        assert steps[-1] - steps[0] < 0.45  # the backlog did not settle again
+    finally:
+        worker.close()

@@ -195,6 +195,48 @@ def test_search_embeds_at_most_the_inline_limit_and_the_job_does_the_rest(
     assert index.sync("u1", session.id) == SyncReport(indexed=0, embedded=5)
 
 
+def test_a_sync_bounded_by_characters_embeds_a_prefix_and_resumes(
+    engine: ContextEngine,
+) -> None:
+    """``embed_chars`` bounds the text one sync embeds of each vector kind (at least one
+    event, however long); the next syncs go on where it stopped, every event embedded
+    once, ranked as an unbounded sync ranks them."""
+    batches: list[list[str]] = []
+
+    class Recording(HashingEmbedder):
+        def embed(self, texts: Any) -> list[list[float]]:
+            batches.append(list(texts))
+            return super().embed(texts)
+
+    budget = 120
+    index = SearchIndex(engine.db, Recording(), config=RetrievalConfig(embed_step_chars=budget))
+    pairs = [*CONVERSATION, ("user", "A long note about the Kyoto itinerary. " * 8)]
+    bounded, whole = engine.create_session(user_id="u1"), engine.create_session(user_id="u1")
+    fill(bounded, pairs)
+    fill(whole, pairs)
+    index.sync("u1", whole.id)
+    batches.clear()
+
+    first = index.sync("u1", bounded.id, embed_chars=budget)
+    assert first.indexed == len(pairs) and 1 <= first.embedded < len(pairs)
+    steps = 1  # the background worker's unit: embed_step_chars of each kind
+    while index.embed_step("u1", bounded.id, len(pairs)):
+        steps += 1
+        assert steps <= 2 * len(pairs)
+    assert steps >= 4
+    assert all(len(b) == 1 or sum(len(t) for t in b) <= budget for b in batches)
+    assert any(len(b) == 1 and len(b[0]) > budget for b in batches)  # the long one alone
+    with engine.db.read() as conn:
+        counts = conn.execute(
+            select(search_dense.c.vector_count).order_by(search_dense.c.sid)
+        ).scalars()
+        assert list(counts) == [len(pairs)] * 4  # two sessions, two vector kinds
+    for query in ("flight to Tokyo", "Kyoto itinerary", "北京的航班"):
+        assert seqs(index.search("u1", bounded.id, query, limit=4, lexical=False)) == seqs(
+            index.search("u1", whole.id, query, limit=4, lexical=False)
+        )
+
+
 def test_turn_end_job_keeps_the_index_current(engine: ContextEngine, index: SearchIndex) -> None:
     engine.on_turn_end("search_index", index.on_turn_end)
     session = engine.create_session(user_id="u1")

@@ -103,6 +103,15 @@ class RetrievalConfig(BaseModel):
         description="Events the background worker embeds of one session before the next "
         "queued session's turn, and before it answers a query a window asked for.",
     )
+    embed_step_chars: int = Field(
+        default=2000,
+        ge=1,
+        description="And at most about this many characters of their text (each vector "
+        "kind; at least one event). The model's time grows with the text: a 2,000-"
+        "character tool result takes the local model about 100 ms on one core. Between "
+        "two steps the worker indexes the words of what was written meanwhile, which a "
+        "window needs to find it.",
+    )
     max_postings: int = Field(
         default=8000,
         ge=100,

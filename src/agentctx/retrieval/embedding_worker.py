@@ -5,9 +5,12 @@ events it just wrote (tool results of tens of kilobytes) have no vectors yet. Em
 them inside the window's search put the model's seconds on every step. Instead, every
 write asks this worker to embed its session (:meth:`EmbeddingWorker.request`, which
 never blocks), and the worker embeds on a thread of its own: a session's backlog in
-batches of ``batch`` documents, sessions taking turns, so one long backlog cannot starve
-the others. A window built before an event's vector exists ranks that event lexically
-and by recency (it is among the newest anyway) and its report says how many events wait.
+steps of at most ``batch`` documents (and a bounded amount of text, so that a step of
+long tool results is short too), sessions taking turns, so one long backlog cannot
+starve the others. Each step first indexes the words written since the last, so a
+window rarely finds words it must index itself. A window built before an event's vector
+exists ranks that event lexically and by recency (it is among the newest anyway) and its
+report says how many events wait.
 
 The queue holds session keys, not work: what is left to embed is recorded durably by the
 index itself (each session's embedded and indexed seqs). So the queue is bounded
@@ -240,12 +243,14 @@ class EmbeddingWorker:
 
     def _next(self) -> SessionKey | None:
         with self._lock:
+            idle = not self._queue
             self._lock.wait_for(
                 lambda: self._queue or self._queries or self._stop.is_set(), timeout=0.5
             )
             if self._stop.is_set() or not self._queue:
                 return None  # (queries are answered at the top of the loop)
-        if self._settle > 0:
+        # A burst that wakes an idle worker is gathered; a backlog is worked through.
+        if self._settle > 0 and idle:
             self._stop.wait(self._settle)
         self._answer_queries()  # one asked for while settling goes first
         with self._lock:

@@ -184,8 +184,10 @@ class SearchIndex:
     def embed_step(self, user_id: str, session_id: str, limit: int) -> bool:
         """Index the session's new events and embed at most ``limit`` of them (each
         vector kind); True when some are still without a vector. The background
-        worker's unit of work."""
-        self.sync(user_id, session_id, embed_limit=limit)
+        worker's unit of work: at most ``retrieval.embed_step_chars`` characters of
+        each kind are embedded, so that the worker soon indexes the words of what the
+        agent writes meanwhile."""
+        self.sync(user_id, session_id, embed_limit=limit, embed_chars=self.config.embed_step_chars)
         embedder_id = self._ensure_dense()
         if embedder_id is None:
             return False
@@ -204,11 +206,19 @@ class SearchIndex:
 
     # Sync -------------------------------------------------------------------------------
 
-    def sync(self, user_id: str, session_id: str, *, embed_limit: int | None = None) -> SyncReport:
+    def sync(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        embed_limit: int | None = None,
+        embed_chars: int | None = None,
+    ) -> SyncReport:
         """Index the session's events newer than what is indexed.
 
         ``embed_limit``: embed at most this many documents now (None: all); the rest
-        wait for the next sync. A missing session syncs nothing.
+        wait for the next sync. ``embed_chars``: and about this many characters of
+        text (at least one document; None: no bound). A missing session syncs nothing.
         """
         self._ensure_lexical()
         embedder_id = self._ensure_dense() if self.embedder is not None else None
@@ -234,6 +244,7 @@ class SearchIndex:
                 embedder_id=embedder_id,
                 batch=batch,
                 limit=embed_limit,
+                max_chars=embed_chars,
             )
         context_id = self._context_id
         if self.embedder is not None and context_id is not None and wanted:
@@ -249,6 +260,7 @@ class SearchIndex:
                     batch=batch,
                     limit=embed_limit,
                     context_chars=self.config.context_chars,
+                    max_chars=embed_chars,
                 )
         return SyncReport(indexed, embedded)
 

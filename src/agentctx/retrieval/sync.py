@@ -218,6 +218,16 @@ def sync_lexical(
             return added
 
 
+def _within_chars(texts: list[str], budget: int) -> int:
+    """How many of ``texts``, from the first, fit in ``budget`` characters (at least one)."""
+    used = 0
+    for count, text in enumerate(texts):
+        used += len(text)
+        if used > budget and count > 0:
+            return count
+    return len(texts)
+
+
 def _write_chunks(
     documents: list[lexical_index.Document], last: int
 ) -> list[tuple[list[lexical_index.Document], int]]:
@@ -292,14 +302,18 @@ def sync_dense(
     batch: int,
     limit: int | None,
     context_chars: int = 0,
+    max_chars: int | None = None,
 ) -> int:
     """Embed the session's indexed documents that have no vector yet (at most ``limit``).
 
     ``context_chars`` > 0 embeds each document after the last that many characters of
     the document before it (the contextual vectors of :mod:`agentctx.retrieval.index`).
+    ``max_chars``: stop once about this many characters were embedded (at least one
+    document): the model's time grows with the text, not with the documents.
     """
     added = 0
-    while limit is None or added < limit:
+    chars_left = max_chars
+    while (limit is None or added < limit) and (chars_left is None or chars_left > 0):
         take = batch if limit is None else min(batch, limit - added)
         with db.read() as conn:
             state = read_state(conn, user_id, session_id, embedder_id)
@@ -335,9 +349,16 @@ def sync_dense(
             with db.read() as conn:
                 before = _previous_text(conn, user_id, session_id, sid, int(rows[0][1]))
             texts = with_context([before, *texts[:-1]], texts, context_chars)
+        cut = False
+        if chars_left is not None:
+            kept = _within_chars(texts, chars_left)
+            cut = kept < len(texts)
+            rows, texts = rows[:kept], texts[:kept]
+            # After a cut the budget is spent: the next document would not fit either.
+            chars_left = 0 if cut else chars_left - sum(len(text) for text in texts)
         vectors = embedder.embed(texts) if texts else []
         # Read in the same snapshot as indexed_seq: a short batch covers every document.
-        covered = int(rows[-1][1]) if len(rows) == take else state.indexed_seq
+        covered = int(rows[-1][1]) if cut or len(rows) == take else state.indexed_seq
         with db.write(durable=False) as conn:  # derived: rebuilt from the log
             done = _lock_dense(conn, sid, embedder_id)
             if done is None:  # deleted meanwhile
@@ -361,7 +382,7 @@ def sync_dense(
                     )
                 )
                 added += len(fresh)
-        if len(rows) < take:
+        if len(rows) < take and not cut:
             return added
     return added
 
