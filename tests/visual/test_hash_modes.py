@@ -157,7 +157,7 @@ def test_phash_is_imagehash_phash() -> None:
 
 def test_hashing_a_screenshot_leaves_scipy_unloaded(tmp_path: Path) -> None:
     """An engine's first screenshot does not wait for scipy to load (imagehash's phash
-    imports it: 200-370 ms): nothing on the image path imports it."""
+    imports it: 200-370 ms): nothing on the image path imports it, nor ``numpy.ma``."""
     script = f"""
         import sys
         from agentctx import ContextEngine
@@ -165,15 +165,18 @@ def test_hashing_a_screenshot_leaves_scipy_unloaded(tmp_path: Path) -> None:
         from visual_screens import desktop, encode
         data = encode(desktop(3))
         hashes = perceptual_hashes(data)
+        masked = "numpy.ma" in sys.modules  # np.median imports it on its first call: 10 ms
         with ContextEngine(url="sqlite:///{tmp_path}/a.db", home="{tmp_path}/home") as engine:
             session = engine.create_session(user_id="u", agent_id="a")
             session.add_message("user", "the screen", images=[data])
             session.add_message("user", "again", images=[encode(desktop(3, cursor=(641, 400)))])
             parts = [event.parts[-1] for event in session.events()]
         assert parts[1].dedup_distance is not None, parts
-        print(hashes.phash, sorted(name for name in sys.modules if name.startswith("scipy")))
+        scipy = sorted(name for name in sys.modules if name.startswith("scipy"))
+        print(hashes.phash, masked, scipy)
         """
     done = run_python(script, cwd=Path(__file__).parent, timeout=240)
-    phash, loaded = done.stdout.split(maxsplit=1)
+    phash, masked, loaded = done.stdout.split(maxsplit=2)
     assert len(phash) == 16
+    assert masked == "False"
     assert loaded.strip() == "[]"

@@ -107,7 +107,17 @@ def _phash(grey: Image.Image) -> imagehash.ImageHash:
         grey.resize((_PHASH_SIDE, _PHASH_SIDE), Image.Resampling.LANCZOS), dtype=np.float64
     )
     low = np.round(_DCT_ROWS @ pixels @ _DCT_ROWS.T, _DCT_DECIMALS)
-    return imagehash.ImageHash(low > np.median(low))
+    return imagehash.ImageHash(low > _median(low))
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median(values)``, the same float: its first call imports ``numpy.ma`` (10 ms,
+    on an agent's first screenshot) to check for a masked array."""
+    ordered = np.sort(values, axis=None)
+    middle = ordered.size // 2
+    if ordered.size % 2:
+        return float(ordered[middle])
+    return float((ordered[middle - 1] + ordered[middle]) / 2)
 
 
 def hash_in_background(data: bytes) -> Future[ImageHashes]:
