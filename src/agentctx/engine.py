@@ -44,11 +44,7 @@ from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_fi
 from agentctx.sessions.erasures import Erasure, Erasures, HeldCopies
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
-from agentctx.sessions.redaction import (
-    ScopedRedactors,
-    configured_redactor,
-    session_allow_list,
-)
+from agentctx.sessions.redaction import ScopedRedactors, configured_redactor
 from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
@@ -358,9 +354,7 @@ class ContextEngine:
         check_id("agent_id", agent_id)
         check_object({} if config is None else config, where="config")
         agent = self.agents.ensure(agent_id)
-        redactor = self._redactors.allowing(
-            (*agent.pii_allow_list, *session_allow_list(config or {}))
-        )
+        redactor = self._redactors.for_session(agent.pii_allow_list, config or {})
         info = self._service.create(
             user_id,
             agent_id,
@@ -376,8 +370,9 @@ class ContextEngine:
     def session_redactor(self, agent_id: str, config: dict[str, Any]) -> Redactor:
         """The redactor a session of ``agent_id`` with ``config`` writes through."""
         agent = self.agents.get(agent_id)
-        agent_values = agent.pii_allow_list if agent is not None else ()
-        return self._redactors.allowing((*agent_values, *session_allow_list(config)))
+        return self._redactors.for_session(
+            agent.pii_allow_list if agent is not None else (), config
+        )
 
     def get_session(self, session_id: str, user_id: str, *, record_access: bool = True) -> Session:
         """Load a session. Another user's session raises ``SessionNotFound``, like a missing one.

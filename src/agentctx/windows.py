@@ -19,7 +19,7 @@ from agentctx.context.sources import LogHead
 from agentctx.context.window import ContextReport, ContextWindow
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.models import SessionInfo
-from agentctx.sessions.redaction import ScopedRedactors, session_allow_list
+from agentctx.sessions.redaction import ScopedRedactors
 from agentctx.sessions.turns import current_turn
 
 
@@ -155,10 +155,6 @@ class Windows:
         window: ContextWindow,
     ) -> None:
         """Keep ``window`` as the one ``turn_id`` sent, through the session's redactor."""
-        allowed = (
-            *(agent.pii_allow_list if agent is not None else ()),
-            *session_allow_list(info.config),
-        )
         self._recorder.record_window(
             info.user_id,
             info.session_id,
@@ -169,5 +165,7 @@ class Windows:
             messages=window.messages,
             tokens=window.tokens,
             report=window.report,
-            redactor=self._redactors.allowing(allowed),
+            redactor=self._redactors.for_session(
+                agent.pii_allow_list if agent is not None else (), info.config
+            ),
         )

@@ -82,6 +82,11 @@ class ScopedRedactors:
         self._cache.put(key, redactor)
         return redactor
 
+    def for_session(self, agent_values: Iterable[str], config: Mapping[str, Any]) -> Redactor:
+        """The redactor a session writes through: the base, also leaving alone its agent's
+        ``pii_allow_list`` (``agent_values``) and the one in its ``config``."""
+        return self.allowing((*agent_values, *session_allow_list(config)))
+
     def forget_texts(self) -> None:
         """The base redactor, and every redactor handed out, forget the texts they
         remember (:func:`~agentctx.privacy.redactor.forget_texts`)."""
