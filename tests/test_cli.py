@@ -343,15 +343,19 @@ def test_export_writes_one_json_line_per_event(tmp_path: Path) -> None:
 
 def test_sweep_deletes_expired_sessions_and_their_blobs(tmp_path: Path) -> None:
     url, home = sqlite_url(tmp_path), tmp_path / "home"
-    with ContextEngine(url=url, home=home, session_ttl=timedelta(milliseconds=300)) as engine:
+    # Long enough for two turns with screenshots on a busy machine (300 ms was not: the
+    # session expired between its turns), then waited out.
+    ttl = 2.0
+    with ContextEngine(url=url, home=home, session_ttl=timedelta(seconds=ttl)) as engine:
         doomed = record_session(engine, "alice", turns=2)
         n_events = len(engine.get_session(doomed, user_id="alice").events())
+        last_activity = time.monotonic()
     with ContextEngine(url=url, home=home) as engine:
         kept = record_session(engine, "bob", turns=1)
     # record_session draws screenshots by turn number: bob's one equals alice's first, so
     # the content-addressed store holds two files, one of them shared.
     assert len(blob_files(home)) == 2
-    time.sleep(0.4)
+    time.sleep(max(0.0, last_activity + ttl + 0.1 - time.monotonic()))
 
     code, out, _ = cli(url, home, "sessions", "sweep")
     assert code == 0
