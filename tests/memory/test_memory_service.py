@@ -400,7 +400,8 @@ def test_a_turn_that_ends_after_its_events_were_read_waits_for_the_next_run(
     turn = session.begin_turn()
     turn.add_message("user", "I work as a nurse at the city hospital.")
     service = eng.memory
-    load = service._load
+    extraction = service.extraction
+    load = extraction._load
 
     def read_before_the_end(*args: Any, **kwargs: Any) -> list[Event]:
         found = load(*args, **kwargs)
@@ -409,10 +410,10 @@ def test_a_turn_that_ends_after_its_events_were_read_waits_for_the_next_run(
             turn.end()
         return found
 
-    service._load = read_before_the_end
+    extraction._load = read_before_the_end
     try:
         assert not service.extract_session("u1", session.id).touched
     finally:
-        service._load = load
+        extraction._load = load
     assert service.extract_session("u1", session.id).touched
     assert any("nurse" in m.content for m in service.list("u1"))

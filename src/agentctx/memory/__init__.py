@@ -33,6 +33,7 @@ from agentctx.memory.extract import (
     extract_declarative,
     extract_procedural,
 )
+from agentctx.memory.extraction import EventLoader
 from agentctx.memory.index import MemoryIndex
 from agentctx.memory.items import memory_item
 from agentctx.memory.models import (
@@ -45,12 +46,7 @@ from agentctx.memory.models import (
     ProceduralData,
     Provenance,
 )
-from agentctx.memory.service import (
-    MEMORY_JOB,
-    EventLoader,
-    MemoryService,
-    MemoryTimeout,
-)
+from agentctx.memory.service import MEMORY_JOB, MemoryService, MemoryTimeout
 from agentctx.memory.tool import handle_memory_tool, memory_tools
 from agentctx.privacy.redactor import Redactor
 from agentctx.storage.database import Database

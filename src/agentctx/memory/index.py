@@ -5,7 +5,8 @@ A memory's document is its content, keywords and the question words of its subje
 :mod:`agentctx.retrieval.terms`, prefixed with the user's partition number, as the
 retrieval index prefixes a session's) go to ``memory_fts``; its embedding to
 ``memory_vec_<embedder_id>`` (tables: :mod:`agentctx.memory.index_tables`; written
-and deleted by :mod:`agentctx.memory.index_documents`).
+and deleted by :mod:`agentctx.memory.index_documents`; the lexical ranking and the
+filters are :mod:`agentctx.memory.index_lexical`'s).
 
 Scoring of :meth:`MemoryIndex.search`::
 
@@ -31,7 +32,6 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -49,19 +49,13 @@ from agentctx.memory.index_documents import (
     remove_documents,
     write_documents,
 )
+from agentctx.memory.index_lexical import Candidate, LexicalRanking, passing
 from agentctx.memory.index_rows import bound, filter_sql, load_memories, utc
-from agentctx.memory.index_tables import (
-    DOCS_TABLE,
-    LEXICAL_TABLE,
-    ensure_lexical,
-    ensure_vectors,
-    user_partition,
-)
+from agentctx.memory.index_tables import ensure_lexical, ensure_vectors, user_partition
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
 from agentctx.memory.questions import about_user
 from agentctx.memory.vocabulary import subject_words
 from agentctx.retrieval.fusion import fuse
-from agentctx.retrieval.lexical import choose_terms, prefixed
 from agentctx.retrieval.sync import register_embedder
 from agentctx.retrieval.terms import document_terms, query_terms
 from agentctx.storage.database import Database
@@ -76,11 +70,11 @@ kept (FTS5 reads postings cheaply); on PostgreSQL, when even the rarest is over 
 only the user's newest :data:`RECENT_WINDOW` documents are ranked, by all the terms."""
 
 RECENT_WINDOW = 10_000
+"""PostgreSQL: how many of the user's newest documents are ranked when every query
+term is too common for the postings budget (each costs a heap row, not a posting)."""
 
 RETRACTION_WEIGHT = 0.5
 """A retraction's share of its score: below a statement of its subject as relevant."""
-"""PostgreSQL: how many of the user's newest documents are ranked when every query
-term is too common for the postings budget (each costs a heap row, not a posting)."""
 
 
 def memory_text(memory: Memory) -> str:
@@ -97,20 +91,12 @@ def freshness(updated_at: datetime, now: datetime, *, half_life_days: float, flo
     return float(max(floor, 0.5 ** (age_days / half_life_days)))
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    doc_id: int
-    memory_id: str
-    confidence: float
-    updated_at: datetime
-
-
 class _Scored(NamedTuple):
     """A candidate with its score, relevance and (lexical, dense) ranks."""
 
     score: float
     relevance: float
-    candidate: _Candidate
+    candidate: Candidate
     ranks: Sequence[int | None]
 
 
@@ -151,15 +137,13 @@ class MemoryIndex:
         self.min_similarity = (
             min_similarity if min_similarity is not None else threshold_for(embedder)
         )
-        self.max_lexical_postings = max_lexical_postings
-        self.recent_window = recent_window
+        self.lexical = LexicalRanking(max_lexical_postings, recent_window)
         self._lexical_ready = False
         self._embedder_id: int | None = None
         self._dense_ready: bool | None = None
         self._setup_lock = threading.Lock()
         self._codes = index_dense.CodeCache()
         self._floats = index_dense.FloatCache()
-        self._recent = index_terms.RecentBounds()
 
     # Setup ------------------------------------------------------------------------------
 
@@ -306,21 +290,21 @@ class MemoryIndex:
                 # On PostgreSQL a large user's code scan runs on a pool thread while this
                 # one waits for the lexical query: the two overlap instead of adding up.
                 pending = self._start_nearest(conn, embedder_id, uid, vector, depth, state=state)
-            lexical = self._lexical(
+            lexical = self.lexical.candidates(
                 conn, uid, terms=terms, where=where, params=params, depth=depth, state=state
             )
-            dense: list[_Candidate] = []
+            dense: list[Candidate] = []
             if pending is not None:
                 nearest = pending()
                 # Nearest is not always near: too dissimilar vectors are no evidence.
                 farthest = 1.0 - self.min_similarity
                 near = [doc for doc, distance in nearest if distance <= farthest]
-                dense = self._passing(conn, near, where, params)
+                dense = passing(conn, near, where, params)
             scored = self._fused(lexical, dense, now)
             return self._hits(conn, user_id, scored, limit)
 
     def _fused(
-        self, lexical: list[_Candidate], dense: list[_Candidate], now: datetime
+        self, lexical: list[Candidate], dense: list[Candidate], now: datetime
     ) -> list[_Scored]:
         """Both rankings fused (RRF), each candidate scored by relevance (the fused score
         over the best possible) * confidence * freshness, best first."""
@@ -372,7 +356,7 @@ class MemoryIndex:
             if item.candidate.memory_id in memories
         ]
 
-    def _fresh(self, candidate: _Candidate, now: datetime) -> float:
+    def _fresh(self, candidate: Candidate, now: datetime) -> float:
         return freshness(
             candidate.updated_at,
             now,
@@ -446,123 +430,13 @@ class MemoryIndex:
     ) -> list[tuple[int, float]]:
         return self._start_nearest(conn, embedder_id, uid, vector, depth, state=None)()
 
-    _COLUMNS = "d.doc_id, d.memory_id, m.confidence, m.updated_at"
-
-    def _rows(self, conn: Connection, sql: str, params: dict[str, Any]) -> list[_Candidate]:
-        rows = conn.execute(bound(sql, params), params).all()
-        return [_Candidate(int(r[0]), str(r[1]), float(r[2]), utc(r[3])) for r in rows]
-
-    def _lexical(
-        self,
-        conn: Connection,
-        uid: int,
-        *,
-        terms: Sequence[str],
-        where: str,
-        params: dict[str, Any],
-        depth: int,
-        state: index_terms.SearchState | None = None,
-    ) -> list[_Candidate]:
-        if not terms:
-            return []
-        sqlite = conn.dialect.name == "sqlite"
-        terms, bound = self._budget(conn, uid, list(dict.fromkeys(terms)), state)
-        if not terms:
-            return []
-        if sqlite:
-            match = f"{LEXICAL_TABLE} MATCH :q"
-            score = f"-bm25({LEXICAL_TABLE})"
-            key = "rowid"
-            query = " OR ".join('"' + prefixed(uid, t).replace('"', '""') + '"' for t in terms)
-        else:
-            match = "terms @@ CAST(:q AS tsquery)"
-            if bound is not None:
-                # A literal, so the planner sees how few rows the range holds and reads
-                # them by the primary key rather than every posting from the GIN index.
-                match += f" AND doc_id >= {int(bound)}"
-            score = "ts_rank(terms, CAST(:q AS tsquery))"
-            key = "doc_id"
-            query = " | ".join(
-                "'" + prefixed(uid, t).replace("\\", "\\\\").replace("'", "''") + "'" for t in terms
-            )
-        # CROSS JOIN fixes SQLite's join order: ranked documents first.
-        join = "CROSS JOIN" if sqlite else "JOIN"
-
-        def ranked(pool: str) -> list[_Candidate]:
-            sql = (
-                f"SELECT {self._COLUMNS}, s.score FROM (SELECT {key} AS doc_id, {score} AS score "
-                f"FROM {LEXICAL_TABLE} WHERE {match} ORDER BY score DESC{pool}) AS s "
-                f"{join} {DOCS_TABLE} AS d ON d.doc_id = s.doc_id "
-                f"{join} memories AS m ON m.memory_id = d.memory_id "
-                f"WHERE {where} ORDER BY s.score DESC, d.doc_id DESC LIMIT :depth"
-            )
-            return self._rows(conn, sql, {**params, "q": query, "depth": depth, "pool": pool_size})
-
-        # Rank in the full-text table alone (joining every match costs ~5 µs a row), then
-        # filter the best few; only when too few of those pass, filter every match.
-        pool_size = depth * 4
-        found = ranked(" LIMIT :pool")
-        return found if len(found) >= depth else ranked("")
-
-    def _budget(
-        self,
-        conn: Connection,
-        uid: int,
-        terms: list[str],
-        state: index_terms.SearchState | None = None,
-    ) -> tuple[list[str], int | None]:
-        """The query terms to look up within the postings budget, rarest first (scoring
-        is per matching document, and a term in a tenth of a user's memories adds little
-        to the ranking but thousands of documents to score), and on PostgreSQL the
-        doc_id from which to rank when every term is over it (None: all documents).
-        ``state``: frequencies and newest doc_id already read (:meth:`_state`)."""
-        budget = self.max_lexical_postings
-        if conn.dialect.name == "sqlite" and len(terms) < 2:
-            return terms, None
-        known = state.frequencies if state is not None else None
-        if known is not None and all(term in known for term in terms):
-            frequencies = {term: known[term] for term in terms}
-        else:
-            frequencies = index_terms.document_frequencies(conn, uid, terms)
-        if conn.dialect.name == "sqlite":
-            return choose_terms(frequencies, budget)[0] or terms, None
-        if sum(frequencies.values()) <= budget:
-            return terms, None
-        chosen, recent_only = choose_terms(frequencies, budget)
-        if not recent_only:
-            return chosen, None
-        # Every term is common: rank the newest documents by all the terms instead (the
-        # cost is the window's rows). A user with no more documents than the window
-        # (counts left high by a purge) is ranked whole, which is as cheap.
-        newest = state.newest if state is not None else None
-        bound = self._recent.bound(conn, uid, self.recent_window, newest=newest)
-        present = [term for term in terms if frequencies[term] > 0]
-        return present, bound
-
-    def _passing(
-        self, conn: Connection, doc_ids: Sequence[int], where: str, params: dict[str, Any]
-    ) -> list[_Candidate]:
-        """The given documents that pass the filters, in the given order."""
-        if not doc_ids:
-            return []
-        # CROSS JOIN makes SQLite read the few documents first (it would otherwise scan
-        # the user's memories by the (user_id, status, kind) index).
-        join = "CROSS JOIN" if conn.dialect.name == "sqlite" else "JOIN"
-        sql = (
-            f"SELECT {self._COLUMNS} FROM {DOCS_TABLE} AS d "
-            f"{join} memories AS m ON m.memory_id = d.memory_id "
-            f"WHERE d.doc_id IN :docs AND {where}"
-        )
-        found = {c.doc_id: c for c in self._rows(conn, sql, {**params, "docs": list(doc_ids)})}
-        return [found[doc] for doc in doc_ids if doc in found]
-
     def _by_weight(
         self, user_id: str, where: str, params: dict[str, Any], limit: int, now: datetime
     ) -> list[MemoryHit]:
         """Top memories by confidence * freshness, read in pages of falling confidence
         until no later memory could beat the ``limit``-th (freshness is at most 1)."""
         page = max(4 * limit, 200)
-        best: list[tuple[float, _Candidate]] = []
+        best: list[tuple[float, Candidate]] = []
         offset = 0
         with self.db.read() as conn:
             while True:
@@ -588,9 +462,9 @@ class MemoryIndex:
             if c.memory_id in memories
         ]
 
-    def _rows_by_id(self, conn: Connection, sql: str, params: dict[str, Any]) -> list[_Candidate]:
+    def _rows_by_id(self, conn: Connection, sql: str, params: dict[str, Any]) -> list[Candidate]:
         rows = conn.execute(bound(sql, params), params).all()
-        return [_Candidate(0, str(r[1]), float(r[2]), utc(r[3])) for r in rows]
+        return [Candidate(0, str(r[1]), float(r[2]), utc(r[3])) for r in rows]
 
     # Deduplication ----------------------------------------------------------------------
 
@@ -621,12 +495,12 @@ class MemoryIndex:
         uid = user_partition(user_id)
         depth = max(limit * 10, 50)
         with self.db.read() as conn:
-            candidates = self._lexical(
+            candidates = self.lexical.candidates(
                 conn, uid, terms=query_terms(content), where=where, params=params, depth=depth
             )
             if vector is not None and embedder_id is not None:
                 nearest = self._nearest(conn, embedder_id, uid, vector, depth)
-                candidates += self._passing(conn, [doc for doc, _ in nearest], where, params)
+                candidates += passing(conn, [doc for doc, _ in nearest], where, params)
             by_doc = {c.doc_id: c for c in candidates}
             if vector is not None and embedder_id is not None:
                 vectors = index_dense.vectors_of(conn, embedder_id, list(by_doc))

@@ -1,9 +1,10 @@
 """``engine.memory``: long-term memory of users, learned from their sessions.
 
-Extraction (after each turn, on request, or in a batch over a time range) proposes
-candidates from stored, redacted events; consolidation merges them into the user's
-memories; search ranks them; windows inject the verified ones. Users can opt out of
-declarative memory, list, update, delete and read the history of every memory.
+Extraction (after each turn, on request, or in a batch over a time range;
+:mod:`agentctx.memory.extraction`) proposes candidates from stored, redacted events;
+consolidation merges them into the user's memories; search ranks them; windows inject
+the verified ones. Users can opt out of declarative memory, list, update, delete and
+read the history of every memory.
 
 Every write passes the engine's redactor first (added, updated, extracted and merged
 memories alike): no personal data reaches a memory, its history or its index.
@@ -12,7 +13,7 @@ memories alike): no personal data reaches a memory, its history or its index.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from agentctx.cache.base import HotCache, NullCache
 from agentctx.cache.memories import MemoryReads
 from agentctx.context.sources import MemoryItem
 from agentctx.errors import InvalidInput, OptedOut, StaleMemory
-from agentctx.events import Event, utcnow
+from agentctx.events import utcnow
 from agentctx.ids import check_optional_id
 from agentctx.inputs import check_text
 from agentctx.jobs import Job
@@ -31,7 +32,7 @@ from agentctx.memory import store
 from agentctx.memory.audit import AuditSink, memory_record
 from agentctx.memory.config import MemoryConfig
 from agentctx.memory.consolidate import ConsolidationReport, Consolidator
-from agentctx.memory.extract import extraction_signals
+from agentctx.memory.extraction import EventLoader, Extraction, Extractor
 from agentctx.memory.injection import Injection, MemoryTimeout
 from agentctx.memory.inputs import (
     MAX_SUBJECT,
@@ -51,7 +52,6 @@ from agentctx.memory.inputs import (
 )
 from agentctx.memory.models import (
     Memory,
-    MemoryCandidate,
     MemoryChange,
     MemoryHit,
     MemoryKind,
@@ -62,7 +62,7 @@ from agentctx.memory.models import (
 )
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 from agentctx.storage.database import Database
-from agentctx.storage.schema import events, memories, memory_runs, turns
+from agentctx.storage.schema import memories
 
 if TYPE_CHECKING:
     from agentctx.memory.index import MemoryIndex
@@ -73,9 +73,6 @@ Changes = list[MemoryChange]
 
 MEMORY_JOB = "memory"
 """The name of the turn-end extraction job."""
-
-Extractor = Callable[[Sequence[Event]], list[MemoryCandidate]]
-EventLoader = Callable[..., list[Event]]
 
 
 class MemoryService:
@@ -97,12 +94,9 @@ class MemoryService:
         self.db = db
         self.audit = audit
         self.redactor: Redactor = redactor or PassThroughRedactor()
-        self._load = load_events
         self.config = config
         self.index = index
         self.use_cache(cache or NullCache())
-        # (extractor version, kinds it proposes, function)
-        self.extractors = builtins.list(extractors)
         self.model = model
         self.consolidator = Consolidator(
             db,
@@ -110,6 +104,15 @@ class MemoryService:
             similar=self._similar if index is not None else None,
             redactor=self.redactor,
             audit=audit,
+        )
+        self.extraction = Extraction(
+            db,
+            load_events,
+            self.consolidator,
+            config=config,
+            extractors=extractors,
+            model=model,
+            reindex=self._reindex,
         )
         self.injection = Injection(config, self.search, audit)
 
@@ -481,112 +484,35 @@ class MemoryService:
 
     # Extraction ------------------------------------------------------------------------
 
+    @property
+    def extractors(self) -> builtins.list[tuple[str, frozenset[MemoryKind], Extractor]]:
+        """The extractors, run in this order: (version, kinds it proposes, function).
+        The list may be changed in place or replaced."""
+        return self.extraction.extractors
+
+    @extractors.setter
+    def extractors(self, value: Sequence[tuple[str, frozenset[MemoryKind], Extractor]]) -> None:
+        self.extraction.extractors = builtins.list(value)
+
     def extract_session(self, user_id: str, session_id: str) -> ConsolidationReport:
         """Extract from the session's events not yet extracted, and consolidate.
 
         Idempotent: each (session, extractor version, kind) run records how far it got,
         in the transaction that writes its memories, so a rerun writes nothing new.
         """
-        total = ConsolidationReport()
-        for version, kinds, extract in self.extractors:
-            # In a fixed order: which kind is written first decides ties later (doc ids).
-            keys = {kind: _run_key(user_id, session_id, version, kind) for kind in sorted(kinds)}
-            done = self._runs(builtins.list(keys.values()))
-            start = min(done.get(key, 0) for key in keys.values())
-            new_events = self._ended(user_id, session_id, start)
-            if not new_events:
-                continue
-            through = new_events[-1].seq
-            candidates = extract(new_events)
-            for kind, key in keys.items():
-                mine = [
-                    c
-                    for c in candidates
-                    if c.kind is kind and all((s.seq or 0) > done.get(key, 0) for s in c.sources)
-                ]
-                report = self.consolidator.apply(
-                    user_id,
-                    mine,
-                    run_key=key,
-                    session_id=session_id,
-                    through_seq=through,
-                    extractor_version=version,
-                    model=self.model,
-                )
-                total.created += report.created
-                total.merged += report.merged
-                total.staled += report.staled
-                total.skipped += report.skipped
-                total.retries += report.retries
-        self._reindex(user_id, total.touched)
-        return total
+        return self.extraction.session(user_id, session_id)
 
     def extract_since(
         self, since: datetime, until: datetime | None = None, *, user_id: str | None = None
     ) -> dict[tuple[str, str], ConsolidationReport]:
         """The scheduled batch (seed 003's time-based trigger): extract every session
         with events in [since, until)."""
-        query = select(events.c.user_id, events.c.session_id).where(events.c.ts >= since)
-        if until is not None:
-            query = query.where(events.c.ts < until)
-        if user_id is not None:
-            query = query.where(events.c.user_id == user_id)
-        with self.db.read() as conn:
-            found = sorted(
-                {(row.user_id, row.session_id) for row in conn.execute(query.distinct())}
-            )
-        return {key: self.extract_session(*key) for key in found}
+        return self.extraction.since(since, until, user_id=user_id)
 
     def on_turn_end(self, job: Job) -> None:
         """The turn-end job: extract from the session's new events (every turn, or only
         turns with a signal when ``extract_after_each_turn`` is off)."""
-        if not job.user_id or not job.session_id:
-            return
-        if not self.config.extract_after_each_turn:
-            turn = (
-                self._load(job.user_id, job.session_id, turn_id=job.turn_id) if job.turn_id else []
-            )
-            if not extraction_signals(turn):
-                return
-        self.extract_session(job.user_id, job.session_id)
-
-    def _ended(self, user_id: str, session_id: str, after_seq: int) -> builtins.list[Event]:
-        """The session's events after ``after_seq`` up to the first turn not read whole:
-        a turn is extracted whole, once it has ended (its tool path is complete)."""
-        found = self._load(user_id, session_id, start_seq=after_seq + 1)
-        # Only the turns of these events are asked about (by the turns' primary key), not
-        # every turn of the session. A turn that ended after the events were read may have
-        # events they miss: its recorded last seq tells.
-        asked = sorted({e.turn_id for e in found if e.turn_id is not None})
-        if not asked:
-            return found
-        read_to = found[-1].seq
-        with self.db.read() as conn:
-            rows = conn.execute(
-                select(turns.c.turn_id, turns.c.status, turns.c.last_seq).where(
-                    turns.c.user_id == user_id,
-                    turns.c.session_id == session_id,
-                    turns.c.turn_id.in_(asked),
-                )
-            ).all()
-        partial = {
-            turn_id
-            for turn_id, status, last_seq in rows
-            if status == "open" or last_seq is None or last_seq > read_to
-        }
-        for index, event in enumerate(found):
-            if event.turn_id in partial:
-                return found[:index]
-        return found
-
-    def _runs(self, keys: builtins.list[str]) -> dict[str, int]:
-        with self.db.read() as conn:
-            rows = conn.execute(
-                select(memory_runs.c.run_key, memory_runs.c.through_seq).where(
-                    memory_runs.c.run_key.in_(keys)
-                )
-            )
-            return {row.run_key: int(row.through_seq) for row in rows}
+        self.extraction.on_turn_end(job)
 
     def counts(self, user_id: str) -> dict[str, int]:
         """Memories of the user by status."""
@@ -612,10 +538,6 @@ class MemoryService:
         with self.db.read() as conn:
             found = store.load(conn, user_id, builtins.list(memory_ids))
         self.index.index_memories(found)
-
-
-def _run_key(user_id: str, session_id: str, version: str, kind: MemoryKind) -> str:
-    return f"{user_id}\x1f{session_id}\x1f{version}\x1f{kind.value}"
 
 
 __all__ = ["MEMORY_JOB", "MemoryService", "MemoryTimeout"]
