@@ -524,16 +524,15 @@ class ContextEngine:
         self, user_id: str, session_id: str
     ) -> Callable[[Event, TokenCounter], str]:
         """How one build shows tool results: compressed, or previewed and offloaded."""
-        from agentctx.compaction.tool_output import (  # noqa: PLC0415 - imports sessions
-            compress_tool_result_for_window,
+        from agentctx.compaction.tool_output.offload import (  # noqa: PLC0415 - imports sessions
+            window_tool_text,
         )
 
-        # A read for the window being built, not an access to audit: no write on the
-        # call path (the build itself is the access).
-        session = self.get_session(session_id, user_id=user_id, record_access=False)
-        config = self.settings.tool_output
-        return lambda event, counter: compress_tool_result_for_window(
-            session, event, counter=counter, config=config
+        # The build has read the session already: its ids and the blob store are all
+        # the renderer needs, so it reads no session row of its own.
+        config, blobs = self.settings.tool_output, self.blobs
+        return lambda event, counter: window_tool_text(
+            blobs, user_id, session_id, event, counter=counter, config=config
         )
 
     def _forget_texts(self) -> None:

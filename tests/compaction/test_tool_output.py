@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import TypeAdapter
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy import func, select
 
 from agentctx import ContextEngine
@@ -355,6 +356,39 @@ def test_large_output_is_offloaded_and_restored_byte_identical(engine: ContextEn
     session.delete()
     with pytest.raises(SessionNotFound):
         session.read_offloaded(output_id)
+
+
+def test_a_window_shows_tool_output_without_reading_the_session_again(
+    quick_engine: ContextEngine,
+) -> None:
+    """A window build reads the session's row once (its head and state); showing its tool
+    results offloaded behind a pointer reads no row of its own. Counted in the SQL that
+    SQLite runs during the build."""
+    engine = quick_engine
+    session = engine.create_session("u1", "agent")
+    original = log_text(3000)  # over offload_over_tokens (4,000 by default)
+    event = _tool_result(session, "run_tests", content=original)
+    row_reads: list[str] = []
+
+    def trace(statement: str) -> None:
+        if "sessions.state_version" in statement and statement.lstrip().startswith("SELECT"):
+            row_reads.append(statement)
+
+    def on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        dbapi_connection.set_trace_callback(trace)
+
+    sqlalchemy_event.listen(engine.db.engine, "checkout", on_checkout)
+    try:
+        window = session.build_context(query="did the tests pass?", budget=8000)
+    finally:
+        sqlalchemy_event.remove(engine.db.engine, "checkout", on_checkout)
+        engine.db.engine.dispose()  # no pooled connection keeps the trace
+    shown = "\n".join(str(m.get("content")) for m in window.messages)
+    pointers = re.findall(r"use read_offloaded\((out_[0-9a-f_]+)\)", shown)
+    assert len(pointers) == 1 and original not in shown  # offloaded by the renderer
+    assert session.read_offloaded(pointers[0]) == original  # (from the blob store)
+    assert event.parts and isinstance(event.parts[0], BlobPart)
+    assert len(row_reads) == 1, row_reads
 
 
 def test_an_event_named_id_reads_only_that_events_output(engine: ContextEngine) -> None:

@@ -35,6 +35,7 @@ from agentctx.inputs import MAX_BUDGET, MAX_INT64, check_count, check_optional_c
 from agentctx.sessions.audit import AuditRecord
 from agentctx.storage import event_reads
 from agentctx.storage import repository as repo
+from agentctx.storage.blobs import BlobStore
 from agentctx.storage.schema import blob_refs
 
 if TYPE_CHECKING:
@@ -107,9 +108,9 @@ def _engine(session: Session) -> ContextEngine:
     return session._engine
 
 
-def _check_event(session: Session, event: Event) -> None:
-    if event.user_id != session.user_id or event.session_id != session.id:
-        raise InvalidInput(f"event {event.event_id} is not an event of session {session.id}")
+def _check_event(user_id: str, session_id: str, event: Event) -> None:
+    if event.user_id != user_id or event.session_id != session_id:
+        raise InvalidInput(f"event {event.event_id} is not an event of session {session_id}")
 
 
 def _content_parts(event: Event) -> list[TextPart | JsonPart | BlobPart]:
@@ -121,14 +122,13 @@ def _content_parts(event: Event) -> list[TextPart | JsonPart | BlobPart]:
     ]
 
 
-def _original(session: Session, event: Event) -> _Original:
+def _original(store: BlobStore, event: Event) -> _Original:
     """The event's full tool output as text: what the window would show uncut.
 
     Text parts as they are, JSON parts canonically (as the renderer does), offloaded
-    parts read back from the blob store; joined by newlines. Images are not text.
+    parts read back from ``store``; joined by newlines. Images are not text.
     """
     parts = _content_parts(event)
-    store = _engine(session).blobs
     if len(parts) == 1 and isinstance(parts[0], BlobPart):
         blob_id = parts[0].blob_id
         return _Original(store.get(blob_id).decode("utf-8", errors="replace"), blob_id)
@@ -143,9 +143,7 @@ def _original(session: Session, event: Event) -> _Original:
     return _Original("\n".join(piece for piece in pieces if piece), None)
 
 
-def _offloaded(
-    session: Session, event: Event, original: _Original, preview: str, tokens: int
-) -> Offloaded:
+def _offloaded(event: Event, original: _Original, preview: str, tokens: int) -> Offloaded:
     blob_id = original.blob_id
     output_id = offloaded_id(blob_id) if blob_id is not None else event_output_id(event)
     return Offloaded(
@@ -171,16 +169,16 @@ def offload(
     Nothing is written: the stored event holds the output, and ``read_offloaded``
     gives it back.
     """
-    _check_event(session, event)
+    _check_event(session.user_id, session.id, event)
     compressor = compressor or ToolOutputCompressor(config)
-    original = _original(session, event)
+    original = _original(_engine(session).blobs, event)
     result = compressor.compress(
         event.meta.tool_name,
         original.text,
         counter=counter,
         max_tokens=compressor.config.preview_tokens,
     )
-    return _offloaded(session, event, original, result.text, result.original_tokens)
+    return _offloaded(event, original, result.text, result.original_tokens)
 
 
 # Window texts of tool outputs (large: reading and counting them is the cost).
@@ -210,9 +208,33 @@ def compress_tool_result_for_window(
     text as the renderer shows it. The same event, counter and configuration always
     give the same text.
     """
+    return window_tool_text(
+        _engine(session).blobs,
+        session.user_id,
+        session.id,
+        event,
+        counter=counter,
+        config=config,
+        compressor=compressor,
+    )
+
+
+def window_tool_text(
+    blobs: BlobStore,
+    user_id: str,
+    session_id: str,
+    event: Event,
+    *,
+    counter: Counter,
+    config: ToolOutputConfig,
+    compressor: ToolOutputCompressor | None = None,
+) -> str:
+    """:func:`compress_tool_result_for_window` for the window builder, which has the
+    session's ids and the engine's blob store at hand (no session handle to load):
+    ``event`` must be an event of ``user_id``'s session ``session_id``."""
     if event.type is not EventType.TOOL_RESULT:
         raise InvalidInput(f"event {event.event_id} is a {event.type.value}, not a tool_result")
-    _check_event(session, event)
+    _check_event(user_id, session_id, event)
     if not config.enabled:
         return event_text(event)
     parts = _content_parts(event)
@@ -232,13 +254,13 @@ def compress_tool_result_for_window(
         if cached is not None:
             return cached
     compressor = compressor or ToolOutputCompressor(config)
-    original = _original(session, event)
+    original = _original(blobs, event)
     if not original.text:
         return ""
     result = compressor.compress(event.meta.tool_name, original.text, counter=counter)
     text = result.text
     if result.needs_offload:
-        text = _offloaded(session, event, original, result.text, result.original_tokens).text
+        text = _offloaded(event, original, result.text, result.original_tokens).text
     if key is not None:
         _window_cache.put(key, text)
     return text
@@ -276,7 +298,7 @@ def _find(session: Session, output_id: str) -> str:
         or event.hash[:EVENT_HASH_DIGITS] != digits
     ):
         engine.audit.deny(record, BlobNotFound(output_id))
-    return _original(session, event).text
+    return _original(_engine(session).blobs, event).text
 
 
 def _named(
