@@ -4,15 +4,22 @@ environment, stands in for the local model)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
 from PIL import Image
 from typer.testing import CliRunner
 
-from agentctx.bench.agentstep_data import MAX_OUTPUT, MIN_OUTPUT, generate_agent_session
+from agentctx.bench.agentstep_data import (
+    MAX_OUTPUT,
+    MIN_OUTPUT,
+    generate_agent_session,
+    session_fingerprint,
+)
 from agentctx.bench.agentstep_peers import SCREENSHOT_TOKENS, Piece, trim_newest
 from agentctx.cli.main import app
 from agentctx.tokens import TiktokenCounter
@@ -24,6 +31,16 @@ def test_session_is_seeded_real_tool_output() -> None:
     session = generate_agent_session(8, seed=3)
     assert session == generate_agent_session(8, seed=3)
     assert session != generate_agent_session(8, seed=4)
+    # The fingerprint names what is replayed: the same session gives the same one, and
+    # any output that differs (another set of installed packages) another.
+    fingerprint = session_fingerprint(session)
+    assert re.fullmatch(r"[0-9a-f]{16}", fingerprint)
+    assert fingerprint == session_fingerprint(generate_agent_session(8, seed=3))
+    assert fingerprint != session_fingerprint(generate_agent_session(8, seed=4))
+    first = session[0]
+    edited = dataclasses.replace(first.steps[0], text=(first.steps[0].output() + " "), data=None)
+    changed = [dataclasses.replace(first, steps=(edited, *first.steps[1:])), *session[1:]]
+    assert session_fingerprint(changed) != fingerprint
     steps = [step for turn in session for step in turn.steps]
     assert all(1 <= len(turn.steps) <= 3 for turn in session)
     for step in steps:
@@ -88,6 +105,7 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
+    assert re.fullmatch(r"[0-9a-f]{16}", report["session"]["fingerprint"])
     calls = report["session"]["model_calls"]
     assert calls == 3 + sum(report["session"]["tool_calls"].values())
     subjects = {s["key"]: s for s in report["subjects"]}

@@ -36,7 +36,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentctx.agents import AgentConfig
-from agentctx.bench.agentstep_data import SYSTEM_PROMPT, AgentTurn, generate_agent_session
+from agentctx.bench.agentstep_data import (
+    SYSTEM_PROMPT,
+    AgentTurn,
+    generate_agent_session,
+    session_fingerprint,
+)
 from agentctx.bench.agentstep_peers import (
     CallSample,
     SubjectRun,
@@ -100,6 +105,7 @@ class SessionFacts(BaseModel):
     output_bytes_p50: int
     output_bytes_max: int
     output_bytes_total: int
+    fingerprint: str = ""  # of everything replayed (agentstep_data.session_fingerprint)
 
 
 class SubjectResult(BaseModel):
@@ -440,6 +446,7 @@ def session_facts(turns: Sequence[AgentTurn]) -> SessionFacts:
         output_bytes_p50=int(percentile(sizes, 50)) if sizes else 0,
         output_bytes_max=sizes[-1] if sizes else 0,
         output_bytes_total=sum(sizes),
+        fingerprint=session_fingerprint(turns),
     )
 
 

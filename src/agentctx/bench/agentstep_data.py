@@ -20,10 +20,11 @@ The same seed in the same environment gives the same session.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -77,6 +78,29 @@ class AgentTurn:
     user: str
     steps: tuple[ToolStep, ...]
     answer: str
+
+
+def session_fingerprint(turns: Sequence[AgentTurn]) -> str:
+    """The first 16 hex digits of a sha256 over everything the session replays (messages,
+    tool calls with their arguments, outputs and screenshots, answers). The session is
+    made of the installed packages' files, so another set of packages (one ``pip
+    install`` more) gives another session: runs compare only on the same fingerprint."""
+    digest = hashlib.sha256()
+
+    def add(value: str | bytes) -> None:
+        data = value.encode() if isinstance(value, str) else value
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+
+    for turn in turns:
+        add(turn.user)
+        for step in turn.steps:
+            add(step.name)
+            add(json.dumps(step.arguments, sort_keys=True, separators=(",", ":")))
+            add(step.output())
+            add(step.image or b"")
+        add(turn.answer)
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
