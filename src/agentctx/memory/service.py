@@ -97,7 +97,6 @@ class MemoryService:
         self.config = config
         self.index = index
         self.use_cache(cache or NullCache())
-        self.model = model
         self.consolidator = Consolidator(
             db,
             config=config,
@@ -483,6 +482,11 @@ class MemoryService:
         self.injection.flush_audit(timeout)
 
     # Extraction ------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str | None:
+        """The model that extraction names in the memories it writes (None: rules)."""
+        return self.extraction.model
 
     @property
     def extractors(self) -> builtins.list[tuple[str, frozenset[MemoryKind], Extractor]]:
