@@ -105,7 +105,7 @@ class SessionFacts(BaseModel):
     output_bytes_p50: int
     output_bytes_max: int
     output_bytes_total: int
-    fingerprint: str = ""  # of everything replayed (agentstep_data.session_fingerprint)
+    fingerprint: str  # of everything replayed (agentstep_data.session_fingerprint)
 
 
 class SubjectResult(BaseModel):

@@ -62,7 +62,7 @@ def agentstep_tables(report: AgentStepReport) -> list[TableSpec]:
             f"tool calls: {tools}; {session.screenshots} screenshots (1280x800 PNG); text and "
             f"JSON results p50 {session.output_bytes_p50:,} B, max {session.output_bytes_max:,} "
             f"B, {session.output_bytes_total / 1e6:.1f} MB in all; session fingerprint "
-            f"{session.fingerprint or '-'} (made of the installed packages' files: runs "
+            f"{session.fingerprint} (made of the installed packages' files: runs "
             "compare on the same fingerprint only)",
             f"peers trim with {report.trim_counter}",
             *report.notes,

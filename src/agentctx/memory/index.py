@@ -49,8 +49,8 @@ from agentctx.memory.index_documents import (
     remove_documents,
     write_documents,
 )
-from agentctx.memory.index_lexical import Candidate, LexicalRanking, passing
-from agentctx.memory.index_rows import bound, filter_sql, load_memories, utc
+from agentctx.memory.index_lexical import Candidate, LexicalRanking, candidate_rows, passing
+from agentctx.memory.index_rows import filter_sql, load_memories
 from agentctx.memory.index_tables import ensure_lexical, ensure_vectors, user_partition
 from agentctx.memory.models import Memory, MemoryHit, MemoryKind
 from agentctx.memory.questions import about_user
@@ -440,12 +440,13 @@ class MemoryIndex:
         offset = 0
         with self.db.read() as conn:
             while True:
+                # Memories, not their documents: no doc_id (0) in these candidates.
                 sql = (
-                    f"SELECT m.memory_id AS doc_id, m.memory_id, m.confidence, m.updated_at "
+                    f"SELECT 0 AS doc_id, m.memory_id, m.confidence, m.updated_at "
                     f"FROM memories AS m WHERE {where} "
                     "ORDER BY m.confidence DESC, m.memory_id LIMIT :page OFFSET :offset"
                 )
-                rows = self._rows_by_id(conn, sql, {**params, "page": page, "offset": offset})
+                rows = candidate_rows(conn, sql, {**params, "page": page, "offset": offset})
                 for candidate in rows:
                     best.append((candidate.confidence * self._fresh(candidate, now), candidate))
                 best.sort(key=lambda item: -item[0])
@@ -461,10 +462,6 @@ class MemoryIndex:
             for score, c in best
             if c.memory_id in memories
         ]
-
-    def _rows_by_id(self, conn: Connection, sql: str, params: dict[str, Any]) -> list[Candidate]:
-        rows = conn.execute(bound(sql, params), params).all()
-        return [Candidate(0, str(r[1]), float(r[2]), utc(r[3])) for r in rows]
 
     # Deduplication ----------------------------------------------------------------------
 
