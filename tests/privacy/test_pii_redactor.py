@@ -19,7 +19,12 @@ from agentctx.privacy.config import CustomPattern, RedactionConfig
 from agentctx.privacy.findings import Finding
 from agentctx.privacy.logging import PIIRedactingFilter, install_log_redaction
 from agentctx.privacy.operators import decrypt_tokens
-from agentctx.privacy.pii import CLEAN_IDENTIFIERS_KEPT, PIIRedactor, redactor_from_config
+from agentctx.privacy.pii import (
+    CLEAN_IDENTIFIERS_KEPT,
+    CLEAN_TEXTS_KEPT,
+    PIIRedactor,
+    redactor_from_config,
+)
 from agentctx.privacy.redactor import PassThroughRedactor, Redactor
 
 # Leading lookbehinds are avoided on purpose: a pattern that starts with a literal lets the
@@ -195,6 +200,44 @@ def test_identifiers_found_clean_are_not_analyzed_again() -> None:
     assert counting.runs == runs + 1
     redactor.redact_identifier(f"id-{CLEAN_IDENTIFIERS_KEPT}")
     assert counting.runs == runs + 1
+
+
+def test_short_json_strings_found_clean_are_not_analyzed_again_in_later_values() -> None:
+    """The keys and short values of one tool's results recur in every result (and the
+    fields of every audit log line): found clean once, they are not analyzed again, in
+    their redactor's own scope, within CLEAN_TEXTS_KEPT apart from the identifiers. What
+    holds personal data is analyzed, and redacted, every time."""
+    counting = CountingRecognizer()
+    redactor = PIIRedactor([counting])
+    record = {"path": "src/app.py", "kind": "file", "owner": "ann@example.com"}
+    first = redactor.redact_json(record).value
+    runs = counting.runs
+    assert runs == 6  # three keys, three values
+    for _ in range(3):
+        assert redactor.redact_json(record).value == first
+    assert counting.runs == runs + 3  # the address, each time
+    assert "ann@example.com" not in str(first) and first["path"] == "src/app.py"
+    # Long strings are not remembered.
+    long_value = {"path": "x" * 200}
+    redactor.redact_json(long_value)
+    runs = counting.runs
+    redactor.redact_json(long_value)
+    assert counting.runs == runs + 1
+    # What one allow-list leaves alone, another redactor still redacts.
+    allowing = redactor.with_allow_list(["bob@example.com"])
+    assert allowing.redact_json({"to": "bob@example.com"}).value == {"to": "bob@example.com"}
+    assert redactor.redact_json({"to": "bob@example.com"}).value != {"to": "bob@example.com"}
+    # Bounded apart from the identifiers: many values do not push a request id out.
+    redactor.redact_identifier("req-01J9ZQ")
+    for i in range(CLEAN_TEXTS_KEPT + 1):
+        redactor.redact_json({"k": f"v{i}"})
+    assert len(redactor._clean_texts) <= CLEAN_TEXTS_KEPT
+    runs = counting.runs
+    redactor.redact_identifier("req-01J9ZQ")
+    assert counting.runs == runs
+    redactor.forget_texts()
+    redactor.redact_json(record)
+    assert counting.runs == runs + 6
 
 
 def test_redactors_with_allow_lists_remember_within_one_bound() -> None:

@@ -50,6 +50,12 @@ author, tool and model names recur in every event."""
 
 _REMEMBERED_IDENTIFIER_CHARS = 256
 
+CLEAN_TEXTS_KEPT = 4096
+"""How many short JSON strings (keys and values up to ``_REPEATED_TEXT`` characters) in
+which nothing was found a redactor and the redactors made from it remember together (then
+they start over), apart from the identifiers, so a large tool result does not push a
+turn's identifiers out."""
+
 _scopes = itertools.count()
 
 
@@ -80,6 +86,7 @@ class PIIRedactor:
         # analyzer: this redactor and those made from it by ``with_allow_list`` share one
         # bound, however many allow-lists a server's agents and sessions have.
         self._clean: set[tuple[int, str]] = set()
+        self._clean_texts: set[tuple[int, str]] = set()
         self._scope = next(_scopes)
 
     @classmethod
@@ -129,6 +136,7 @@ class PIIRedactor:
         clone.keys = self.keys
         # Another allow-list finds other things: its own scope, in the shared memory.
         clone._clean = self._clean
+        clone._clean_texts = self._clean_texts
         clone._scope = next(_scopes)
         return clone
 
@@ -137,10 +145,12 @@ class PIIRedactor:
         return self.analyzer.analyze(text)
 
     def forget_texts(self) -> None:
-        """Forget the identifiers found clean (see :meth:`redact_identifier`), this
-        redactor's and those of the redactors made from it: once a user's data is
+        """Forget the identifiers and short texts found clean (see
+        :meth:`redact_identifier`), this redactor's and those of the redactors made from
+        it: once a user's data is
         deleted, no copy of it stays in memory."""
         self._clean.clear()
+        self._clean_texts.clear()
 
     def redact_text(self, text: str) -> Redacted:
         """``text`` with every finding rewritten, and the entity types found."""
@@ -170,9 +180,7 @@ class PIIRedactor:
         findings = self.analyzer.analyze(value)
         if not findings:
             if len(value) <= _REMEMBERED_IDENTIFIER_CHARS:
-                if len(clean) >= CLEAN_IDENTIFIERS_KEPT:
-                    clean.clear()
-                clean.add(key)
+                _remember(clean, key, CLEAN_IDENTIFIERS_KEPT)
             return Redacted(value, _NOTHING)
         return Redacted(
             self.identifiers.apply(value, findings),
@@ -196,12 +204,19 @@ class PIIRedactor:
 
     def _analyzed(self, text: str, seen: dict[str, list[Finding]]) -> list[Finding]:
         """The analyzer's findings in ``text``, each short text analyzed once per value: a
-        list of records repeats its keys and many of its values."""
+        list of records repeats its keys and many of its values. The last
+        :data:`CLEAN_TEXTS_KEPT` short texts found clean are not analyzed again in later
+        values either: the keys of a tool's results, the fields of every audit log line."""
         if len(text) > _REPEATED_TEXT:
             return self.analyzer.analyze(text)
         findings = seen.get(text)
         if findings is None:
+            clean, key = self._clean_texts, (self._scope, text)
+            if key in clean:
+                return []
             findings = seen[text] = self.analyzer.analyze(text)
+            if not findings:
+                _remember(clean, key, CLEAN_TEXTS_KEPT)
         return findings
 
     def _walk(self, value: Any, found: set[str], seen: dict[str, list[Finding]]) -> Any:
@@ -249,6 +264,13 @@ class PIIRedactor:
         source = changed if changed is not None else value
         names = _distinct_names(source, renamed)
         return {names.get(key, key): item for key, item in source.items()}
+
+
+def _remember(clean: set[tuple[int, str]], key: tuple[int, str], bound: int) -> None:
+    """Add ``key`` to ``clean``, starting over when it holds ``bound`` keys."""
+    if len(clean) >= bound:
+        clean.clear()
+    clean.add(key)
 
 
 def _key_operators(operators: OperatorSet, identifier: Operator) -> OperatorSet:
