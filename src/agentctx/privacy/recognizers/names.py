@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import casefolded
+from agentctx.privacy.shape import TextShape
 
 _SINGLE_SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任"
@@ -129,6 +130,13 @@ class PersonRecognizer:
 
     name = "person"
     entity_types: tuple[str, ...] = (EntityType.PERSON,)
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether ``shape`` can hold a marked name: an English one is a capital followed
+        by a small letter (``_NAME``, ASCII), a Chinese one needs Han characters. A
+        tool's JSON holds thousands of short strings with neither (paths, keys, ids)."""
+        return shape.has(b"Aa") or not shape.text.isascii()
 
     def analyze(self, text: str) -> list[Finding]:
         """Every marked person name in ``text``."""
