@@ -85,6 +85,11 @@ def _config_statement() -> Any:
     return select(agents.c.config).where(agents.c.agent_id == bindparam("agent_id"))
 
 
+def allow_list_of(agent: AgentConfig | None) -> tuple[str, ...]:
+    """The values ``agent`` never redacts (none for an agent not registered)."""
+    return agent.pii_allow_list if agent is not None else ()
+
+
 class AgentRegistry:
     """Stores agent configurations; an agent named by a new session is created with defaults."""
 

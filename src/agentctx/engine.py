@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from agentctx import at_exit
-from agentctx.agents import AgentConfig, AgentRegistry
+from agentctx.agents import AgentConfig, AgentRegistry, allow_list_of
 from agentctx.cache import HotCache, build_cache
 from agentctx.compaction.install import install_compaction
 from agentctx.compaction.topics.config import ArchiveThresholds
@@ -369,10 +369,7 @@ class ContextEngine:
 
     def session_redactor(self, agent_id: str, config: dict[str, Any]) -> Redactor:
         """The redactor a session of ``agent_id`` with ``config`` writes through."""
-        agent = self.agents.get(agent_id)
-        return self._redactors.for_session(
-            agent.pii_allow_list if agent is not None else (), config
-        )
+        return self._redactors.for_session(allow_list_of(self.agents.get(agent_id)), config)
 
     def get_session(self, session_id: str, user_id: str, *, record_access: bool = True) -> Session:
         """Load a session. Another user's session raises ``SessionNotFound``, like a missing one.

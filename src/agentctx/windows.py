@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agentctx.agents import AgentConfig, AgentRegistry
+from agentctx.agents import AgentConfig, AgentRegistry, allow_list_of
 from agentctx.compaction.topics.config import ArchiveThresholds, TopicArchiveConfig
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
@@ -165,7 +165,5 @@ class Windows:
             messages=window.messages,
             tokens=window.tokens,
             report=window.report,
-            redactor=self._redactors.for_session(
-                agent.pii_allow_list if agent is not None else (), info.config
-            ),
+            redactor=self._redactors.for_session(allow_list_of(agent), info.config),
         )
