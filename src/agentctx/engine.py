@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -239,8 +238,9 @@ class ContextEngine:
         agent's settings build with it."""
         s = self.settings
         self.context_builder = ContextBuilder(
-            # The builder never changes an event: it may get the hot cache's built ones.
-            load_events=functools.partial(self._service.events, shared=True),
+            # One build's reads: the hot cache's built events (the builder never changes
+            # one), the session's head read once.
+            open_log=self._service.window_log,
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,

@@ -105,7 +105,7 @@ def builder_for(
     engine: ContextEngine, loader: RecordingLoader, counter: EstimateCounter
 ) -> ContextBuilder:
     return ContextBuilder(
-        load_events=loader,
+        open_log=lambda _user, _session: loader,
         counter_for=lambda _spec: counter,
         retriever=engine.search_index,
     )

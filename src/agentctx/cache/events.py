@@ -3,17 +3,19 @@
 Guarantee: the events returned are exactly those the database holds for the request,
 on every replica, at the moment the session head is read. Only the head (one indexed
 row: ``last_seq`` and the incarnation ``created_at``) is read from the database every
-time; events up to ``last_seq`` are immutable, so any cached copy of (incarnation,
-seq) is the event itself. Events the cache lacks are read from the database and
-filled; that read re-checks the head, so a session deleted (and maybe recreated with
-the same id) meanwhile is never mixed into the answer or the cache.
+time (once per window build: :class:`HeadPin`); events up to ``last_seq`` are
+immutable, so any cached copy of (incarnation, seq) is the event itself. Events the
+cache lacks are read from the database, only from that incarnation and only while it
+is live (checked in the same statement), and filled, so a session deleted (and maybe
+recreated with the same id) meanwhile is never mixed into the answer or the cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, select
 
@@ -28,16 +30,52 @@ def _head_statement() -> Any:
     return select(sessions.c.last_seq, sessions.c.created_at).where(where.bound_live_session())
 
 
-def _head(conn: Connection, user_id: str, session_id: str, now: datetime) -> tuple[int, str] | None:
-    """(last_seq, incarnation) of a live session, or None (read before every cached
-    read: compiled once)."""
+class Head(NamedTuple):
+    """Where a live session's log stands: its last seq, and when this incarnation of it
+    was created (a session deleted and created again with the same id is another)."""
+
+    last_seq: int
+    created_at: datetime
+
+    @property
+    def incarnation(self) -> str:
+        """The incarnation, as the cache's scopes name it."""
+        return self.created_at.isoformat()
+
+
+def _head(conn: Connection, user_id: str, session_id: str, now: datetime) -> Head | None:
+    """The head of a live session, or None (read before every cached read: compiled
+    once)."""
     rows = fastsql.statement(conn, "cache_session_head", _head_statement).fetch_values(
         conn, {"user_id": user_id, "session_id": session_id, "now": now}
     )
     if not rows:
         return None
     last_seq, created_at = rows[0]
-    return int(last_seq), created_at.isoformat()
+    return Head(int(last_seq), created_at)
+
+
+def read_head(db: Database, user_id: str, session_id: str, now: datetime) -> Head | None:
+    """The head of a live session, or None: one read."""
+    with db.read_one() as conn:
+        return _head(conn, user_id, session_id, now)
+
+
+@dataclass(slots=True)
+class HeadPin:
+    """One read of a session's head, shared by the reads of one window build.
+
+    A build reads the log five or six times (its newest events, older ones by seq, the
+    events before the history, its system events); each read through the cache began
+    with a read of the head. Pinned, they all serve the log as it stood at the build's
+    first read: one view of it (an event appended meanwhile waits for the next build),
+    one statement instead of six. Events the cache lacks are still read with the
+    incarnation checked after them, so a session deleted or recreated meanwhile is never
+    mixed into the answer.
+    """
+
+    head: Head | None = None
+    read: bool = False
 
 
 def wanted_seqs(
@@ -83,19 +121,21 @@ def cached_events(
     seqs: Sequence[int] | None,
     now: datetime,
     shared: bool = False,
+    head: Head | None = None,
 ) -> list[Event] | None:
     """The events of a seq-range read (ascending), through the cache.
 
     None when the read is left to the database: the session is missing or expired
     (the caller's own read reports it), the read is larger than ``cache.max_events``, or the
     session changed incarnation while the missing events were read. ``shared``: the
-    caller never changes the events (see ``HotCache.get_events``).
+    caller never changes the events (see ``HotCache.get_events``). ``head``: the
+    session's head as read before (a :class:`HeadPin`'s), instead of reading it now.
     """
-    with db.read_one() as conn:
-        head = _head(conn, user_id, session_id, now)
+    if head is None:
+        head = read_head(db, user_id, session_id, now)
     if head is None:
         return None
-    last_seq, incarnation = head
+    last_seq, incarnation = head.last_seq, head.incarnation
     wanted = wanted_seqs(
         last_seq, start_seq=start_seq, end_seq=end_seq, limit=limit, last=last, seqs=seqs
     )
@@ -110,6 +150,8 @@ def cached_events(
         low, high = missing[0], missing[-1]
         contiguous = high - low + 1 == len(missing)
         with db.read() as conn:
+            # Only from the incarnation whose head was read, live (one statement): a
+            # session deleted or created again meanwhile gives no rows.
             rows = event_reads.select_events(
                 conn,
                 user_id,
@@ -118,11 +160,9 @@ def cached_events(
                 end_seq=high if contiguous else None,
                 seqs=None if contiguous else missing,
                 live_at=now,
+                incarnation=head.created_at,
             )
-            # Read after the events: the same incarnation now means it held throughout
-            # (a recreated session has a new created_at), so the rows are its events.
-            again = _head(conn, user_id, session_id, now)
-        if again is None or again[1] != incarnation or len(rows) != len(missing):
+        if len(rows) != len(missing):
             return None
         cache.put_events(scope, rows)
         found.update((event.seq, event) for event in rows)

@@ -83,7 +83,7 @@ class ContextBuilder:
     def __init__(
         self,
         *,
-        load_events: EventLoader,
+        open_log: Callable[[str, str], EventLoader],
         counter_for: Callable[[str], TokenCounter],
         image_bytes: Callable[[str, ImagePart], bytes] | None = None,
         retriever: Retriever | None = None,
@@ -93,7 +93,7 @@ class ContextBuilder:
         archived_through: Callable[[str, str], int | None] | None = None,
         image_states: ImageStates | None = None,
     ) -> None:
-        self._load = load_events
+        self._open_log = open_log
         self._counter_for = counter_for
         self.retriever = retriever
         self.summaries = summaries
@@ -189,7 +189,7 @@ class ContextBuilder:
         if query and self.retriever is not None and config.sections.retrieved:
             # The query's embedding runs beside what follows.
             self.retriever.prefetch(user_id, session_id, query)
-        reader = LogReader(self._load, user_id, session_id)
+        reader = LogReader(self._open_log(user_id, session_id), user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)
         build = Assembly(
             request=request,

@@ -33,19 +33,23 @@ from agentctx.storage.where import (
 EVENT_FIELDS = tuple(Event.model_fields)
 
 
-def _alive_now() -> Any:
-    """The session of the bound user and session ids is live at the bound ``now``."""
-    return select(sessions.c.session_id).where(bound_live_session()).exists()
+def _alive_now(same: bool = False) -> Any:
+    """The session of the bound user and session ids is live at the bound ``now``; with
+    ``same``, it is also the incarnation created at the bound ``created_at``."""
+    query = select(sessions.c.session_id).where(bound_live_session())
+    if same:
+        query = query.where(sessions.c.created_at == bindparam("created_at"))
+    return query.exists()
 
 
-def _select_events_statement(
-    start: bool, end: bool, limit: bool, newest_first: bool, live: bool
+def _select_events_statement(  # noqa: PLR0917 - a compiled statement's shape, unpacked
+    start: bool, end: bool, limit: bool, newest_first: bool, live: bool, same: bool = False
 ) -> Any:
     query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
         events.c.user_id == bindparam("user_id"), events.c.session_id == bindparam("session_id")
     )
     if live:
-        query = query.where(_alive_now())
+        query = query.where(_alive_now(same))
     if start:
         query = query.where(events.c.seq >= bindparam("start_seq"))
     if end:
@@ -56,7 +60,7 @@ def _select_events_statement(
     return query
 
 
-def _select_seqs_statement(dialect: str, live: bool) -> Any:
+def _select_seqs_statement(dialect: str, live: bool, same: bool = False) -> Any:
     """Events by a list of seqs, as one statement for any number of them."""
     query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
         events.c.user_id == bindparam("user_id"),
@@ -64,7 +68,7 @@ def _select_seqs_statement(dialect: str, live: bool) -> Any:
         seq_in_list(dialect),
     )
     if live:
-        query = query.where(_alive_now())
+        query = query.where(_alive_now(same))
     return query.order_by(events.c.seq)
 
 
@@ -75,12 +79,18 @@ def _select_system_events(  # noqa: PLR0917 - select_events' own filters
     start_seq: int | None,
     end_seq: int | None,
     live_at: datetime | None,
+    incarnation: datetime | None,
 ) -> list[Event]:
     """A session's system events (its instructions), read by every window build through
     the partial index ``ix_events_system``: a few rows, however long the log. The index
     is named on SQLite, whose planner (without statistics) would walk the primary key."""
     dialect = conn.dialect.name
-    shape = (start_seq is not None, end_seq is not None, live_at is not None)
+    shape = (
+        start_seq is not None,
+        end_seq is not None,
+        live_at is not None,
+        incarnation is not None,
+    )
     found = fastsql.statement(
         conn,
         ("select_system_events", dialect, *shape),
@@ -94,12 +104,13 @@ def _select_system_events(  # noqa: PLR0917 - select_events' own filters
             "start_seq": start_seq,
             "end_seq": end_seq,
             "now": live_at,
+            "created_at": incarnation,
         },
     )
     return [trusted_event(*row) for row in rows]
 
 
-def _system_events_statement(dialect: str, start: bool, end: bool, live: bool) -> Any:
+def _system_events_statement(dialect: str, start: bool, end: bool, live: bool, same: bool) -> Any:
     source = "events INDEXED BY ix_events_system" if dialect == "sqlite" else "events"
     conditions = ["user_id = :user_id", "session_id = :session_id", "type = 'system'"]
     if start:
@@ -107,9 +118,11 @@ def _system_events_statement(dialect: str, start: bool, end: bool, live: bool) -
     if end:
         conditions.append("seq <= :end_seq")
     if live:
+        incarnation = " AND s.created_at = :created_at" if same else ""
         conditions.append(
             "EXISTS (SELECT 1 FROM sessions AS s WHERE s.user_id = :user_id "
-            "AND s.session_id = :session_id AND (s.expires_at IS NULL OR s.expires_at > :now))"
+            "AND s.session_id = :session_id AND (s.expires_at IS NULL OR s.expires_at > :now)"
+            f"{incarnation})"
         )
     statement = text(
         f"SELECT {', '.join(EVENT_FIELDS)} FROM {source} "
@@ -117,24 +130,28 @@ def _system_events_statement(dialect: str, start: bool, end: bool, live: bool) -
     )
     if live:
         statement = statement.bindparams(bindparam("now", type_=sessions.c.expires_at.type))
+    if live and same:
+        statement = statement.bindparams(bindparam("created_at", type_=sessions.c.created_at.type))
     return statement.columns(*(events.c[name] for name in EVENT_FIELDS))
 
 
-def _select_by_seqs(
+def _select_by_seqs(  # noqa: PLR0917 - select_events' own filters
     conn: Connection,
     user_id: str,
     session_id: str,
     seqs: Sequence[int],
     live_at: datetime | None,
+    incarnation: datetime | None,
 ) -> list[Event]:
     wanted = sorted({int(seq) for seq in seqs})
     if not wanted:
         return []
     dialect = conn.dialect.name
+    live, same = live_at is not None, incarnation is not None
     found = fastsql.statement(
         conn,
-        ("select_events_by_seqs", dialect, live_at is not None),
-        lambda: _select_seqs_statement(dialect, live_at is not None),
+        ("select_events_by_seqs", dialect, live, same),
+        lambda: _select_seqs_statement(dialect, live, same),
     )
     rows = found.fetch_values(
         conn,
@@ -143,6 +160,7 @@ def _select_by_seqs(
             "session_id": session_id,
             "seqs": seq_list_value(dialect, wanted),
             "now": live_at,
+            "created_at": incarnation,
         },
     )
     return [trusted_event(*row) for row in rows]
@@ -155,7 +173,7 @@ def newest_events_query(
 
     For ``EXPLAIN``: the hot read bypasses SQLAlchemy's execution events.
     """
-    shape = (False, False, True, True, True)
+    shape = (False, False, True, True, True, False)
     found = fastsql.statement(
         conn, ("select_events", *shape), lambda: _select_events_statement(*shape)
     )
@@ -183,22 +201,29 @@ def select_events(
     newest_first: bool = False,
     live_at: datetime | None = None,
     seqs: Sequence[int] | None = None,
+    incarnation: datetime | None = None,
 ) -> list[Event]:
     """Events of one session in seq order (or newest first), filtered.
 
     ``seqs``: only these seqs (e.g. retrieved events). ``live_at``: return nothing unless
-    the session is live (not expired) at that time, checked in the same statement.
+    the session is live (not expired) at that time, checked in the same statement; with
+    ``incarnation`` too, unless it is the session created then (not one deleted and
+    created again with the same id), in the same statement.
     """
+    if incarnation is not None and live_at is None:
+        raise ValueError("incarnation needs live_at")
     if seqs is not None and turn_id is None and not types and limit is None and not newest_first:
         # Retrieved events and their neighbours: one compiled statement for any list.
-        by_seq = _select_by_seqs(conn, user_id, session_id, seqs, live_at)
+        by_seq = _select_by_seqs(conn, user_id, session_id, seqs, live_at, incarnation)
         return [
             e
             for e in by_seq
             if (start_seq is None or e.seq >= start_seq) and (end_seq is None or e.seq <= end_seq)
         ]
     if list(types or ()) == ["system"] and turn_id is None and seqs is None and limit is None:
-        return _select_system_events(conn, user_id, session_id, start_seq, end_seq, live_at)
+        return _select_system_events(
+            conn, user_id, session_id, start_seq, end_seq, live_at, incarnation
+        )
     if turn_id is None and not types and seqs is None:
         # The common shapes (a seq range, the newest N) run as compiled statements.
         shape = (
@@ -207,6 +232,7 @@ def select_events(
             limit is not None,
             newest_first,
             live_at is not None,
+            incarnation is not None,
         )
         found = fastsql.statement(
             conn, ("select_events", *shape), lambda: _select_events_statement(*shape)
@@ -220,6 +246,7 @@ def select_events(
                 "start_seq": start_seq,
                 "end_seq": end_seq,
                 "limit": limit,
+                "created_at": incarnation,
             },
         )
         return [trusted_event(*row) for row in rows]
@@ -228,6 +255,8 @@ def select_events(
         alive = select(sessions.c.session_id).where(
             session_key(user_id, session_id), session_live(live_at)
         )
+        if incarnation is not None:
+            alive = alive.where(sessions.c.created_at == incarnation)
         query = query.where(alive.exists())
     if start_seq is not None:
         query = query.where(events.c.seq >= start_seq)
