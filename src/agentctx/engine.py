@@ -14,13 +14,14 @@ from sqlalchemy import text
 from agentctx import at_exit
 from agentctx.agents import AgentConfig, AgentRegistry, allow_list_of
 from agentctx.cache import HotCache, build_cache
+from agentctx.cache.events import Head
 from agentctx.compaction.install import install_compaction
 from agentctx.compaction.topics.config import ArchiveThresholds
 from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
-from agentctx.context.sources import SummarySource
+from agentctx.context.sources import EventLoader, LogHead, SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
@@ -238,9 +239,7 @@ class ContextEngine:
         agent's settings build with it."""
         s = self.settings
         self.context_builder = ContextBuilder(
-            # One build's reads: the hot cache's built events (the builder never changes
-            # one), the session's head read once.
-            open_log=self._service.window_log,
+            open_log=self._window_log,
             counter_for=self.token_counter,
             image_bytes=self._image_bytes,
             retriever=self.search_index,
@@ -466,6 +465,9 @@ class ContextEngine:
     ) -> ContextWindow:
         """The window for a session (``Session.build_context`` is the usual way in).
 
+        ``info``: the session's row as just read (``Session.build_context`` reads it):
+        the window shows the log up to its ``last_seq``, and its state.
+
         A window built inside a turn (the current one, or ``turn_id``) is the one sent to
         the model for it: it is kept (one upsert, the last per turn) for the turn's repro
         package (``engine.hitl.repro``).
@@ -531,6 +533,13 @@ class ContextEngine:
         return lambda event, counter: window_tool_text(
             blobs, user_id, session_id, event, counter=counter, config=config
         )
+
+    def _window_log(self, user_id: str, session_id: str, head: LogHead) -> EventLoader:
+        """One build's reads: the hot cache's built events (the builder never changes
+        one), up to the head the build began with (read with the session's row when
+        ``head`` has its ``created_at``, else once, at the first read)."""
+        known = Head(head.last_seq, head.created_at) if head.created_at is not None else None
+        return self._service.window_log(user_id, session_id, known)
 
     def _forget_texts(self) -> None:
         """Drop what windows and redactors keep by text, not by user (see

@@ -136,7 +136,7 @@ class Windows:
             query=query,
             budget=budget,
             system_prompt=prompt,
-            head=LogHead(info.last_seq, info.weight_total),
+            head=LogHead(info.last_seq, info.weight_total, info.created_at),
         )
         if turn_id is None:
             turn = current_turn(info.user_id, info.session_id)

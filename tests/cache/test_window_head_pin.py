@@ -63,8 +63,32 @@ def test_a_window_reads_the_session_head_once(tmp_path: Path) -> None:
         assert "and the next one?" in str(window.messages)
         heads = [s for s in seen if _HEAD.match(s)]
         exists = [s for s in seen if _EXISTS.match(s)]
-        assert len(heads) == 1, heads
+        # The session's row, read as the window began, gives the head.
+        assert heads == []
         assert exists == []
+        # Without it, the build reads the head once, at its first read.
+        load = engine._service.window_log("u1", session.id)
+        with _statements(engine) as seen:
+            load("u1", session.id, types=[EventType.SYSTEM])
+            load("u1", session.id, last=10)
+            load("u1", session.id, seqs=[3, 4])
+            load("u1", session.id, start_seq=50)
+        assert len([s for s in seen if _HEAD.match(s)]) == 1
+        assert [s for s in seen if _EXISTS.match(s)] == []
+
+
+def test_the_head_a_window_takes_from_the_session_row_is_the_one_the_cache_reads(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The same last seq and the same incarnation (the cache's scope), whichever way read."""
+    with _engine(db_url, tmp_path / "home") as engine:
+        session = engine.create_session("u1", "helper")
+        session.add_message("user", "hello")
+        info = session.refresh()
+        head = read_head(engine.db, "u1", session.id, utcnow())
+        assert head is not None
+        assert (info.last_seq, info.created_at) == (head.last_seq, head.created_at)
+        assert info.created_at.isoformat() == head.incarnation
 
 
 def test_the_reads_of_one_build_see_the_log_as_it_stood_at_the_first(

@@ -105,7 +105,7 @@ def builder_for(
     engine: ContextEngine, loader: RecordingLoader, counter: EstimateCounter
 ) -> ContextBuilder:
     return ContextBuilder(
-        open_log=lambda _user, _session: loader,
+        open_log=lambda _user, _session, _head: loader,
         counter_for=lambda _spec: counter,
         retriever=engine.search_index,
     )

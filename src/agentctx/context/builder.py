@@ -38,9 +38,9 @@ from agentctx.context.reader import LogReader
 from agentctx.context.report import report_of
 from agentctx.context.request import MIN_BUDGET
 from agentctx.context.sources import (
-    EventLoader,
     ImageStates,
     LogHead,
+    LogOpener,
     MemorySource,
     Retriever,
     SummarySource,
@@ -83,7 +83,7 @@ class ContextBuilder:
     def __init__(
         self,
         *,
-        open_log: Callable[[str, str], EventLoader],
+        open_log: LogOpener,
         counter_for: Callable[[str], TokenCounter],
         image_bytes: Callable[[str, ImagePart], bytes] | None = None,
         retriever: Retriever | None = None,
@@ -189,7 +189,7 @@ class ContextBuilder:
         if query and self.retriever is not None and config.sections.retrieved:
             # The query's embedding runs beside what follows.
             self.retriever.prefetch(user_id, session_id, query)
-        reader = LogReader(self._open_log(user_id, session_id), user_id, session_id)
+        reader = LogReader(self._open_log(user_id, session_id, request.head), user_id, session_id)
         gathered = gather(request, reader, self.summaries, self.memories, self.archived_through)
         build = Assembly(
             request=request,

@@ -167,7 +167,15 @@ index)."""
 @dataclass(frozen=True, slots=True)
 class LogHead:
     """Where a session's log stands: its last seq and the running total of its events'
-    history weights through it (``agentctx.tokens.weight``)."""
+    history weights through it (``agentctx.tokens.weight``); with ``created_at`` (the
+    session's, as read with them), the build's reads stop there (see ``LogOpener``)."""
 
     last_seq: int = 0
     weight_total: int = 0
+    created_at: datetime | None = None
+
+
+LogOpener = Callable[[str, str, LogHead], EventLoader]
+"""How one build reads a session's log: ``(user_id, session_id, head)`` -> the loader of
+its reads. A head with ``created_at`` was read just before the build (with the session's
+row), and the reads serve the log as it stood then."""

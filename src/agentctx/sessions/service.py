@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from agentctx import jsonvalue
 from agentctx.cache.base import HotCache, NullCache
-from agentctx.cache.events import HeadPin, cached_events, read_head
+from agentctx.cache.events import Head, HeadPin, cached_events, read_head
 from agentctx.errors import (
     BlobNotFound,
     ImageExpired,
@@ -407,12 +407,16 @@ class SessionService:
             rows.reverse()
         return rows
 
-    def window_log(self, user_id: str, session_id: str) -> Callable[..., list[Event]]:
+    def window_log(
+        self, user_id: str, session_id: str, head: Head | None = None
+    ) -> Callable[..., list[Event]]:
         """How one window build reads the session's events: :meth:`events` with
         ``shared=True``, every read sharing one read of the session's head (a
         :class:`~agentctx.cache.events.HeadPin`), so the build sees the log as it stood at
-        its first read and reads the head once instead of before each read."""
-        pin = HeadPin()
+        its first read and reads the head once instead of before each read. ``head``:
+        the session's head as read just before the build (with its row), which the
+        reads then share instead."""
+        pin = HeadPin(head, read=True) if head is not None else HeadPin()
 
         def load(user: str, session: str, **filters: Any) -> list[Event]:
             same = (user, session) == (user_id, session_id)
