@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +23,7 @@ from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
 from agentctx.context.sources import EventLoader, LogHead, SummarySource
 from agentctx.context.window import ContextWindow
-from agentctx.errors import InvalidInput, SessionNotFound
+from agentctx.errors import AgentCtxError, InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
 from agentctx.gc_freeze import freeze_at_start_up
 from agentctx.hitl import install_hitl
@@ -184,6 +184,22 @@ class ContextEngine:
         engine's image width (an agent with a width of its own renders at its window)."""
         self.context_builder.render_ahead(user_id, session_id, part, data, self.settings.context)
 
+    def _render_history_ahead(
+        self, user_id: str, session_id: str, parts: Sequence[ImagePart]
+    ) -> None:
+        """Start the copies the session's history shows of the frames a compacted turn
+        kept, at the engine's settings (see ``ContextBuilder.render_history_ahead``); a
+        frame whose bytes cannot be read is left to the window."""
+        config = self.settings.context
+        if config.images != "inline" or config.history_image_detail != "low":
+            return
+        for part in parts:
+            try:
+                data = self.blobs.get(part.blob_id)
+            except (AgentCtxError, OSError):
+                continue
+            self.context_builder.render_history_ahead(user_id, session_id, part, data, config)
+
     def _wire_retrieval(self, embedder: Embedder | None) -> Embedder | None:
         """Retrieval: lexical always; dense with the configured embedder (returned).
         Unless jobs run inline, its model loads in the background from the start (no
@@ -206,7 +222,11 @@ class ContextEngine:
         """Compaction: summaries, topics, folds, reflections, screenshot placeholders;
         the summaries the window shows."""
         compactors = install_compaction(
-            self, load_events=self._service.events, llm=fast_llm, on_llm_failure=self._llm_failed
+            self,
+            load_events=self._service.events,
+            llm=fast_llm,
+            on_llm_failure=self._llm_failed,
+            on_kept_frames=self._render_history_ahead,
         )
         self.thread_summaries = compactors.thread_summaries
         self.topics = compactors.topics

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import make_png
 
 from agentctx import ContextEngine, Session
+from agentctx.context import window_images
 from agentctx.context.images import RENDERS_AHEAD, RenderedImage, RenderedImageCache, render_image
 from agentctx.events import ImagePart
 from agentctx.perception.pool import render_pool
@@ -232,3 +233,58 @@ def _settled(future: Future[RenderedImage]) -> None:
     task's callbacks before it takes the next task."""
     future.exception(30)  # waits for it to end, however it ended
     render_pool().submit(lambda: None).result(30)
+
+
+def _turn_with_screenshot(session: Session, seed: int) -> tuple[bytes, ImagePart]:
+    with session.turn() as turn:
+        turn.add_message("user", f"Check the screen, step {seed}")
+        shot = make_png(1280, 800, seed=seed)
+        call = turn.add_tool_call("screenshot", {})
+        event = turn.add_tool_result(call.call_id, content="screen", images=[shot])
+        turn.add_message("assistant", f"Step {seed} looks right.")
+    return shot, next(p for p in event.parts if isinstance(p, ImagePart))
+
+
+def test_a_compacted_turns_kept_frame_is_rendered_ahead_at_low_detail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once newer turns hold the full frames, the history shows an older turn's kept frame
+    within 512x512: its copy is rendered when the turn's images are compacted (a job),
+    not by the window that first shows it so."""
+    with _engine(tmp_path) as engine:
+        session = engine.create_session("u1", "agent")
+        session.add_message("user", "Let's start")
+        session.build_context(budget=20000)
+        shot, part = _turn_with_screenshot(session, seed=21)
+        cache = engine.context_builder.rendered_images
+        assert cache.get(part.blob_id, 512, 512) is None  # the turn's images not compacted
+        engine.jobs.run_pending()
+        ahead = cache.get(part.blob_id, 512, 512)
+        assert ahead is not None
+        assert ahead.url == render_image(shot, part, 512, 512).url
+        # Newer turns: the first turn's frame goes at low detail, from the copy made ahead.
+        for seed in (22, 23):
+            _turn_with_screenshot(session, seed)
+        engine.jobs.run_pending()
+        rendered_here: list[tuple[int | None, int | None]] = []
+        render = window_images.render_image
+
+        def counting(data: bytes, image: ImagePart, width: int | None, height: int | None) -> Any:
+            rendered_here.append((width, height))
+            return render(data, image, width, height)
+
+        monkeypatch.setattr(window_images, "render_image", counting)
+        window = session.build_context(budget=20000)
+        assert ahead.url in _image_urls(window.messages)
+        assert (512, 512) not in rendered_here
+
+
+def test_kept_frames_sent_at_full_detail_are_not_rendered_ahead_again(tmp_path: Path) -> None:
+    with _engine(tmp_path, context={"history_image_detail": "auto"}) as engine:
+        session = engine.create_session("u1", "agent")
+        session.add_message("user", "Let's start")
+        session.build_context(budget=20000)
+        _, part = _turn_with_screenshot(session, seed=31)
+        engine.jobs.run_pending()
+        assert engine.context_builder.rendered_images.get(part.blob_id, 512, 512) is None
+        assert engine.context_builder.rendered_images.get(part.blob_id, 768, None) is not None

@@ -237,9 +237,10 @@ def test_an_image_append_decodes_the_image_once(
     engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The header is read without decoding, and the one decode serves every hash and
-    the mean colour (a PNG's by libspng where it is installed, else Pillow's); the
-    turn-end jobs the append runs decode nothing either. The window's downscaled copy
-    is rendered ahead from a decode of its own, and the window that shows the new image
+    the mean colour (a PNG's by libspng where it is installed, else Pillow's). The
+    window's downscaled copy is rendered ahead from a decode of its own, and so is the
+    low-detail copy the history shows of the frame once its turn (the append's own) is
+    compacted and a newer one holds the full frames; the window that shows the new image
     then decodes nothing."""
     decoders: list[str] = []
     real = Image._getdecoder
@@ -263,15 +264,17 @@ def test_an_image_append_decodes_the_image_once(
     session.build_context(budget=20_000)  # windows are built for it: copies rendered ahead
     (part,) = send(session, first)
     assert rendered.get(part.blob_id, width, None) is not None  # waits for the copy
+    assert rendered.get(part.blob_id, 512, 512) is not None  # and the history's
     # ("raw" is Pillow reading libspng's RGB pixels: a copy, not a decode.)
-    assert [d for d in decoders if d != "raw"] == (["spng"] if spng is not None else ["zip"]) * 2
+    assert [d for d in decoders if d != "raw"] == (["spng"] if spng is not None else ["zip"]) * 3
     decoders.clear()
     window = session.build_context(budget=20_000)
     assert sum("image_url" in str(m["content"]) for m in window.messages) == 1
     assert decoders == []
     (part,) = send(session, other)
     assert rendered.get(part.blob_id, width, None) is not None
-    assert decoders == ["jpeg", "jpeg"]
+    assert rendered.get(part.blob_id, 512, 512) is not None
+    assert decoders == ["jpeg", "jpeg", "jpeg"]
 
 
 def test_base64_and_data_url_inputs(engine: ContextEngine) -> None:

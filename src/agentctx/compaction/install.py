@@ -18,6 +18,7 @@ from agentctx.compaction.reflection import REFLECTION_JOB, Reflector
 from agentctx.compaction.thread import THREAD_JOB, ThreadSummarizer
 from agentctx.compaction.topics import TOPICS_JOB, TopicArchiver
 from agentctx.compaction.visual import VISUAL_JOB, VisualCompactor, turn_has_images
+from agentctx.compaction.visual.compactor import KeptFrames
 from agentctx.compute import Compute, InlineCompute, shared_process_compute
 from agentctx.context.sources import CombinedSummaries, SummarySource
 from agentctx.events import Event
@@ -45,9 +46,11 @@ def install_compaction(
     load_events: Callable[..., list[Event]],
     llm: LLM | None,
     on_llm_failure: LLMFailureHook,
+    on_kept_frames: KeptFrames | None = None,
 ) -> Compactors:
     """``engine``'s compactors, configured by its settings, each enabled one's turn-end
-    job registered with ``engine.on_turn_end``."""
+    job registered with ``engine.on_turn_end``. ``on_kept_frames``: told of the frames
+    visual compaction keeps (see ``VisualCompactor``)."""
     s = engine.settings
     background = s.jobs == "background"
     counter = engine.token_counter()
@@ -107,7 +110,7 @@ def install_compaction(
         engine.on_turn_end(REFLECTION_JOB, reflector.on_turn_end)
     # Visual compaction (seed 000): when a turn ends, its images other than anchor,
     # result and error frames become placeholders in windows.
-    visual = VisualCompactor(engine.db, load_events, config=s.visual)
+    visual = VisualCompactor(engine.db, load_events, config=s.visual, on_kept=on_kept_frames)
     if s.visual.compaction:
         engine.on_turn_end(VISUAL_JOB, visual.on_turn_end, when=turn_has_images)
     sources: list[SummarySource] = []

@@ -28,7 +28,7 @@ from agentctx.context.assembly import Assembly, RecordingRetriever
 from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, long_counts
 from agentctx.context.gather import Request, gather
-from agentctx.context.images import RenderedImageCache
+from agentctx.context.images import LOW_DETAIL_SIDE, RenderedImageCache
 from agentctx.context.ledger import forget_values
 from agentctx.context.pieces import BlockKey, CompactBlock, KeptLines, LinesKey
 from agentctx.context.plan import Plan, finish
@@ -140,6 +140,25 @@ class ContextBuilder:
         here and ``config`` sends images inline."""
         if config.images == "inline" and self._windowed.get((user_id, session_id)):
             self.rendered_images.render_ahead(data, part, config.image_max_width)
+
+    def render_history_ahead(
+        self,
+        user_id: str,
+        session_id: str,
+        part: ImagePart,
+        data: bytes,
+        config: ContextConfig,
+    ) -> None:
+        """Start the low-detail copy of an image a compacted turn kept (its anchor, result
+        or error frame), which the session's windows show once newer turns hold the full
+        ones (``history_image_detail="low"``): rendered on the agent's thread, it had
+        cost a window about 16 ms (a decode and a resize of a screenshot)."""
+        if (
+            config.images == "inline"
+            and config.history_image_detail == "low"
+            and self._windowed.get((user_id, session_id))
+        ):
+            self.rendered_images.render_ahead(data, part, LOW_DETAIL_SIDE, LOW_DETAIL_SIDE)
 
     def build(
         self,

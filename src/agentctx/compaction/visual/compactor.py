@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select
 
 from agentctx.compaction.visual.config import VisualConfig
-from agentctx.compaction.visual.frames import classify_frames
+from agentctx.compaction.visual.frames import Frame, classify_frames
 from agentctx.errors import TurnError, TurnNotFound
-from agentctx.events import Event, utcnow
+from agentctx.events import Event, ImagePart, utcnow
 from agentctx.jobs import Job
 from agentctx.sessions.turn_end import WrittenEvent
 from agentctx.storage import images as image_index
@@ -87,13 +87,27 @@ class ImageFrame:
     dedup_distance: int | None
 
 
+KeptFrames = Callable[[str, str, Sequence[ImagePart]], None]
+"""Told, after a turn's images were compacted, of the frames it kept (user id, session id,
+their parts): windows show them in the history from then on."""
+
+
 class VisualCompactor:
     """Compacts the images of ended turns; reads the flags windows honour."""
 
-    def __init__(self, db: Database, load_events: EventLoader, *, config: VisualConfig) -> None:
+    def __init__(
+        self,
+        db: Database,
+        load_events: EventLoader,
+        *,
+        config: VisualConfig,
+        on_kept: KeptFrames | None = None,
+    ) -> None:
         self.db = db
         self._load = load_events
         self.config = config
+        # The engine starts the copies the history shows of them (render-ahead).
+        self._on_kept = on_kept
 
     def compact_turn(self, user_id: str, session_id: str, turn_id: str) -> VisualCompaction:
         """Compact one ended turn's images (raises TurnError for an open turn)."""
@@ -130,6 +144,8 @@ class VisualCompactor:
         if changes:
             with self.db.write() as conn:
                 image_index.set_frames(conn, user_id, session_id, changes, utcnow())
+        if self._on_kept is not None:
+            self._on_kept(user_id, session_id, _kept_parts(events, frames))
         compressed = sum(1 for f in frames if f.compressed)
         return VisualCompaction(
             turn_id, len(frames), len(frames) - compressed, compressed, newly, _ms(started)
@@ -185,6 +201,17 @@ class VisualCompactor:
                 )
                 for row in conn.execute(query)
             ]
+
+
+def _kept_parts(events: Sequence[Event], frames: Sequence[Frame]) -> list[ImagePart]:
+    """The image parts of the frames a compaction kept (not compressed)."""
+    kept = {(f.event_id, f.part_index) for f in frames if not f.compressed}
+    return [
+        part
+        for event in events
+        for index, part in enumerate(event.parts)
+        if isinstance(part, ImagePart) and (event.event_id, index) in kept
+    ]
 
 
 def _ms(started: float) -> float:
