@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import event
 
 from agentctx import ContextEngine
-from agentctx.cache.events import cached_events, read_head
+from agentctx.cache.events import Head, cached_events, read_head
 from agentctx.errors import SessionNotFound
-from agentctx.events import EventType, utcnow
+from agentctx.events import Event, EventType, utcnow
 
 _HEAD = re.compile(r"SELECT sessions\.last_seq, sessions\.created_at\s+FROM sessions")
 _EXISTS = re.compile(r"SELECT sessions\.session_id\s+FROM sessions")
@@ -145,6 +145,23 @@ def test_a_session_recreated_during_a_build_is_not_mixed_into_it(
             engine._service.window_log("u1", "s1")("u1", "s1", last=5)
 
 
+def _newest_cached(engine: ContextEngine, head: Head) -> list[Event] | None:
+    """The newest event of u1's session s1 through the cache, at ``head``."""
+    return cached_events(
+        engine._service.cache,
+        engine.db,
+        "u1",
+        "s1",
+        start_seq=None,
+        end_seq=None,
+        limit=None,
+        last=1,
+        seqs=None,
+        now=utcnow(),
+        head=head,
+    )
+
+
 def test_a_cached_read_of_an_older_incarnation_reads_none_of_the_new_one(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -153,39 +170,14 @@ def test_a_cached_read_of_an_older_incarnation_reads_none_of_the_new_one(
     with _engine(db_url, tmp_path / "home") as engine:
         old = engine.create_session("u1", "helper", session_id="s1")
         old.add_message("user", "first life")
-        service = engine._service
         head = read_head(engine.db, "u1", "s1", utcnow())
         assert head is not None and head.last_seq == 1
         engine.delete_session("s1", "u1")
         new = engine.create_session("u1", "helper", session_id="s1")
         new.add_message("user", "second life")
-        found = cached_events(
-            service.cache,
-            engine.db,
-            "u1",
-            "s1",
-            start_seq=None,
-            end_seq=None,
-            limit=None,
-            last=1,
-            seqs=None,
-            now=utcnow(),
-            head=head,
-        )
+        found = _newest_cached(engine, head)
         assert found is None  # left to the database, which denies or reads anew
         fresh = read_head(engine.db, "u1", "s1", utcnow())
         assert fresh is not None and fresh.created_at != head.created_at
-        again = cached_events(
-            service.cache,
-            engine.db,
-            "u1",
-            "s1",
-            start_seq=None,
-            end_seq=None,
-            limit=None,
-            last=1,
-            seqs=None,
-            now=utcnow(),
-            head=fresh,
-        )
+        again = _newest_cached(engine, fresh)
         assert again is not None and [e.text for e in again] == ["second life"]
