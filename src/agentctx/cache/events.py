@@ -67,10 +67,12 @@ class HeadPin:
 
     A build reads the log five or six times (its newest events, older ones by seq, the
     events before the history, its system events); each read through the cache began
-    with a read of the head. Pinned, they all serve the log as it stood at the build's
-    first read: one view of it (an event appended meanwhile waits for the next build),
-    one statement instead of six. Events the cache lacks are still read with the
-    incarnation checked after them, so a session deleted or recreated meanwhile is never
+    with a read of the head, and an empty read of the database with a check that the
+    session exists. Pinned, they all serve the log as it stood when the build began: one
+    view of it (an event appended meanwhile waits for the next build), and no statement
+    of their own (the head comes with the session's row, read as the window began, or
+    is read once at the build's first read). Every read of the database takes only the
+    pinned incarnation's rows, so a session deleted or recreated meanwhile is never
     mixed into the answer.
     """
 
