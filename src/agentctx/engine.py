@@ -14,7 +14,7 @@ from sqlalchemy import text
 from agentctx import at_exit
 from agentctx.agents import AgentConfig, AgentRegistry, allow_list_of
 from agentctx.cache import HotCache, build_cache
-from agentctx.cache.events import Head
+from agentctx.cache.events import Head, pinned_loader
 from agentctx.compaction.install import install_compaction
 from agentctx.compaction.topics.config import ArchiveThresholds
 from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
@@ -23,7 +23,7 @@ from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
 from agentctx.context.sources import EventLoader, LogHead, SummarySource
 from agentctx.context.window import ContextWindow
-from agentctx.errors import AgentCtxError, InvalidInput, SessionNotFound
+from agentctx.errors import InvalidInput, SessionNotFound
 from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
 from agentctx.gc_freeze import freeze_at_start_up
 from agentctx.hitl import install_hitl
@@ -187,18 +187,9 @@ class ContextEngine:
     def _render_history_ahead(
         self, user_id: str, session_id: str, parts: Sequence[ImagePart]
     ) -> None:
-        """Start the copies the session's history shows of the frames a compacted turn
-        kept, at the engine's settings (see ``ContextBuilder.render_history_ahead``); a
-        frame whose bytes cannot be read is left to the window."""
-        config = self.settings.context
-        if config.images != "inline" or config.history_image_detail != "low":
-            return
-        for part in parts:
-            try:
-                data = self.blobs.get(part.blob_id)
-            except (AgentCtxError, OSError):
-                continue
-            self.context_builder.render_history_ahead(user_id, session_id, part, data, config)
+        """Start the copies the history shows of the frames a compacted turn kept, at the
+        engine's image settings (see ``ContextBuilder.render_history_ahead``)."""
+        self.context_builder.render_history_ahead(user_id, session_id, parts, self.settings.context)
 
     def _wire_retrieval(self, embedder: Embedder | None) -> Embedder | None:
         """Retrieval: lexical always; dense with the configured embedder (returned).
@@ -559,7 +550,7 @@ class ContextEngine:
         one), up to the head the build began with (read with the session's row when
         ``head`` has its ``created_at``, else once, at the first read)."""
         known = Head(head.last_seq, head.created_at) if head.created_at is not None else None
-        return self._service.window_log(user_id, session_id, known)
+        return pinned_loader(self._service.events, user_id, session_id, known)
 
     def _forget_texts(self) -> None:
         """Drop what windows and redactors keep by text, not by user (see

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event
 
 from agentctx import ContextEngine
-from agentctx.cache.events import Head, cached_events, read_head
+from agentctx.cache.events import Head, cached_events, pinned_loader, read_head
 from agentctx.errors import SessionNotFound
 from agentctx.events import Event, EventType, utcnow
 
@@ -67,7 +67,7 @@ def test_a_window_reads_the_session_head_once(tmp_path: Path) -> None:
         assert heads == []
         assert exists == []
         # Without it, the build reads the head once, at its first read.
-        load = engine._service.window_log("u1", session.id)
+        load = pinned_loader(engine._service.events, "u1", session.id)
         with _statements(engine) as seen:
             load("u1", session.id, types=[EventType.SYSTEM])
             load("u1", session.id, last=10)
@@ -98,7 +98,7 @@ def test_the_reads_of_one_build_see_the_log_as_it_stood_at_the_first(
         session = engine.create_session("u1", "helper")
         for i in range(5):
             session.add_message("user", f"message {i}")
-        load = engine._service.window_log("u1", session.id)
+        load = pinned_loader(engine._service.events, "u1", session.id)
         first = [e.seq for e in load("u1", session.id, last=3)]
         assert first == [3, 4, 5]
         session.add_message("user", "appended while the build runs")
@@ -108,7 +108,7 @@ def test_the_reads_of_one_build_see_the_log_as_it_stood_at_the_first(
         assert load("u1", session.id, types=[EventType.SYSTEM]) == []
         assert [e.seq for e in load("u1", session.id, seqs=[1, 5, 6, 7])] == [1, 5]
         # The next build sees them.
-        later = engine._service.window_log("u1", session.id)
+        later = pinned_loader(engine._service.events, "u1", session.id)
         assert [e.seq for e in later("u1", session.id, last=3)] == [5, 6, 7]
         assert [e.seq for e in later("u1", session.id, types=[EventType.SYSTEM])] == [7]
 
@@ -123,7 +123,7 @@ def test_a_session_recreated_during_a_build_is_not_mixed_into_it(
         old = engine.create_session("u1", "helper", session_id="s1")
         old.add_message("user", "my old code word is tangerine")
         old.add_message("assistant", "noted")
-        load = engine._service.window_log("u1", "s1")
+        load = pinned_loader(engine._service.events, "u1", "s1")
         assert [e.seq for e in load("u1", "s1", last=1)] == [2]
         engine.delete_session("s1", "u1")
         new = engine.create_session("u1", "helper", session_id="s1")
@@ -142,7 +142,7 @@ def test_a_session_recreated_during_a_build_is_not_mixed_into_it(
         # there: a missing one is denied at its first read.
         engine.delete_session("s1", "u1")
         with pytest.raises(SessionNotFound):
-            engine._service.window_log("u1", "s1")("u1", "s1", last=5)
+            pinned_loader(engine._service.events, "u1", "s1")("u1", "s1", last=5)
 
 
 def _newest_cached(engine: ContextEngine, head: Head) -> list[Event] | None:

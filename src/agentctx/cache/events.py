@@ -12,7 +12,7 @@ recreated with the same id) meanwhile is never mixed into the answer or the cach
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -78,6 +78,28 @@ class HeadPin:
 
     head: Head | None = None
     read: bool = False
+
+    def get(self, read: Callable[[], Head | None]) -> Head | None:
+        """The pinned head, read with ``read`` the first time (None: no live session)."""
+        if not self.read:
+            self.head, self.read = read(), True
+        return self.head
+
+
+def pinned_loader(
+    events: Callable[..., list[Event]], user_id: str, session_id: str, head: Head | None = None
+) -> Callable[..., list[Event]]:
+    """How one window build reads the session's events: ``events`` (the session
+    service's) with ``shared=True``, every read sharing one :class:`HeadPin`. ``head``:
+    the session's head as read just before the build (with its row), which the reads
+    then share; without it, the first read reads it."""
+    pin = HeadPin(head, read=True) if head is not None else HeadPin()
+
+    def load(user: str, session: str, **filters: Any) -> list[Event]:
+        same = (user, session) == (user_id, session_id)
+        return events(user, session, shared=True, pin=pin if same else None, **filters)
+
+    return load
 
 
 def wanted_seqs(

@@ -19,7 +19,7 @@ memory extraction prepared. The same inputs give the same bytes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from agentctx.cache.bounded import Lru
@@ -48,7 +48,7 @@ from agentctx.context.sources import (
 )
 from agentctx.context.window import ContextWindow
 from agentctx.context.window_images import ImageAccess
-from agentctx.errors import InvalidInput
+from agentctx.errors import AgentCtxError, InvalidInput
 from agentctx.events import ImagePart
 from agentctx.tokens import TokenCounter
 
@@ -142,22 +142,26 @@ class ContextBuilder:
             self.rendered_images.render_ahead(data, part, config.image_max_width)
 
     def render_history_ahead(
-        self,
-        user_id: str,
-        session_id: str,
-        part: ImagePart,
-        data: bytes,
-        config: ContextConfig,
+        self, user_id: str, session_id: str, parts: Sequence[ImagePart], config: ContextConfig
     ) -> None:
-        """Start the low-detail copy of an image a compacted turn kept (its anchor, result
-        or error frame), which the session's windows show once newer turns hold the full
-        ones (``history_image_detail="low"``): rendered on the agent's thread, it had
-        cost a window about 16 ms (a decode and a resize of a screenshot)."""
+        """Start the low-detail copies of the images a compacted turn kept (its anchor,
+        result or error frames), which the session's windows show once newer turns hold
+        the full ones (``history_image_detail="low"``): rendered on the agent's thread,
+        each had cost a window about 16 ms (a decode and a resize of a screenshot). A
+        frame whose bytes cannot be read is left to the window."""
+        load = self._images.load
         if (
-            config.images == "inline"
-            and config.history_image_detail == "low"
-            and self._windowed.get((user_id, session_id))
+            load is None
+            or config.images != "inline"
+            or config.history_image_detail != "low"
+            or not self._windowed.get((user_id, session_id))
         ):
+            return
+        for part in parts:
+            try:
+                data = load(user_id, part)
+            except (AgentCtxError, OSError):
+                continue
             self.rendered_images.render_ahead(data, part, LOW_DETAIL_SIDE, LOW_DETAIL_SIDE)
 
     def build(

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
+from typing import Any, NoReturn
 
 from sqlalchemy import or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx import jsonvalue
 from agentctx.cache.base import HotCache, NullCache
-from agentctx.cache.events import Head, HeadPin, cached_events, read_head
+from agentctx.cache.events import HeadPin, cached_events, read_head
 from agentctx.errors import (
     BlobNotFound,
     ImageExpired,
@@ -345,7 +345,8 @@ class SessionService:
 
         ``shared``: the caller never changes the events, so the hot cache may hand out
         objects it handed out before (the window builder reads this way). ``pin``: the
-        session's head as one window build read it first (see :meth:`window_log`)."""
+        head the reads of one window build share (see
+        :func:`~agentctx.cache.events.pinned_loader`)."""
         _check_session_ids(user_id, session_id)
         check_optional_count(start_seq, "start_seq", maximum=MAX_INT64)
         check_optional_count(end_seq, "end_seq", maximum=MAX_INT64)
@@ -357,7 +358,10 @@ class SessionService:
         type_names = [check_text(str(t), "types", max_chars=32) for t in types] if types else None
         now = utcnow()
         if pin is not None:
-            end_seq = self._pinned_end(pin, user_id, session_id, end_seq, now)
+            head = pin.get(lambda: read_head(self.db, user_id, session_id, now))
+            if head is None:
+                self._deny_read(user_id, session_id)
+            end_seq = head.last_seq if end_seq is None else min(end_seq, head.last_seq)
         if self.cache.enabled and turn_id is None and not type_names:
             # Hot cache: a seq-range read validated by the session head (agentctx.cache);
             # None leaves the read (and a missing session's denial) to the database.
@@ -399,45 +403,16 @@ class SessionService:
                 bool(rows) or pin is not None or repo.session_exists(conn, user_id, session_id, now)
             )
         if not alive:
-            self.audit.deny(
-                AuditRecord(action="events_read", user_id=user_id, session_id=session_id),
-                SessionNotFound(session_id),
-            )
+            self._deny_read(user_id, session_id)
         if last is not None:
             rows.reverse()
         return rows
 
-    def window_log(
-        self, user_id: str, session_id: str, head: Head | None = None
-    ) -> Callable[..., list[Event]]:
-        """How one window build reads the session's events: :meth:`events` with
-        ``shared=True``, every read sharing one read of the session's head (a
-        :class:`~agentctx.cache.events.HeadPin`), so the build sees the log as it stood at
-        its first read and reads the head once instead of before each read. ``head``:
-        the session's head as read just before the build (with its row), which the
-        reads then share instead."""
-        pin = HeadPin(head, read=True) if head is not None else HeadPin()
-
-        def load(user: str, session: str, **filters: Any) -> list[Event]:
-            same = (user, session) == (user_id, session_id)
-            return self.events(user, session, shared=True, pin=pin if same else None, **filters)
-
-        return load
-
-    def _pinned_end(
-        self, pin: HeadPin, user_id: str, session_id: str, end_seq: int | None, now: datetime
-    ) -> int | None:
-        """``end_seq`` within the pinned head (read now if it was not yet); a session
-        missing at the pin's read is denied like any read of it."""
-        if not pin.read:
-            pin.head, pin.read = read_head(self.db, user_id, session_id, now), True
-        if pin.head is None:
-            self.audit.deny(
-                AuditRecord(action="events_read", user_id=user_id, session_id=session_id),
-                SessionNotFound(session_id),
-            )
-        last_seq = pin.head.last_seq
-        return last_seq if end_seq is None else min(end_seq, last_seq)
+    def _deny_read(self, user_id: str, session_id: str) -> NoReturn:
+        self.audit.deny(
+            AuditRecord(action="events_read", user_id=user_id, session_id=session_id),
+            SessionNotFound(session_id),
+        )
 
     def turns(self, user_id: str, session_id: str, turn_id: str | None = None) -> list[TurnInfo]:
         """The session's turns (or the one named ``turn_id``), oldest first."""
