@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -14,17 +13,17 @@ from sqlalchemy import text
 from agentctx import at_exit
 from agentctx.agents import AgentConfig, AgentRegistry, allow_list_of
 from agentctx.cache import HotCache, build_cache
-from agentctx.cache.events import Head, pinned_loader
 from agentctx.compaction.install import install_compaction
 from agentctx.compaction.topics.config import ArchiveThresholds
 from agentctx.compaction.visual import CleanupReport, cleanup_cold_storage
 from agentctx.config import Settings, load_settings
 from agentctx.context.builder import ContextBuilder
 from agentctx.context.config import ContextConfig
-from agentctx.context.sources import EventLoader, LogHead, SummarySource
+from agentctx.context.sources import SummarySource
 from agentctx.context.window import ContextWindow
-from agentctx.errors import InvalidInput, SessionNotFound
-from agentctx.events import Event, EventDraft, EventType, ImagePart, utcnow
+from agentctx.data_control import DataControl
+from agentctx.errors import InvalidInput
+from agentctx.events import ImagePart
 from agentctx.gc_freeze import freeze_at_start_up
 from agentctx.hitl import install_hitl
 from agentctx.ids import check_id
@@ -35,17 +34,17 @@ from agentctx.llm.config import llm_from_config
 from agentctx.llm.embeddings import Embedder, embedder_from_config
 from agentctx.llm.warmup import ModelWarmup
 from agentctx.memory import MEMORY_JOB, build_memory_service
+from agentctx.model_failures import record_model_failure
 from agentctx.priority import foreground_call
 from agentctx.privacy.redactor import Redactor
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.index import SearchIndex
 from agentctx.search.config import build_provider
 from agentctx.sessions.audit import AuditLog, attach_audit_file, detach_audit_file
-from agentctx.sessions.erasures import Erasure, Erasures, HeldCopies
+from agentctx.sessions.erasures import Erasure, HeldCopies
 from agentctx.sessions.models import DeleteReport, Page, SessionInfo, SweepReport, VerifyReport
 from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.redaction import ScopedRedactors, configured_redactor
-from agentctx.sessions.retention import Retention
 from agentctx.sessions.service import SessionService
 from agentctx.sessions.session import Session
 from agentctx.sessions.turn_end import TurnCondition
@@ -53,8 +52,8 @@ from agentctx.sessions.writer import EventWriter
 from agentctx.storage import migrate
 from agentctx.storage.blobs import BlobStore, FileBlobStore
 from agentctx.storage.database import Database
-from agentctx.storage.scrub import scrub_erased
 from agentctx.tokens import TokenCounter, counter_from_spec
+from agentctx.window_sources import WindowSources
 from agentctx.windows import Windows
 
 TURN_END_PREFIX = "turn_end:"
@@ -249,13 +248,14 @@ class ContextEngine:
         """The window builder, over everything wired before it, and the windows each
         agent's settings build with it."""
         s = self.settings
+        sources = WindowSources(self._service, self.blobs, s.tool_output)
         self.context_builder = ContextBuilder(
-            open_log=self._window_log,
+            open_log=sources.open_log,
             counter_for=self.token_counter,
-            image_bytes=self._image_bytes,
+            image_bytes=sources.image_bytes,
             retriever=self.search_index,
             summaries=summaries,
-            tool_output=self._tool_output_text if s.tool_output.enabled else None,
+            tool_output=sources.tool_output_text if s.tool_output.enabled else None,
             archived_through=self.topics.archived_through if s.topics.enabled else None,
             image_states=self.visual.image_states,
             memories=self.memory if s.memory.enabled else None,
@@ -296,25 +296,15 @@ class ContextEngine:
         """Deletions: what this process holds in memory of deleted users and sessions
         goes, whichever process sharing the database deleted them
         (agentctx.sessions.erasures); retention sweeps."""
-        s = self.settings
-        poll = s.erasure_poll.total_seconds() if s.erasure_poll is not None else None
-        self._erasures = Erasures(
-            self.db,
-            HeldCopies(
-                self.cache,
-                self.search_index,
-                self.memory.index,
-                windows=self.context_builder.prefixes,
-                texts=self._forget_texts,
-            ),
-            retention=s.erasure_retention,
-            poll=poll,
+        held = HeldCopies(
+            self.cache,
+            self.search_index,
+            self.memory.index,
+            windows=self.context_builder.prefixes,
+            texts=self._forget_texts,
         )
-        self._retention = Retention(
-            self._service,
-            self._erasures,
-            audit_retention=s.audit_retention,
-            scrub=None if s.erasure_scrub == "off" else self._scrub_erased,
+        self._data = DataControl(
+            self.settings, self._service, held=held, jobs=self.jobs, memory=self.memory
         )
 
     def _embed_off_the_call_path(self) -> None:
@@ -415,7 +405,7 @@ class ContextEngine:
 
     def delete_session(self, session_id: str, user_id: str) -> DeleteReport:
         """Delete a session, its events, turns, jobs and blobs no other session uses."""
-        return self._retention.delete(user_id, session_id)
+        return self._data.delete_session(user_id, session_id)
 
     def verify(self, session_id: str, user_id: str) -> VerifyReport:
         """Check a session's hash chain; the report names the first bad seq."""
@@ -444,7 +434,7 @@ class ContextEngine:
         if days < 1:
             raise InvalidInput(f"retention_days must be at least 1, got {days}")
         report = cleanup_cold_storage(self.db, self.blobs, days, now=now)
-        self._retention.collect_blobs()
+        self._data.collect_blobs()
         return report
 
     # Context ----------------------------------------------------------------------------
@@ -501,56 +491,8 @@ class ContextEngine:
         return self.windows.archive_thresholds(self._service.info(user_id, session_id).agent_id)
 
     def _llm_failed(self, user_id: str, session_id: str, job: str, exc: Exception) -> None:
-        """Record in the session's log that a model failed and the offline method stood in.
-
-        The error event is its own one-event turn. Its turn-end jobs are queued like any
-        turn's (they run with the next turn when jobs run inline); one new event is never
-        enough to make a summary, topic or fold due again, so a failing model cannot
-        start a loop of failing jobs.
-        """
-        code = getattr(exc, "code", type(exc).__name__)
-        # A session deleted meanwhile has nothing to record it in.
-        with contextlib.suppress(SessionNotFound):
-            self._service.append(
-                user_id,
-                session_id,
-                [
-                    EventDraft(
-                        type=EventType.ERROR,
-                        payload={
-                            "source": "memory" if job == MEMORY_JOB else "compaction",
-                            "job": job,
-                            "error_code": code,
-                            "message": f"{job}: the model failed ({code}); offline method used",
-                        },
-                        author="agentctx",
-                    )
-                ],
-                turn_id=None,
-                request_id=None,
-            )
-
-    def _tool_output_text(
-        self, user_id: str, session_id: str
-    ) -> Callable[[Event, TokenCounter], str]:
-        """How one build shows tool results: compressed, or previewed and offloaded."""
-        from agentctx.compaction.tool_output.offload import (  # noqa: PLC0415 - imports sessions
-            window_tool_text,
-        )
-
-        # The build has read the session already: its ids and the blob store are all
-        # the renderer needs, so it reads no session row of its own.
-        config, blobs = self.settings.tool_output, self.blobs
-        return lambda event, counter: window_tool_text(
-            blobs, user_id, session_id, event, counter=counter, config=config
-        )
-
-    def _window_log(self, user_id: str, session_id: str, head: LogHead) -> EventLoader:
-        """One build's reads: the hot cache's built events (the builder never changes
-        one), up to the head the build began with (read with the session's row when
-        ``head`` has its ``created_at``, else once, at the first read)."""
-        known = Head(head.last_seq, head.created_at) if head.created_at is not None else None
-        return pinned_loader(self._service.events, user_id, session_id, known)
+        """A compaction or memory job's model failed: see ``record_model_failure``."""
+        record_model_failure(self._service, user_id, session_id, job, exc)
 
     def _forget_texts(self) -> None:
         """Drop what windows and redactors keep by text, not by user (see
@@ -561,9 +503,6 @@ class ContextEngine:
         forget_window_texts()
         self._redactors.forget_texts()
 
-    def _image_bytes(self, user_id: str, part: ImagePart) -> bytes:
-        return self._service.get_blob(user_id, part.blob_id)
-
     # Data control -----------------------------------------------------------------------
 
     def delete_user_data(self, user_id: str) -> DeleteReport:
@@ -572,40 +511,20 @@ class ContextEngine:
         engine on the database forgets what it holds of the user within its
         ``erasure_poll``; if the process dies after the commit, the next engine to start
         or the next sweep tells them."""
-        check_id("user_id", user_id)
-        self.memory.ready()  # its index tables exist before the deletion's transaction
-        return self._retention.delete_user_data(
-            user_id, also=lambda conn: self.memory.purge_user(conn, user_id)
-        )
-
-    def _scrub_erased(self, user: bool) -> None:
-        mode = self.settings.erasure_scrub
-        scrub_erased(self.db, rewrite=mode == "rewrite" or (mode == "user" and user))
+        return self._data.delete_user_data(user_id)
 
     def forget_erased(self) -> list[Erasure]:
         """Forget, in this process's memory, the users and sessions whose data another
         process sharing the database deleted since the last call (read from the erasure
         feed); returns those deletions. Runs every ``erasure_poll`` on a background
         thread; call it yourself when that is off."""
-        return self._erasures.catch_up()
+        return self._data.forget_erased()
 
     def sweep(self) -> SweepReport:
         """Delete expired sessions and orphaned blobs, close abandoned turns, trim the audit
         log, the erasure feed and finished jobs, and delete memories past their kind's
         time to live."""
-        report = self._retention.sweep()
-        now = utcnow()
-        self._erasures.feed.trim(now)
-        if self.settings.job_retention is not None:
-            trimmed = self.jobs.trim_finished(now - self.settings.job_retention)
-            report = report.model_copy(update={"finished_jobs": trimmed})
-        expired = self.memory.purge_expired()
-        if expired:
-            extra = {**report.deleted.extra, "memories": expired}
-            report = report.model_copy(
-                update={"deleted": report.deleted.model_copy(update={"extra": extra})}
-            )
-        return report
+        return self._data.sweep()
 
     # Agents and hooks -------------------------------------------------------------------
 
@@ -662,7 +581,7 @@ class ContextEngine:
         if self.db.closed:
             return
         at_exit.closed(self)
-        self._erasures.close()
+        self._data.close()
         if self.embedding is not None:
             self.embedding.close(timeout)
         if self.model_warmup is not None:

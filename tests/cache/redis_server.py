@@ -98,7 +98,7 @@ def attach_cache(engine: ContextEngine, cache: HotCache) -> None:
     engine.cache = cache
     engine._service.cache = cache
     engine.memory.use_cache(cache)
-    engine._erasures.held.cache = cache
+    engine._data.erasures.held.cache = cache
 
 
 def make_engine(

@@ -357,6 +357,7 @@ class SessionService:
             raise InvalidInput("give limit or last, not both")
         type_names = [check_text(str(t), "types", max_chars=32) for t in types] if types else None
         now = utcnow()
+        head = None
         if pin is not None:
             head = pin.get(lambda: read_head(self.db, user_id, session_id, now))
             if head is None:
@@ -377,7 +378,7 @@ class SessionService:
                 seqs=seqs,
                 now=now,
                 shared=shared,
-                head=pin.head if pin is not None else None,
+                head=head,
             )
             if hot is not None:
                 return hot
@@ -395,12 +396,14 @@ class SessionService:
                 live_at=now,
                 seqs=seqs,
                 # Pinned: only the incarnation the build began with.
-                incarnation=pin.head.created_at if pin is not None and pin.head else None,
+                incarnation=head.created_at if head is not None else None,
             )
             # Rows come back only from a live session; an empty answer needs telling apart
             # (a pinned head was read from a live session).
             alive = (
-                bool(rows) or pin is not None or repo.session_exists(conn, user_id, session_id, now)
+                bool(rows)
+                or head is not None
+                or repo.session_exists(conn, user_id, session_id, now)
             )
         if not alive:
             self._deny_read(user_id, session_id)
