@@ -93,7 +93,9 @@ def test_the_window_query_is_embedded_once_for_events_and_memories(db_url: str, 
         url=db_url,
         home=home,
         embeddings={"provider": "hashing"},
-        memory={"enabled": True, "min_support_sessions": 1},
+        # Not a test of the memory deadline (tests/memory has that): on a loaded machine
+        # the first memory search can take longer than the default half second.
+        memory={"enabled": True, "min_support_sessions": 1, "retrieval_timeout_ms": 60_000},
         session_ttl=None,
     ) as engine:
         shared = engine.search_index.query_vectors
