@@ -147,30 +147,40 @@ def test_a_background_transaction_starts_after_the_window_under_way(tmp_path: Pa
         engine.close()
 
 
-@pytest.mark.parametrize("step", ["append", "turn end"])
-def test_the_agents_appends_and_turn_ends_are_foreground_calls(tmp_path: Path, step: str) -> None:
+@pytest.mark.parametrize("step", ["append", "turn begin", "turn end", "window's session row"])
+def test_the_agents_calls_are_foreground_calls_from_their_first_read(
+    tmp_path: Path, step: str
+) -> None:
+    """Every database access an agent's step makes runs inside its foreground call:
+    outside it, a background thread that holds the interpreter lock keeps it for the
+    default switch interval (5 ms) at each hand-over (the session row a window reads
+    first was once read outside it)."""
     engine = ContextEngine(home=tmp_path, jobs="manual", embeddings={"provider": "hashing"})
     seen: list[bool] = []
     try:
         session = engine.create_session(user_id="u1")
         service = engine._service
-        if step == "append":
-            original = service.preparer.prepare_batch
-
-            def probe(*args: object, **kwargs: object) -> object:
-                seen.append(foreground_busy())
-                return original(*args, **kwargs)  # type: ignore[arg-type]
-
-            service.preparer.prepare_batch = probe  # type: ignore[method-assign]
+        owner, name = {
+            "append": (service.preparer, "prepare_batch"),
+            "turn begin": (service, "begin_turn"),
+            "turn end": (service, "end_turn"),
+            "window's session row": (service, "info"),
+        }[step]
+        if step == "window's session row":
             session.add_message("user", "hello")
+        original = getattr(owner, name)
+
+        def probe(*args: object, **kwargs: object) -> object:
+            seen.append(foreground_busy())
+            return original(*args, **kwargs)
+
+        setattr(owner, name, probe)
+        if step == "append":
+            session.add_message("user", "hello")
+        elif step == "window's session row":
+            window = session.build_context(query="hello", budget=500)
+            assert window.messages
         else:
-            original_end = service.end_turn
-
-            def probe_end(*args: object, **kwargs: object) -> object:
-                seen.append(foreground_busy())
-                return original_end(*args, **kwargs)  # type: ignore[arg-type]
-
-            service.end_turn = probe_end  # type: ignore[method-assign]
             with session.turn() as turn:
                 turn.add_message("user", "hello")
         assert seen and all(seen)

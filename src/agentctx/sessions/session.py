@@ -87,6 +87,7 @@ class Session(SessionHandle):
             raise TurnError(f"turn {turn_id} has ended ({info.status}); open a new turn")
         return Turn(self, info.turn_id, info.request_id or info.turn_id, info.author)
 
+    @foreground_call  # on the agent's thread, as an append is
     def _begin_turn(self, *, request_id: str | None, author: str | None) -> Turn:
         """Record a new turn (storage only; the caller activates it in its context)."""
         if current_turn(self.user_id, self.id) is not None:
@@ -203,6 +204,9 @@ class Session(SessionHandle):
 
     # Context ----------------------------------------------------------------------------
 
+    # From the session row's read on: outside a foreground call, a background thread that
+    # holds the interpreter lock keeps it for the default switch interval at each read.
+    @foreground_call
     def build_context(
         self,
         query: str | None = None,
