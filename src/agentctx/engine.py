@@ -590,7 +590,6 @@ class ContextEngine:
             self.model_warmup.settle(timeout)
         if self.search_index.query_vectors is not None:
             self.search_index.query_vectors.settle(timeout)  # a window's query, embedding
-        self.context_builder.close(timeout)  # a digest made ahead reads the log
         self.memory.flush_audit(timeout)
         self.hitl.close(timeout)
         self.jobs.close(timeout)

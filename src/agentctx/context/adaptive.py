@@ -253,8 +253,6 @@ def _history(build: Assembly, capacity: int) -> tuple[History, Digest]:
     history = stable_history(build, rest, _step(rest, settings.low_water), keep=keep)
     if history.start is None:
         return history, Digest()
-    if history.next_start is not None:
-        build.digest_ahead = (history.next_start, room)
     return history, digest_of(build, history.start, room)
 
 

@@ -53,9 +53,6 @@ class Assembly:
     skipped: int = 0  # events of a turn read only in part, left out whole
     digest: dict[str, Any] | None = None  # the compacted past's message, when there is one
     digest_ids: list[str] = field(default_factory=list)  # the events it shows
-    # Where the history likely starts after its next slide, and the digest's room then:
-    # that digest is made ahead (context.digest_ahead).
-    digest_ahead: tuple[int, int] | None = None
 
     @property
     def config(self) -> ContextConfig:

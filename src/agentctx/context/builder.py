@@ -18,8 +18,6 @@ memory extraction prepared. The same inputs give the same bytes.
 
 from __future__ import annotations
 
-import dataclasses
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -29,8 +27,6 @@ from agentctx.context import adaptive, semantic, sequential
 from agentctx.context.assembly import Assembly, RecordingRetriever
 from agentctx.context.config import ContextConfig
 from agentctx.context.counting import LongCounts, long_counts
-from agentctx.context.digest import digest_of
-from agentctx.context.digest_ahead import DigestsAhead
 from agentctx.context.gather import Request, gather
 from agentctx.context.images import LOW_DETAIL_SIDE, RenderedImageCache
 from agentctx.context.ledger import forget_values
@@ -81,10 +77,8 @@ STRATEGIES: dict[str, Callable[[Assembly], Plan]] = {
 
 class ContextBuilder:
     """Assembles windows for one engine. Keeps only caches between calls (images
-    rendered, token counts of short texts, each session's last window's fingerprints),
-    and fills some ahead on background threads (images appended, the digest of the
-    history's next slide: :mod:`~agentctx.context.digest_ahead`); thread-safe.
-    :meth:`close` stops that work."""
+    rendered, token counts of short texts, each session's last window's fingerprints);
+    thread-safe."""
 
     def __init__(
         self,
@@ -123,25 +117,10 @@ class ContextBuilder:
         # Block lines of older events measured for a query, per tokenizer spec.
         self._known_lines: dict[str, Lru[LinesKey, KeptLines]] = {}
         self.prefixes = PrefixMemory()
-        # The next slide's digest, made ahead (see context.digest_ahead); an erasure moves
-        # the generation on, and what a guess under way made is then dropped again.
-        self._digests = DigestsAhead()
-        self._generation = 0
-        self._generation_lock = threading.Lock()
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop the work ahead (at most ``timeout`` seconds for what is under way)."""
-        self._digests.close(timeout)
 
     def forget_texts(self) -> None:
         """Drop what is kept between builds by text rather than by user (token counts,
         downscaled images, the values ledgers list): after a user's erasure."""
-        with self._generation_lock:
-            self._generation += 1
-        self._digests.forget()
-        self._forget_kept()
-
-    def _forget_kept(self) -> None:
         for known in list(self._known_counts.values()):
             known.clear()
         for long_known in list(self._known_long_counts.values()):
@@ -217,7 +196,19 @@ class ContextBuilder:
         window_budget = budget
         if config.strategy == "full" and config.full.max_tokens is not None:
             window_budget = min(budget, config.full.max_tokens)
-        pricer = self._pricer(request, window_budget)
+        pricer = Pricer(
+            self._counter_for(config.tokenizer),
+            config=config,
+            user_id=user_id,
+            session_id=session_id,
+            budget=window_budget,
+            images=self._images,
+            tool_output=self.tool_output,
+            known_counts=self._known_counts.setdefault(config.tokenizer, {}),
+            known_long_counts=_kept_for(self._known_long_counts, config.tokenizer, long_counts),
+            blocks=_kept_for(self._known_blocks, config.tokenizer, lambda: Lru(KEPT_BLOCKS)),
+            lines=_kept_for(self._known_lines, config.tokenizer, lambda: Lru(KEPT_LINES)),
+        )
         if query and self.retriever is not None and config.sections.retrieved:
             # The query's embedding runs beside what follows.
             self.retriever.prefetch(user_id, session_id, query)
@@ -250,43 +241,7 @@ class ContextBuilder:
             _digest_ids(plan, build),
             stable,
         )
-        self._digest_ahead(build, window_budget)
         return ContextWindow(messages, tokens, report)
-
-    def _pricer(self, request: Request, budget: int) -> Pricer:
-        """A build's pricer, with the caches kept between builds."""
-        tokenizer = request.config.tokenizer
-        return Pricer(
-            self._counter_for(tokenizer),
-            config=request.config,
-            user_id=request.user_id,
-            session_id=request.session_id,
-            budget=budget,
-            images=self._images,
-            tool_output=self.tool_output,
-            known_counts=self._known_counts.setdefault(tokenizer, {}),
-            known_long_counts=_kept_for(self._known_long_counts, tokenizer, long_counts),
-            blocks=_kept_for(self._known_blocks, tokenizer, lambda: Lru(KEPT_BLOCKS)),
-            lines=_kept_for(self._known_lines, tokenizer, lambda: Lru(KEPT_LINES)),
-        )
-
-    def _digest_ahead(self, build: Assembly, budget: int) -> None:
-        """Make the digest of the history's next slide, as the build guessed it, on the
-        background thread (a pricer of its own, the kept caches shared)."""
-        if build.digest_ahead is None:
-            return
-        start, room = build.digest_ahead
-        request = build.request
-        generation = self._generation
-
-        def make() -> None:
-            ahead = dataclasses.replace(build, pricer=self._pricer(request, budget))
-            digest_of(ahead, start, room)
-            with self._generation_lock:
-                if generation != self._generation:
-                    self._forget_kept()  # an erasure came meanwhile: drop what this kept
-
-        self._digests.submit((request.user_id, request.session_id), (start, room), make)
 
 
 def _kept_for(known: dict[str, T], tokenizer: str, make: Callable[[], T]) -> T:

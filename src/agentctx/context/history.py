@@ -41,9 +41,6 @@ class History:
     start: int | None = None  # the first seq the history shows
     slid: bool = False  # whether turns before it left the history
     complete: bool = True  # whether everything after the archive was read
-    # Where the history is likely to start after its next slide: the first seq of the
-    # next slide point past its start, among the turns read (None when there is none).
-    next_start: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -97,7 +94,6 @@ def _history(build: Assembly, capacity: int, step: int, needed: int, keep: int) 
         pieces[index] = build.pricer.pieces(turns[index].atoms)
     start_index = min(start_index, kept)
     shown = turns[start_index:]
-    following = [index for index in points if index > start_index]
     return History(
         turns=shown,
         pieces=[p for index in range(start_index, len(turns)) for p in pieces[index]],
@@ -105,7 +101,6 @@ def _history(build: Assembly, capacity: int, step: int, needed: int, keep: int) 
         start=shown[0].first_seq,
         slid=start_index > 0 or not recent.complete,
         complete=recent.complete,
-        next_start=turns[min(following)].first_seq if following else None,
     )
 
 
