@@ -130,6 +130,7 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
         assert subjects[ours]["turn_end"]["count"] == 3
         assert subjects[ours]["facts"]["embedder"].startswith("hashing")
         assert subjects[ours]["facts"]["jobs"] == "background"
+        assert subjects[ours]["facts"]["model precision"] == "-"  # no local model
         assert sum(subjects[ours]["dense"].values()) == calls
         judged = [t for t in report["targets"] if t["subject"] == ours]
         assert len(judged) == 4 and all(t["figure"] is not None for t in judged)

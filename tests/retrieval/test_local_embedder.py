@@ -367,6 +367,7 @@ def test_auto_precision_runs_in_bfloat16_only_where_the_cpu_computes_it_natively
     assert (share is not None) == native  # timed on every CPU that computes it natively
     faster = share is not None and share <= local_bert.BF16_TIME_SHARE
     assert model.precision == ("bfloat16" if faster else "float32")
+    assert embedder.precision == model.precision  # what the embedder reports
     exact = BertEncoder.of(embedder.model_path, precision="float32")
     assert exact is not None and exact.precision == "float32"
     ours, theirs = embedder.embed(TEXTS), exact.embed(TEXTS)
@@ -448,3 +449,4 @@ def test_the_precision_setting_reaches_the_model(tmp_path: Path, models_dir: Pat
         embedder.embed(["hello"])
         model = embedder._model()
         assert isinstance(model, BertEncoder) and model.precision == "float32"
+        assert embedder.precision == "float32"

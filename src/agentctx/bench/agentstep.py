@@ -290,6 +290,7 @@ def run_agentctx(
         embedder = engine.search_index.embedder
         run.facts = {
             "embedder": str(getattr(embedder, "name", "none")),
+            "model precision": str(getattr(embedder, "precision", None) or "-"),  # a local model
             "tokenizer": engine.token_counter().name,
             "jobs": engine.settings.jobs,
             "redaction": str(engine.settings.redaction.enabled),

@@ -353,6 +353,14 @@ class LocalEmbedder:
         return loaded_model(self._key, self._precision) is not None
 
     @property
+    def precision(self) -> str | None:
+        """What the loaded model computes in (``float32`` or ``bfloat16``: with
+        ``precision="auto"`` it depends on the CPU, see :mod:`agentctx.llm.local_bert`);
+        None while it is not loaded."""
+        loaded = loaded_model(self._key, self._precision)
+        return None if loaded is None else str(getattr(loaded, "precision", "float32"))
+
+    @property
     def dimensions(self) -> int:
         """The vector size (a model folder of your own is loaded to learn it)."""
         if self._dimensions is None:
