@@ -22,6 +22,7 @@ from agentctx.context.config import ContextConfig
 from agentctx.context.sources import SummarySource
 from agentctx.context.window import ContextWindow
 from agentctx.data_control import DataControl
+from agentctx.embedding_wiring import embed_off_the_call_path
 from agentctx.errors import InvalidInput
 from agentctx.events import ImagePart
 from agentctx.gc_freeze import freeze_at_start_up
@@ -194,7 +195,7 @@ class ContextEngine:
         """Retrieval: lexical always; dense with the configured embedder (returned).
         Unless jobs run inline, its model loads in the background from the start (no
         window waits for it) and new events are embedded off the call path: see
-        :meth:`_embed_off_the_call_path`."""
+        :mod:`agentctx.embedding_wiring`."""
         s = self.settings
         if embedder is None:
             embedder = embedder_from_config(s.embeddings, models_dir=s.home / "models")
@@ -204,8 +205,9 @@ class ContextEngine:
         self.search_index = SearchIndex(
             self.db, embedder, config=s.retrieval, warmup=self.model_warmup
         )
-        self.embedding: EmbeddingWorker | None = None
-        self._embed_off_the_call_path()
+        self.embedding: EmbeddingWorker | None = embed_off_the_call_path(
+            s, self.search_index, self._service, self.model_warmup, self.on_turn_end
+        )
         return embedder
 
     def _wire_compaction(self, fast_llm: LLM | None) -> SummarySource | None:
@@ -306,31 +308,6 @@ class ContextEngine:
         self._data = DataControl(
             self.settings, self._service, held=held, jobs=self.jobs, memory=self.memory
         )
-
-    def _embed_off_the_call_path(self) -> None:
-        """Who embeds new events. ``background``: a worker thread, asked after every
-        write and by the turn-end job (durable), so a window only ranks by the vectors
-        already there (with ``retrieval.query_embedding: background`` a new query's
-        vector too is computed by the worker, for the next window); ``manual``: the
-        turn-end job, when the caller runs pending jobs;
-        ``inline``: the searches themselves (at most ``retrieval.inline_embed_limit``
-        events each), for tests and scripts."""
-        s, index = self.settings, self.search_index
-        if s.jobs == "inline" or index.embedder is None:
-            return
-        if s.jobs == "background":
-            assert self.model_warmup is not None
-            assert index.query_vectors is not None
-            self.embedding = EmbeddingWorker(
-                index.embed_step,
-                self.model_warmup,
-                queue_size=s.retrieval.embed_queue_size,
-                batch=s.retrieval.embed_batch,
-                embed_query=index.query_vectors.vector,
-            )
-            self._service.after_write = index.request_embedding
-        index.embed_in_background(s.jobs, self.embedding)
-        self.on_turn_end("search_index", index.on_turn_end)
 
     # Sessions ---------------------------------------------------------------------------
 
