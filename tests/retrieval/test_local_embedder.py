@@ -357,16 +357,14 @@ def test_a_model_of_other_modules_keeps_its_own_encode(
 def test_auto_precision_runs_in_bfloat16_only_where_the_cpu_computes_it_natively(
     embedder: LocalEmbedder,
 ) -> None:
-    """``precision="auto"`` (the default) runs in bfloat16 on a CPU that multiplies it
-    natively where it is also the faster one, and its vectors are unit vectors that agree
-    with float32's; elsewhere it runs in float32."""
+    """``precision="auto"`` (the default) runs in bfloat16 on a CPU with AMX, and its
+    vectors are unit vectors that agree with float32's; elsewhere (AVX512-BF16 alone
+    included) it runs in float32."""
     model = embedder._model()
     assert isinstance(model, BertEncoder)
     native = local_bert._native_bfloat16(torch)
-    share = model.bfloat16_time_share
-    assert (share is not None) == native  # timed on every CPU that computes it natively
-    faster = share is not None and share <= local_bert.BF16_TIME_SHARE
-    assert model.precision == ("bfloat16" if faster else "float32")
+    assert native == bool(torch.cpu._is_amx_tile_supported())
+    assert model.precision == ("bfloat16" if native else "float32")
     assert embedder.precision == model.precision  # what the embedder reports
     exact = BertEncoder.of(embedder.model_path, precision="float32")
     assert exact is not None and exact.precision == "float32"
@@ -380,11 +378,9 @@ def test_bfloat16_is_used_only_when_its_vectors_agree_with_float32s(
 ) -> None:
     """The bfloat16 forward is checked against float32's on a check batch first (here
     on any CPU: the check is told bfloat16 is native), and a forward that disagrees
-    more than :data:`BF16_AGREEMENT` allows is not used; a CPU without it keeps float32.
-    (The timing is told bfloat16 is the faster one: see the next test.)"""
+    more than :data:`BF16_AGREEMENT` allows is not used; a CPU without it keeps float32."""
     folder = embedder.model_path
     monkeypatch.setattr(local_bert, "_native_bfloat16", lambda _torch: True)
-    monkeypatch.setattr(local_bert, "_best_seconds", lambda *_args: (1.0, 0.5))
     agreeing = BertEncoder.of(folder)
     assert agreeing is not None and agreeing.precision == "bfloat16"
     assert isinstance(agreeing._forward, torch.jit.ScriptModule)
@@ -394,45 +390,6 @@ def test_bfloat16_is_used_only_when_its_vectors_agree_with_float32s(
     monkeypatch.setattr(local_bert, "_native_bfloat16", lambda _torch: False)
     without = BertEncoder.of(folder)
     assert without is not None and without.precision == "float32"
-
-
-def test_bfloat16_is_used_only_where_it_is_timed_faster_than_float32(
-    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Both forwards are timed at load on the machine itself, and an agreeing bfloat16
-    forward that is not clearly faster (at most :data:`BF16_TIME_SHARE` of float32's
-    time) is not used: on a CPU with AVX512-BF16 but no AMX it is the slower one."""
-    folder = embedder.model_path
-    monkeypatch.setattr(local_bert, "_native_bfloat16", lambda _torch: True)
-    timed: list[tuple[object, object, int]] = []
-    real = local_bert._best_seconds
-
-    def timing(first: object, second: object, batches: list[object]) -> tuple[float, float]:
-        timed.append((first, second, len(batches)))
-        exact, reduced = real(first, second, batches)  # the real forwards run
-        assert exact > 0 and reduced > 0
-        return 1.0, share
-
-    monkeypatch.setattr(local_bert, "_best_seconds", timing)
-
-    share = 0.95  # about as fast: float32's exact vectors are worth more
-    slower = BertEncoder.of(folder)
-    assert slower is not None and slower.precision == "float32"
-    assert slower.bfloat16_time_share == pytest.approx(0.95)
-    (first, second, batches) = timed[-1]
-    assert first is slower._forward and second is not first and batches == 2
-    exact = BertEncoder.of(folder, precision="float32")
-    assert exact is not None and slower.embed(TEXTS) == exact.embed(TEXTS)
-
-    share = local_bert.BF16_TIME_SHARE
-    faster = BertEncoder.of(folder)
-    assert faster is not None and faster.precision == "bfloat16"
-    assert faster.embed(TEXTS) != exact.embed(TEXTS)
-
-    monkeypatch.setattr(local_bert, "_native_bfloat16", lambda _torch: False)
-    count = len(timed)
-    assert BertEncoder.of(folder) is not None
-    assert len(timed) == count  # nothing timed where bfloat16 is not native
 
 
 def test_the_precision_setting_reaches_the_model(tmp_path: Path, models_dir: Path) -> None:

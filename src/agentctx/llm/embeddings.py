@@ -109,12 +109,11 @@ class EmbeddingConfig(BaseModel):
     precision: Literal["auto", "float32"] = Field(
         default="auto",
         description="local: what the packaged model (or any plain BERT sentence model) "
-        "computes in. auto: bfloat16 on a CPU that computes it natively (AVX512-BF16 or "
-        "AMX) once its vectors agree with float32's (cosine 0.999 at least on a check "
-        "batch) and it is timed faster at load (at most 0.9 of float32's time), else "
-        "float32; on a 2-core Xeon with AMX a query took 8.6 ms instead of 11.7 and "
-        "documents a third of the time, on one with AVX512-BF16 alone bfloat16 was 1.3x "
-        "slower. float32: always float32 (vectors identical to sentence-transformers').",
+        "computes in. auto: bfloat16 on a CPU with AMX once its vectors agree with "
+        "float32's (cosine 0.999 at least on a check batch), else float32; on a 2-core "
+        "Xeon with AMX a query took 8.6 ms instead of 11.7 and documents a third of the "
+        "time, on one with AVX512-BF16 and no AMX bfloat16 was 1.3x slower. float32: "
+        "always float32 (vectors identical to sentence-transformers').",
     )
     freeze_gc: bool = Field(
         default=True,

@@ -16,17 +16,17 @@ The forward runs as a TorchScript trace made once at load (the interpreter lock 
 for the whole forward, where the eager one takes it back between operations); a trace
 that does not reproduce the eager forward on a padded batch is not used.
 
-Precision (``precision="auto"``, the default): on a CPU that multiplies bfloat16
-natively (AVX512-BF16 or AMX), the forward runs in bfloat16 once it agrees with the
-float32 one on a check batch (every vector's cosine to its float32 twin at least
-:data:`BF16_AGREEMENT`) and is faster there: both forwards are timed at load, and
-bfloat16 must take at most :data:`BF16_TIME_SHARE` of float32's time. On a 2-core Xeon
-with AMX a query took 8.6 ms instead of 11.7 and the ten development chats embedded in
-23 s instead of 67; the vectors' cosine to float32's was 0.9997 at least, and the ten
-nearest turns of each of the chats' 728 questions were 99.0% the same (the nearest
-99.2%). On a 2-core Xeon with AVX512-BF16 but no AMX, bfloat16 was the slower one: a
-query 21.6-24.1 ms against 16.0-17.9, a 2 KB document 96-100 ms against 71-80.
-Elsewhere, or with ``precision="float32"``, it runs in float32.
+Precision (``precision="auto"``, the default): on a CPU with AMX, whose tiles multiply
+bfloat16, the forward runs in bfloat16 once it agrees with the float32 one on a check
+batch (every vector's cosine to its float32 twin at least :data:`BF16_AGREEMENT`). On a
+2-core Xeon with AMX a query took 8.6 ms instead of 11.7 and the ten development chats
+embedded in 23 s instead of 67; the vectors' cosine to float32's was 0.9997 at least,
+and the ten nearest turns of each of the chats' 728 questions were 99.0% the same (the
+nearest 99.2%). AVX512-BF16 alone is not enough: on a 2-core Xeon with it and no AMX,
+bfloat16 was the slower one (a query 21.6-24.1 ms against 16.0-17.9, a 2 KB document
+96-100 ms against 71-80). Timing both at load was tried and is not done: under load
+the timing chose wrongly, and a model loaded again could compute in the other
+precision. Elsewhere, or with ``precision="float32"``, it runs in float32.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,15 +46,6 @@ Precision = Literal["auto", "float32"]
 BF16_AGREEMENT = 0.999
 """The least cosine a bfloat16 vector of the check batch may have to its float32 twin
 for the model to run in bfloat16."""
-
-BF16_TIME_SHARE = 0.9
-"""The largest share of the float32 forward's time the bfloat16 forward may take, timed
-at load, for the model to run in bfloat16: where both are about as fast, float32's
-exact vectors are worth more."""
-
-SPEED_ROUNDS = 3
-"""How many times each forward is timed at load (the best time counts: a round that
-another thread interrupted only looks slower)."""
 
 SENTENCE_MODULES = ("Transformer", "Pooling", "Normalize")
 """The modules, in order, of a sentence model that only averages and normalizes."""
@@ -214,9 +204,6 @@ class BertEncoder:
         self._batch_size = batch_size
         self._torch = importlib.import_module("torch")
         self.precision = "float32"  # what the forward computes in
-        # bfloat16's time over float32's, as timed at load; None when not timed (not a
-        # CPU that computes bfloat16 natively, float32 asked for, or vectors that differ).
-        self.bfloat16_time_share: float | None = None
 
     @classmethod
     def of(
@@ -267,21 +254,11 @@ class BertEncoder:
         except Exception:  # an unusual torch: float32 serves
             log.warning("could not run the embedding model in bfloat16", exc_info=True)
             return
-        if agreement < BF16_AGREEMENT:
+        if agreement >= BF16_AGREEMENT:
+            self._forward = traced
+            self.precision = "bfloat16"
+        else:
             log.info("bfloat16 vectors differ (cosine %.5f): the model runs in float32", agreement)
-            return
-        with torch.no_grad():
-            batches = [self._inputs([text]) for text in _TIMING_TEXTS]
-            exact, reduced = _best_seconds(self._forward, traced, batches)
-        self.bfloat16_time_share = reduced / exact if exact > 0 else 1.0
-        if self.bfloat16_time_share > BF16_TIME_SHARE:
-            log.info(
-                "bfloat16 takes %.2f of float32's time on this CPU: the model runs in float32",
-                self.bfloat16_time_share,
-            )
-            return
-        self._forward = traced
-        self.precision = "bfloat16"
 
     def _traced(self, eager: Any) -> Any:
         """The trace of ``eager``, made on a padded batch and checked against it on
@@ -334,41 +311,15 @@ _AGREEMENT_TEXTS = [
 ]
 """The check batch: a question, code, names and numbers, and a single word (padded)."""
 
-_TIMING_TEXTS = [
-    _AGREEMENT_TEXTS[0],
-    " ".join(_AGREEMENT_TEXTS[:3] * 2),  # about 120 tokens: a chunk of a tool's output
-]
-"""What both forwards are timed on, one batch each: a query and a document's chunk."""
-
-
-def _best_seconds(
-    first: Any, second: Any, batches: Sequence[tuple[Any, Any]]
-) -> tuple[float, float]:
-    """The best of :data:`SPEED_ROUNDS` times each of two forwards takes to run all of
-    ``batches``, timed in turns so that a slow moment of the machine falls on both."""
-    best = [float("inf"), float("inf")]
-    for forward in (first, second):
-        forward(*batches[0])  # the first run of a trace optimizes it
-    for _ in range(SPEED_ROUNDS):
-        for i, forward in enumerate((first, second)):
-            started = time.perf_counter()
-            for batch in batches:
-                forward(*batch)
-            best[i] = min(best[i], time.perf_counter() - started)
-    return best[0], best[1]
-
 
 def _native_bfloat16(torch: Any) -> bool:
-    """Whether the CPU multiplies bfloat16 natively (PyTorch's own checks; False when
-    this PyTorch has none of them)."""
-    checks = [getattr(torch.cpu, name, None) for name in _BF16_CHECKS]
+    """Whether the CPU multiplies bfloat16 fast: it has AMX tiles (PyTorch's own check;
+    False when this PyTorch has none). AVX512-BF16 alone was slower than float32."""
+    check = getattr(torch.cpu, "_is_amx_tile_supported", None)
     try:
-        return any(bool(check()) for check in checks if callable(check))
+        return bool(check()) if callable(check) else False
     except Exception:  # a check that cannot answer: no
         return False
-
-
-_BF16_CHECKS = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
 
 
 def _float_output(inner: Any) -> Any:
@@ -391,7 +342,6 @@ def _float_output(inner: Any) -> Any:
 
 __all__ = [
     "BF16_AGREEMENT",
-    "BF16_TIME_SHARE",
     "SENTENCE_MODULES",
     "BertEncoder",
     "Precision",
