@@ -18,6 +18,8 @@ import pytest
 
 from agentctx import ContextEngine
 from agentctx.config import load_settings
+from agentctx.embedding_wiring import newest_user_text
+from agentctx.events import EventDraft, EventType, JsonPart, Role, TextPart
 from agentctx.jobs import Job
 from agentctx.llm.hashing import HashingEmbedder
 
@@ -395,3 +397,129 @@ def test_a_backlog_is_worked_through_without_settling_between_steps() -> None:
         assert steps[-1] - steps[0] < 0.45  # the backlog did not settle again
     finally:
         worker.close()
+
+
+class QueryRecording(HashingEmbedder):
+    """Feature hashing that records each text it embeds and the thread that asked."""
+
+    def __init__(self) -> None:
+        super().__init__(dimensions=64)
+        self.calls: list[tuple[str, str]] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.extend((text, threading.current_thread().name) for text in texts)
+        return super().embed(texts)
+
+    def queried(self) -> list[str]:
+        """The texts embedded as queries (on the agent's helper thread)."""
+        return [text for text, thread in self.calls if thread == "agentctx-query"]
+
+
+def test_the_users_new_text_is_embedded_as_the_next_query_during_its_append(
+    db_url: str, home: Path
+) -> None:
+    """An append that brings the user's text starts embedding it as a query: held before
+    any window asks, and the window that asks it (as the integrations do, the text parts
+    joined by newlines) embeds nothing more. What the agent and its tools write is not
+    embedded as a query."""
+    embedder = QueryRecording()
+    with ContextEngine(url=db_url, home=home, embedder=embedder, jobs="background") as engine:
+        assert engine.model_warmup is not None and engine.model_warmup.wait(GATE_TIMEOUT)
+        vectors = engine.search_index.query_vectors
+        assert vectors is not None
+        session = engine.create_session("u1")
+        _chat(session, 2)
+        vectors.settle(GATE_TIMEOUT)
+        asked_so_far = embedder.queried()
+        assert asked_so_far == [
+            f"question {i} about the invoice numbered {1000 + i}" for i in (0, 1)
+        ]
+        question = "Which invoice did I pay last?\nAnd on which day?"
+        with session.turn():
+            session.append(
+                EventDraft(
+                    type=EventType.USER_INPUT,  # the user's role without saying it
+                    parts=(
+                        TextPart(text="Which invoice did I pay last?"),
+                        JsonPart(data={"attached": "statement.pdf"}),
+                        TextPart(text="And on which day?"),
+                    ),
+                )
+            )
+            vectors.settle(GATE_TIMEOUT)
+            assert vectors.cached(question)[0]  # before any window asked for it
+            session.add_tool_call("find_invoices", {"paid": True}, call_id="c1")
+            session.add_tool_result("c1", content='{"invoice": 1001, "paid_on": "2026-03-02"}')
+            window = session.build_context(query=question, budget=2000)
+            session.add_message("assistant", "Invoice 1001, paid on 2 March.")
+        vectors.settle(GATE_TIMEOUT)
+        assert window.report.dense_ranking == "used"
+        assert embedder.queried() == [*asked_so_far, question]  # once, and nothing else
+        assert [text for text, _ in embedder.calls].count(question) == 1
+
+
+def test_a_failed_head_start_does_not_fail_the_append(db_url: str, home: Path) -> None:
+    """Starting the query embedding is an optimisation: when it fails, the user's text
+    is stored all the same and the window embeds its query itself."""
+    embedder = QueryRecording()
+    with ContextEngine(url=db_url, home=home, embedder=embedder, jobs="background") as engine:
+        assert engine.model_warmup is not None and engine.model_warmup.wait(GATE_TIMEOUT)
+
+        real = engine.search_index.prefetch
+        asked: list[str] = []
+
+        def broken_once(user_id: str, session_id: str, query: str) -> None:
+            asked.append(query)
+            if len(asked) == 1:  # the append's head start; the window's own works
+                raise RuntimeError("the index is unavailable")
+            real(user_id, session_id, query)
+
+        engine.search_index.prefetch = broken_once  # type: ignore[method-assign]
+        session = engine.create_session("u1")
+        stored = session.add_message("user", "question about the invoice numbered 1000")
+        assert asked == [stored.text]
+        assert [e.event_id for e in session.events()] == [stored.event_id]
+        window = session.build_context(query=stored.text, budget=2000)
+        assert window.report.dense_ranking == "used"
+        assert embedder.queried() == [stored.text]  # by the window's own head start
+
+
+@pytest.mark.parametrize(
+    ("drafts", "expected"),
+    [
+        ([EventDraft(type=EventType.USER_INPUT, parts=(TextPart(text="hello"),))], "hello"),
+        (
+            [
+                EventDraft(type=EventType.USER_INPUT, parts=(TextPart(text="first"),)),
+                EventDraft(type=EventType.AGENT_RESPONSE, parts=(TextPart(text="reply"),)),
+                EventDraft(
+                    type=EventType.USER_INPUT,
+                    role=Role.USER,
+                    parts=(TextPart(text="newest"), TextPart(text="line two")),
+                ),
+                EventDraft(type=EventType.TOOL_RESULT, parts=(TextPart(text="output"),)),
+            ],
+            "newest\nline two",
+        ),
+        (
+            [
+                EventDraft(type=EventType.USER_INPUT, parts=(TextPart(text="asked"),)),
+                EventDraft(type=EventType.USER_INPUT, parts=(TextPart(text="  "),)),
+                EventDraft(type=EventType.USER_INPUT, parts=(JsonPart(data={"a": 1}),)),
+            ],
+            "asked",
+        ),
+        ([EventDraft(type=EventType.AGENT_RESPONSE, parts=(TextPart(text="x"),))], None),
+        (
+            [
+                EventDraft(
+                    type=EventType.USER_INPUT, role=Role.ASSISTANT, parts=(TextPart(text="y"),)
+                )
+            ],
+            None,
+        ),
+        ([], None),
+    ],
+)
+def test_the_newest_user_text_of_an_append(drafts: list[EventDraft], expected: str | None) -> None:
+    assert newest_user_text(drafts) == expected

@@ -4,7 +4,10 @@ for the embedding model (issue: nothing slow on the call path).
 - ``background``: a worker thread, asked after every write and by the turn-end job
   (durable), so a window only ranks by the vectors already there (with
   ``retrieval.query_embedding: background`` a new query's vector too is computed by the
-  worker, for the next window);
+  worker, for the next window). An append that brings the user's text starts that
+  text's query embedding at once (:func:`prefetch_user_text`): the next window's query
+  is usually the user's newest text (the framework integrations ask it), and its
+  embedding then runs beside the append instead of inside the window;
 - ``manual``: the turn-end job, when the caller runs pending jobs;
 - ``inline``: the searches themselves (at most ``retrieval.inline_embed_limit`` events
   each), for tests and scripts.
@@ -12,14 +15,18 @@ for the embedding model (issue: nothing slow on the call path).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 
 from agentctx.config import Settings
+from agentctx.events import DEFAULT_ROLES, EventDraft, Role, TextPart
 from agentctx.jobs import Job
 from agentctx.llm.warmup import ModelWarmup
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
 from agentctx.retrieval.index import SearchIndex
 from agentctx.sessions.service import SessionService
+
+log = logging.getLogger(__name__)
 
 
 def embed_off_the_call_path(
@@ -45,6 +52,38 @@ def embed_off_the_call_path(
             embed_query=index.query_vectors.vector,
         )
         service.after_write = index.request_embedding
+        service.before_write = lambda user_id, session_id, drafts: prefetch_user_text(
+            index, user_id, session_id, drafts
+        )
     index.embed_in_background(settings.jobs, worker)
     on_turn_end("search_index", index.on_turn_end)
     return worker
+
+
+def prefetch_user_text(
+    index: SearchIndex, user_id: str, session_id: str, drafts: Sequence[EventDraft]
+) -> None:
+    """Start embedding the newest user text among ``drafts`` as a query of the session
+    (``SearchIndex.prefetch``: on the agent's helper thread, once the model is ready,
+    unless the vector is held already). Never raises: a failure only loses the head
+    start, and the window embeds the query itself."""
+    text = newest_user_text(drafts)
+    if text is None:
+        return
+    try:
+        index.prefetch(user_id, session_id, text)
+    except Exception:  # an optimisation: the append goes on whatever happened here
+        log.debug("could not start a query embedding ahead of the window", exc_info=True)
+
+
+def newest_user_text(drafts: Sequence[EventDraft]) -> str | None:
+    """The text parts, joined by newlines, of the newest draft the user wrote that has
+    text (as the framework integrations take a window's query), or None."""
+    for draft in reversed(drafts):
+        role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
+        if role != Role.USER:
+            continue
+        text = "\n".join(part.text for part in draft.parts if isinstance(part, TextPart))
+        if text.strip():
+            return text
+    return None

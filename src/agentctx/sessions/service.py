@@ -92,6 +92,10 @@ class SessionService:
         # Told (user_id, session_id) after every append commits: the engine hands the
         # session's new events to its background embedding worker. Must not block.
         self.after_write: Callable[[str, str], None] | None = None
+        # Told (user_id, session_id, drafts) as an append begins, before anything is
+        # prepared: the engine starts embedding the user's new text, the query the next
+        # window usually asks. Must not block.
+        self.before_write: Callable[[str, str, Sequence[EventDraft]], None] | None = None
 
     # Sessions ---------------------------------------------------------------------------
 
@@ -309,6 +313,8 @@ class SessionService:
         check_optional_count(expected_last_seq, "expected_last_seq", maximum=MAX_INT64)
         if request_id is None and turn_id is None and not legacy:
             request_id = new_id()  # a one-event turn is a request of its own
+        if self.before_write is not None:
+            self.before_write(user_id, session_id, drafts)
         images = SessionImages(lambda: self._latest_image(user_id, session_id))
         prepared = self.preparer.prepare_batch(
             user_id, session_id, drafts, request_id, redactor, images=images
