@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
-from agentctx.retrieval import document_terms, query_terms, stem, stored_event_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentctx.retrieval import document_terms, query_terms, stem, stored_event_text, terms
 
 
 def test_english_words_are_casefolded_stemmed_and_stopwords_dropped() -> None:
@@ -89,3 +92,24 @@ def test_event_text_takes_text_json_values_previews_and_tool_name() -> None:
         {"tool_name": "search_flights"},
     )
     assert text.split("\n") == ["search_flights", "hello", "Paris", "3", "deep", "first lines"]
+
+
+_LATIN_TEXT = st.lists(
+    st.sampled_from(
+        [*"abcXYZ019 _-.,:/\n\tçéßİıÀǅＦｕ２ﬁΩёЖ", "flights", "booked", "the", "__init__"]
+    ),
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_LATIN_TEXT, limit=st.integers(min_value=1, max_value=60))
+def test_text_without_cjk_has_the_terms_of_the_general_scan(text: str, limit: int) -> None:
+    """A text without CJK characters is read by a faster scan of its words; one CJK
+    character after it sends the same words through the general scan, which must give
+    the same terms (and the character itself), cut at the same limit."""
+    general = terms._analyze(text + " 北", limit + 1)
+    fast = terms._analyze(text, limit)
+    assert fast == [term for term in general if term != "北"][:limit]
+    if len(fast) < limit:  # every term of the text: the character comes next
+        assert general == [*fast, "北"]

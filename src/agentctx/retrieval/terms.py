@@ -40,6 +40,11 @@ _CJK = (
 TOKEN_PATTERN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 """A run of CJK characters (group 1) or of other letters and digits (group 2)."""
 
+_HAS_CJK = re.compile(f"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+")
+"""A run of letters and digits: :data:`TOKEN_PATTERN`'s words in a text without CJK
+characters (one plain class scans about twice as fast as the alternation)."""
+
 _STOPWORD_LIST = """
     a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for
@@ -144,7 +149,10 @@ def stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=65536)
 def _word_term(token: str) -> str | None:
+    """The term of a word (None for a stopword); remembered, since the words of tool
+    output repeat (keys, paths, names)."""
     if not token.isascii():
         token = _strip_accents(token)
     if token in STOPWORDS:
@@ -158,6 +166,8 @@ _TOKENS_BETWEEN_YIELDS = 1024
 
 def _analyze(text: str, limit: int) -> list[str]:
     normalized = unicodedata.normalize("NFKC", text).casefold()
+    if _HAS_CJK.search(normalized) is None:
+        return _word_terms(_WORD.findall(normalized), limit)
     terms: list[str] = []
     for found, match in enumerate(TOKEN_PATTERN.finditer(normalized)):
         if not found % _TOKENS_BETWEEN_YIELDS:
@@ -171,6 +181,18 @@ def _analyze(text: str, limit: int) -> list[str]:
             terms.append(cjk)
         else:
             terms.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+        if len(terms) >= limit:
+            return terms[:limit]
+    return terms
+
+
+def _word_terms(words: list[str], limit: int) -> list[str]:
+    """The terms of ``words`` (no CJK among them), the first ``limit``."""
+    terms: list[str] = []
+    for start in range(0, len(words), _TOKENS_BETWEEN_YIELDS):
+        yield_to_foreground()  # a tool output's words, indexed in the background
+        chunk = words[start : start + _TOKENS_BETWEEN_YIELDS]
+        terms.extend(term for term in map(_word_term, chunk) if term)
         if len(terms) >= limit:
             return terms[:limit]
     return terms
