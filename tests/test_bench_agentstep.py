@@ -11,16 +11,24 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from agentctx.bench.agentstep import result_of
 from agentctx.bench.agentstep_data import (
     MAX_OUTPUT,
     MIN_OUTPUT,
     generate_agent_session,
     session_fingerprint,
 )
-from agentctx.bench.agentstep_peers import SCREENSHOT_TOKENS, Piece, trim_newest
+from agentctx.bench.agentstep_peers import (
+    SCREENSHOT_TOKENS,
+    CallSample,
+    Piece,
+    SubjectRun,
+    trim_newest,
+)
 from agentctx.cli.main import app
 from agentctx.tokens import TiktokenCounter
 
@@ -121,6 +129,9 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
         assert subject["window"]["count"] + len(subject["loading_calls_ms"]) == calls
         assert 0 < subject["window"]["p50_ms"] <= subject["step"]["p50_ms"] * 1.0001
         assert subject["first_call_ms"] > 0 and subject["start_ms"] > 0
+        kinds = subject["window_by_kind"]
+        assert kinds["after the user's message"]["count"] <= 3  # one per turn, if counted
+        assert sum(k["count"] for k in kinds.values()) == subject["window"]["count"]
         assert subject["tokens_max"] > 0
     for peer in ("openai-agents", "google-adk"):
         assert subjects[peer]["over_budget"] == 0
@@ -139,4 +150,23 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
             "google-adk",
         }
     assert "Targets" in result.output
+    assert "The window by what it follows" in result.output
     assert not list(tmp_path.glob("agentctx-agentstep-*")), "the databases are removed"
+
+
+def test_windows_are_split_by_what_they_follow() -> None:
+    """A turn's first call follows the user's message; a call during the model's load is
+    left out of both kinds, as of the window's figures."""
+    samples = [
+        CallSample(turn=0, window_s=0.010, step_s=0.011, tokens=1, loading=True),
+        CallSample(turn=0, window_s=0.002, step_s=0.003, tokens=1),
+        CallSample(turn=1, window_s=0.030, step_s=0.031, tokens=1),
+        CallSample(turn=1, window_s=0.004, step_s=0.005, tokens=1),
+        CallSample(turn=1, window_s=0.006, step_s=0.007, tokens=1),
+        CallSample(turn=2, window_s=0.050, step_s=0.051, tokens=1),
+    ]
+    run = SubjectRun(calls=samples)
+    kinds = result_of("agentctx-default", run, budget=100).window_by_kind
+    first, later = kinds["after the user's message"], kinds["after a tool result"]
+    assert (first.count, later.count) == (2, 3)
+    assert first.max_ms == pytest.approx(50.0) and later.max_ms == pytest.approx(6.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from agentctx.bench.agentstep import PEERS, AgentStepReport, SubjectResult
+from agentctx.bench.agentstep import PEERS, WINDOW_KINDS, AgentStepReport, SubjectResult
 from agentctx.bench.report import TableSpec, print_tables, tables_markdown
 from agentctx.bench.stats import Latency
 
@@ -86,6 +86,22 @@ def agentstep_tables(report: AgentStepReport) -> list[TableSpec]:
                 "; ".join(f"{answer}: {count}" for answer, count in result.dense.items()),
             ]
         )
+    kinds = TableSpec(
+        "The window by what it follows (p50 / p95 / max ms)",
+        ["subject", *WINDOW_KINDS],
+        [
+            [
+                r.label,
+                *(
+                    _latency(r.window_by_kind[k]) if k in r.window_by_kind else "-"
+                    for k in WINDOW_KINDS
+                ),
+            ]
+            for r in report.subjects
+            if r.measured and r.window_by_kind
+        ],
+        notes=["a turn's first window follows the user's message, and its query is new"],
+    )
     timings = TableSpec(
         "agentctx: the window's own timings (p50 / p95 / max ms)",
         ["subject", "timing", "p50 / p95 / max"],
@@ -110,7 +126,7 @@ def agentstep_tables(report: AgentStepReport) -> list[TableSpec]:
                 verdict,
             ]
         )
-    return [spec for spec in (main, engine, timings, ratios, targets) if spec.rows]
+    return [spec for spec in (main, kinds, engine, timings, ratios, targets) if spec.rows]
 
 
 def print_agentstep_report(report: AgentStepReport, console: Console) -> None:
