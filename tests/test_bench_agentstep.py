@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from agentctx.bench.agentstep import result_of
+from agentctx.bench.agentstep import WINDOW_KINDS, result_of
 from agentctx.bench.agentstep_data import (
     MAX_OUTPUT,
     MIN_OUTPUT,
@@ -132,6 +132,10 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
         kinds = subject["window_by_kind"]
         assert kinds["after the user's message"]["count"] <= 3  # one per turn, if counted
         assert sum(k["count"] for k in kinds.values()) == subject["window"]["count"]
+        steps = subject["step_by_kind"]
+        assert {k: v["count"] for k, v in steps.items()} == {
+            k: v["count"] for k, v in kinds.items()
+        }
         assert subject["tokens_max"] > 0
     for peer in ("openai-agents", "google-adk"):
         assert subjects[peer]["over_budget"] == 0
@@ -150,7 +154,7 @@ def test_every_subject_measured_and_peers_within_budget(tmp_path: Path) -> None:
             "google-adk",
         }
     assert "Targets" in result.output
-    assert "The window by what it follows" in result.output
+    assert "by what they follow" in result.output
     assert not list(tmp_path.glob("agentctx-agentstep-*")), "the databases are removed"
 
 
@@ -166,7 +170,9 @@ def test_windows_are_split_by_what_they_follow() -> None:
         CallSample(turn=2, window_s=0.050, step_s=0.051, tokens=1),
     ]
     run = SubjectRun(calls=samples)
-    kinds = result_of("agentctx-default", run, budget=100).window_by_kind
-    first, later = kinds["after the user's message"], kinds["after a tool result"]
+    result = result_of("agentctx-default", run, budget=100)
+    first, later = (result.window_by_kind[k] for k in WINDOW_KINDS)
     assert (first.count, later.count) == (2, 3)
     assert first.max_ms == pytest.approx(50.0) and later.max_ms == pytest.approx(6.0)
+    first_step, later_step = (result.step_by_kind[k] for k in WINDOW_KINDS)
+    assert first_step.max_ms == pytest.approx(51.0) and later_step.max_ms == pytest.approx(7.0)

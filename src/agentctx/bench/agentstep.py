@@ -126,6 +126,7 @@ class SubjectResult(BaseModel):
     # The same windows by what came just before: the user's message (a turn's first
     # call, whose query is new) or a tool result (WINDOW_KINDS).
     window_by_kind: dict[str, Latency] = Field(default_factory=dict)
+    step_by_kind: dict[str, Latency] = Field(default_factory=dict)  # the whole steps
     step: Latency | None = None
     append: Latency | None = None
     turn_end: Latency | None = None
@@ -316,14 +317,16 @@ WINDOW_KINDS = ("after the user's message", "after a tool result")
 """What a window follows: a turn's first call, or a call after the agent's tool ran."""
 
 
-def _by_kind(calls: Sequence[CallSample]) -> dict[str, Latency]:
-    """The counted windows' latency by :data:`WINDOW_KINDS` (a call whose turn is not
-    the previous call's is the turn's first)."""
+def _by_kind(calls: Sequence[CallSample], *, step: bool = False) -> dict[str, Latency]:
+    """The counted windows' latency (``step``: the whole steps') by
+    :data:`WINDOW_KINDS` (a call whose turn is not the previous call's is the turn's
+    first)."""
     grouped: dict[str, list[float]] = {kind: [] for kind in WINDOW_KINDS}
     for index, call in enumerate(calls):
         first = index == 0 or calls[index - 1].turn != call.turn
         if not call.loading:
-            grouped[WINDOW_KINDS[0] if first else WINDOW_KINDS[1]].append(call.window_s)
+            kind = WINDOW_KINDS[0] if first else WINDOW_KINDS[1]
+            grouped[kind].append(call.step_s if step else call.window_s)
     return {kind: summarize(times) for kind, times in grouped.items() if times}
 
 
@@ -349,6 +352,7 @@ def result_of(key: str, run: SubjectRun, budget: int) -> SubjectResult:
         loading_calls_ms=[c.window_s * 1e3 for c in calls if c.loading],
         window=summarize([c.window_s for c in counted]) if counted else None,
         window_by_kind=_by_kind(calls),
+        step_by_kind=_by_kind(calls, step=True),
         step=summarize([c.step_s for c in counted]) if counted else None,
         append=summarize(run.appends_s) if run.appends_s else None,
         turn_end=summarize(run.turn_ends_s) if run.turn_ends_s else None,

@@ -38,6 +38,10 @@ def _row(result: SubjectResult) -> list[str]:
     ]
 
 
+def _kind(by_kind: dict[str, Latency], kind: str) -> str:
+    return _latency(by_kind[kind]) if kind in by_kind else "-"
+
+
 def agentstep_tables(report: AgentStepReport) -> list[TableSpec]:
     """Subjects side by side, the load and readiness facts, ratios, targets."""
     session = report.session
@@ -87,15 +91,13 @@ def agentstep_tables(report: AgentStepReport) -> list[TableSpec]:
             ]
         )
     kinds = TableSpec(
-        "The window by what it follows (p50 / p95 / max ms)",
-        ["subject", *WINDOW_KINDS],
+        "The window and the whole step by what they follow (p50 / p95 / max ms)",
+        ["subject", *(f"window {k}" for k in WINDOW_KINDS), *(f"step {k}" for k in WINDOW_KINDS)],
         [
             [
                 r.label,
-                *(
-                    _latency(r.window_by_kind[k]) if k in r.window_by_kind else "-"
-                    for k in WINDOW_KINDS
-                ),
+                *(_kind(r.window_by_kind, k) for k in WINDOW_KINDS),
+                *(_kind(r.step_by_kind, k) for k in WINDOW_KINDS),
             ]
             for r in report.subjects
             if r.measured and r.window_by_kind
