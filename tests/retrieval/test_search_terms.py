@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import unicodedata
+
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentctx.retrieval import document_terms, query_terms, stem, stored_event_text, terms
@@ -94,22 +97,49 @@ def test_event_text_takes_text_json_values_previews_and_tool_name() -> None:
     assert text.split("\n") == ["search_flights", "hello", "Paris", "3", "deep", "first lines"]
 
 
-_LATIN_TEXT = st.lists(
+_TEXT = st.lists(
     st.sampled_from(
-        [*"abcXYZ019 _-.,:/\n\tçéßİıÀǅＦｕ２ﬁΩёЖ", "flights", "booked", "the", "__init__"]
+        [
+            *"abcXYZ019 _-.,:/\n\tçéßİıÀǅＦｕ２ﬁΩёЖ",
+            *"北京大学東京・ー々〇ｱ",
+            "flights",
+            "booked",
+            "the",
+            "__init__",
+            "北・京",
+        ]
     ),
     max_size=120,
 ).map("".join)
 
 
+def _whole_text_terms(text: str) -> list[str]:
+    """The analysis read in one pass over the whole text: the reference."""
+    normalized = unicodedata.normalize("NFKC", text).casefold()
+    found: list[str] = []
+    for cjk, word in terms.TOKEN_PATTERN.findall(normalized):
+        if word:
+            term = terms._word_term(word)
+            if term:
+                found.append(term)
+        elif len(cjk) == 1:
+            found.append(cjk)
+        else:
+            found.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+    return found
+
+
 @settings(max_examples=300, deadline=None)
-@given(text=_LATIN_TEXT, limit=st.integers(min_value=1, max_value=60))
-def test_text_without_cjk_has_the_terms_of_the_general_scan(text: str, limit: int) -> None:
-    """A text without CJK characters is read by a faster scan of its words; one CJK
-    character after it sends the same words through the general scan, which must give
-    the same terms (and the character itself), cut at the same limit."""
-    general = terms._analyze(text + " 北", limit + 1)
-    fast = terms._analyze(text, limit)
-    assert fast == [term for term in general if term != "北"][:limit]
-    if len(fast) < limit:  # every term of the text: the character comes next
-        assert general == [*fast, "北"]
+@given(text=_TEXT, limit=st.integers(min_value=1, max_value=60), piece=st.integers(1, 40))
+@example(text="北・京・大学 and booked_flights 東京・" * 4, limit=60, piece=1)
+def test_text_read_in_pieces_has_the_terms_of_one_whole_pass(
+    text: str, limit: int, piece: int
+) -> None:
+    """Text is read in pieces cut where no token goes on (a CJK run may hold a
+    punctuation mark; words are read by a faster scan where a piece has no CJK
+    character): the same terms as one pass over the whole text, cut at the same limit,
+    whatever the pieces' length."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(terms, "PIECE_CHARS", piece)
+        assert terms._analyze(text, limit) == _whole_text_terms(text)[:limit]
+    assert terms._analyze(text, limit) == _whole_text_terms(text)[:limit]

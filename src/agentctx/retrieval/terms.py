@@ -42,8 +42,10 @@ TOKEN_PATTERN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 
 _HAS_CJK = re.compile(f"[{_CJK}]")
 _WORD = re.compile(r"[^\W_]+")
-"""A run of letters and digits: :data:`TOKEN_PATTERN`'s words in a text without CJK
+"""A run of letters and digits: :data:`TOKEN_PATTERN`'s words in text without CJK
 characters (one plain class scans about twice as fast as the alternation)."""
+_BREAK = re.compile(rf"[^\w{_CJK}]|_")
+"""A character no token holds: text is read in pieces cut at one."""
 
 _STOPWORD_LIST = """
     a about above after again against all am an and any are as at be because been before
@@ -160,20 +162,42 @@ def _word_term(token: str) -> str | None:
     return stem(token)[:MAX_TERM_CHARS]
 
 
-_TOKENS_BETWEEN_YIELDS = 1024
-"""Words read between two chances to let the agent's call go first (about 1 ms)."""
+PIECE_CHARS = 8192
+"""Characters read at a time (about 1 ms), cut where no token goes on: between two
+pieces the agent's call may go first, and a long text is read only as far as its first
+``limit`` terms."""
 
 
 def _analyze(text: str, limit: int) -> list[str]:
     normalized = unicodedata.normalize("NFKC", text).casefold()
-    if _HAS_CJK.search(normalized) is None:
-        return _word_terms(_WORD.findall(normalized), limit)
     terms: list[str] = []
-    for found, match in enumerate(TOKEN_PATTERN.finditer(normalized)):
-        if not found % _TOKENS_BETWEEN_YIELDS:
-            yield_to_foreground()  # a tool output's words, indexed in the background
-        cjk, word = match.groups()
-        if word is not None:
+    start = 0
+    while start < len(normalized) and len(terms) < limit:
+        yield_to_foreground()  # a tool output's words, indexed in the background
+        end = _piece_end(normalized, start)
+        if _HAS_CJK.search(normalized, start, end) is None:
+            words = _WORD.findall(normalized, start, end)
+            terms.extend(term for term in map(_word_term, words) if term)
+        else:
+            terms.extend(_mixed_terms(normalized, start, end))
+        start = end
+    return terms[:limit]
+
+
+def _piece_end(text: str, start: int) -> int:
+    """Where the piece of ``text`` from ``start`` ends: at the first character no token
+    holds after :data:`PIECE_CHARS` of it (or at the end)."""
+    if len(text) - start <= PIECE_CHARS:
+        return len(text)
+    cut = _BREAK.search(text, start + PIECE_CHARS)
+    return len(text) if cut is None else cut.end()
+
+
+def _mixed_terms(text: str, start: int, end: int) -> list[str]:
+    """The terms of ``text[start:end]``, CJK runs among its words."""
+    terms: list[str] = []
+    for cjk, word in TOKEN_PATTERN.findall(text, start, end):
+        if word:
             term = _word_term(word)
             if term:
                 terms.append(term)
@@ -181,20 +205,6 @@ def _analyze(text: str, limit: int) -> list[str]:
             terms.append(cjk)
         else:
             terms.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
-        if len(terms) >= limit:
-            return terms[:limit]
-    return terms
-
-
-def _word_terms(words: list[str], limit: int) -> list[str]:
-    """The terms of ``words`` (no CJK among them), the first ``limit``."""
-    terms: list[str] = []
-    for start in range(0, len(words), _TOKENS_BETWEEN_YIELDS):
-        yield_to_foreground()  # a tool output's words, indexed in the background
-        chunk = words[start : start + _TOKENS_BETWEEN_YIELDS]
-        terms.extend(term for term in map(_word_term, chunk) if term)
-        if len(terms) >= limit:
-            return terms[:limit]
     return terms
 
 
