@@ -15,11 +15,12 @@ for the embedding model (issue: nothing slow on the call path).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 
 from agentctx.config import Settings
-from agentctx.events import DEFAULT_ROLES, EventDraft, Role, TextPart
+from agentctx.events import EventDraft, Role
 from agentctx.jobs import Job
 from agentctx.llm.warmup import ModelWarmup
 from agentctx.retrieval.embedding_worker import EmbeddingWorker
@@ -52,9 +53,7 @@ def embed_off_the_call_path(
             embed_query=index.query_vectors.vector,
         )
         service.after_write = index.request_embedding
-        service.before_write = lambda user_id, session_id, drafts: prefetch_user_text(
-            index, user_id, session_id, drafts
-        )
+        service.before_write = functools.partial(prefetch_user_text, index)
     index.embed_in_background(settings.jobs, worker)
     on_turn_end("search_index", index.on_turn_end)
     return worker
@@ -80,10 +79,6 @@ def newest_user_text(drafts: Sequence[EventDraft]) -> str | None:
     """The text parts, joined by newlines, of the newest draft the user wrote that has
     text (as the framework integrations take a window's query), or None."""
     for draft in reversed(drafts):
-        role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
-        if role != Role.USER:
-            continue
-        text = "\n".join(part.text for part in draft.parts if isinstance(part, TextPart))
-        if text.strip():
+        if draft.stored_role == Role.USER and (text := draft.text).strip():
             return text
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NoReturn, TypeVar
@@ -197,6 +198,11 @@ def _trusted(cls: type[_Model], values: dict[str, Any], _set: Any = object.__set
 DraftPart = Annotated[TextPart | JsonPart | ImageData, Field(discriminator="kind")]
 
 
+def joined_text(parts: Sequence[object]) -> str:
+    """The text parts among ``parts`` joined by newlines (an event's or a draft's text)."""
+    return "\n".join(part.text for part in parts if isinstance(part, TextPart))
+
+
 class EventMeta(_Frozen):
     """Operational metadata of an event (seed 003: model, tool_name, duration_ms, status).
 
@@ -231,6 +237,16 @@ class EventDraft(_Frozen):
         if value is not None and value.tzinfo is None:
             raise ValueError("ts must be timezone-aware")
         return value
+
+    @property
+    def stored_role(self) -> Role | None:
+        """The role the event is stored with: ``role``, else its type's default."""
+        return self.role if self.role is not None else DEFAULT_ROLES.get(self.type)
+
+    @property
+    def text(self) -> str:
+        """The draft's text parts joined by newlines (as :attr:`Event.text`)."""
+        return joined_text(self.parts)
 
 
 class Event(_Frozen):
@@ -289,7 +305,7 @@ class Event(_Frozen):
     @property
     def text(self) -> str:
         """The event's text parts joined by newlines."""
-        return "\n".join(part.text for part in self.parts if isinstance(part, TextPart))
+        return joined_text(self.parts)
 
     @property
     def images(self) -> tuple[ImagePart, ...]:

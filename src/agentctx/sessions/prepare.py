@@ -20,7 +20,6 @@ from typing import Any
 from agentctx import jsonvalue
 from agentctx.errors import BlobTooLarge, InvalidEvent, InvalidInput
 from agentctx.events import (
-    DEFAULT_ROLES,
     BlobPart,
     EventDraft,
     EventType,
@@ -322,7 +321,7 @@ class Preparer:
             "extra": extra.value,
         }
 
-        role = draft.role if draft.role is not None else DEFAULT_ROLES.get(draft.type)
+        role = draft.stored_role
         prepared.row = {
             "event_id": identifier(draft.event_id, EVENT_ID_MAX) or new_id(),
             "ts": utc(draft.ts) if draft.ts is not None else utcnow(),
