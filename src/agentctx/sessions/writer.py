@@ -176,7 +176,16 @@ class EventWriter:
         now = utcnow()
         if self._pipelinable(prepared, own_turn):
             self._db.pipeline(conn)
-        head = repo.lock_head(conn, user_id, session_id, now)
+        sent_head = repo.send_lock_head(conn, user_id, session_id, now)
+        # An append outside a turn ends its own turn and answers whether the session has
+        # jobs to run: asked with the head, both answers come back in one round trip.
+        sent_jobs = (
+            self._jobs.send_session_has_jobs(conn, user_id, session_id)
+            if own_turn and self._turn_end_kinds()
+            else None
+        )
+        head = sent_head.result()
+        jobs_before = bool(sent_jobs.fetch_values()) if sent_jobs is not None else None
         if head is None:
             raise SessionNotFound(session_id)
 
@@ -285,7 +294,9 @@ class EventWriter:
                 )
                 for item in fresh
             ]
-            jobs_waiting = self.enqueue_turn_end(conn, user_id, session_id, turn_id, written)
+            jobs_waiting = self.enqueue_turn_end(
+                conn, user_id, session_id, turn_id, written, jobs_before=jobs_before
+            )
             turn_ended = turn_id
         events = {row["event_id"]: Event.from_row(row) for row in rows}
         events.update(stored)
@@ -301,9 +312,9 @@ class EventWriter:
     def _pipelinable(self, prepared: Sequence[PreparedEvent], own_turn: bool) -> bool:
         """Whether the transaction of ``prepared`` reads results only through compiled
         statements, so it can be pipelined (:meth:`Database.pipeline`): on PostgreSQL an
-        append outside a turn then waits for the server five times (BEGIN, the head, the
-        turn, events and head update with the turn-end jobs check, the audit record with
-        the COMMIT, the pipeline's end) instead of eight. Not so for what reads with
+        append outside a turn then waits for the server three times (BEGIN; the head
+        with the turn-end jobs check; the turn, events, head update, audit record and
+        COMMIT) instead of eight. Not so for what reads with
         SQLAlchemy: a stored-event lookup (idempotency keys, chosen ids), tool links, blob
         rows, and a turn-end condition that reads the turn from the database."""
         for item in prepared:
@@ -344,12 +355,16 @@ class EventWriter:
         session_id: str,
         turn_id: str,
         written: Sequence[WrittenEvent] | None = None,
+        *,
+        jobs_before: bool | None = None,
     ) -> bool:
         """Queue every turn-end hook for this turn (those with a condition only when it
         holds), in the caller's transaction; ``written``: the turn's events, when the
         caller wrote all of them. Whether the session then has jobs to run (this
         transaction's or earlier ones'): one read here instead of a transaction of its
-        own after the commit, since an append outside a turn is usually followed by one."""
+        own after the commit, since an append outside a turn is usually followed by one.
+        ``jobs_before``: whether it had any when this transaction locked its head (read
+        then by the caller; the lock keeps other writers of the session out since)."""
         kinds = self._turn_end_kinds()
         key = (user_id, session_id, turn_id)
         queued = False
@@ -366,7 +381,11 @@ class EventWriter:
                 dedupe_key=f"{kind}:{user_id}:{session_id}:{turn_id}",
             )
             queued = True
-        return queued or (bool(kinds) and self._jobs.session_has_jobs(conn, user_id, session_id))
+        if queued or not kinds:
+            return queued
+        if jobs_before is not None:
+            return jobs_before
+        return self._jobs.session_has_jobs(conn, user_id, session_id)
 
     @staticmethod
     def _already_stored(

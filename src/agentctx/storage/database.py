@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - Windows
 
 _BLOB_GATE_KEY = 0x61676374_626C6F62  # "agctblob"
 _UNTIL_ENDED = "agentctx_until_transaction_ended"  # Connection.info key (see pipeline())
+_PIPELINED = "agentctx_pipelined"  # Connection.info key: pipeline() entered one
 
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")}
 
@@ -53,6 +54,29 @@ ALIVE_BYPASS_SECONDS = 0.5
 window HikariCP, the Java connection pool, also leaves unchecked by default)."""
 
 
+def _commit_in_pipeline(connection: Connection, until_ended: contextlib.ExitStack) -> None:
+    """End a pipelined transaction in one round trip: its COMMIT is queued behind the
+    statements still unsent and the pipeline's end sends them all with one Sync (a
+    ``commit()`` inside the pipeline waits for the server, and leaving the pipeline
+    then waits again). An error of any of them, the COMMIT's included, raises here,
+    inside the transaction block, which then rolls back (a no-op once the server has
+    ended the transaction); the driver's own commit after it finds no transaction open
+    and sends nothing."""
+    driver: Any = connection.connection.dbapi_connection  # psycopg's (pipelines are)
+    # Not prepared: psycopg prepares a statement run often, and COMMIT needs no plan.
+    driver.cursor().execute("COMMIT", prepare=False)
+    until_ended.close()
+
+
+def _refused(error: BaseException | None) -> StorageError:
+    """The server refused a transaction at its COMMIT (nothing of it was stored)."""
+    reason = str(error).strip().splitlines()[0] if error is not None and str(error).strip() else ""
+    return StorageError(
+        "the database refused the transaction at its commit; nothing of it was stored"
+        + (f": {reason}" if reason else "")
+    )
+
+
 @contextlib.contextmanager
 def _lost_connection_as_storage_error() -> Iterator[None]:
     """A connection the server dropped (a restart, a failover, a proxy's idle timeout)
@@ -61,11 +85,15 @@ def _lost_connection_as_storage_error() -> Iterator[None]:
         yield
     except DBAPIError as exc:
         if exc.connection_invalidated:
-            raise StorageError(
-                "the database connection was lost (the server restarted or closed it); "
-                "retry (an append with an idempotency key is stored once)"
-            ) from exc
+            raise _lost_connection() from exc
         raise
+
+
+def _lost_connection() -> StorageError:
+    return StorageError(
+        "the database connection was lost (the server restarted or closed it); "
+        "retry (an append with an idempotency key is stored once)"
+    )
 
 
 def normalize_url(url: str) -> str:
@@ -243,24 +271,49 @@ class Database:
             return
         with self._open():
             if self.dialect != "sqlite":
-                with (
-                    _lost_connection_as_storage_error(),
-                    self.engine.connect() as connection,
-                    contextlib.ExitStack() as until_ended,
-                ):
-                    # What pipeline() enters ends here, after the COMMIT (or ROLLBACK).
-                    connection.info[_UNTIL_ENDED] = until_ended
-                    try:
-                        with connection.begin():
-                            yield connection
-                    finally:
-                        # A lost connection's info went with it: nothing to remove then.
-                        connection.info.pop(_UNTIL_ENDED, None)
+                with self._server_write() as connection:
+                    yield connection
                 return
             with self._writer_queue(), self.engine.connect() as connection:
                 connection.execution_options(sqlite_begin="IMMEDIATE")
                 with connection.begin():
                     yield connection
+
+    @contextlib.contextmanager
+    def _server_write(self) -> Iterator[Connection]:
+        """:meth:`write` on a database server. The server refusing the COMMIT (a deferred
+        constraint, a serialization failure) raises ``StorageError``, the transaction
+        rolled back; errors of the block's own statements pass as they are."""
+        with (
+            _lost_connection_as_storage_error(),
+            self.engine.connect() as connection,
+            contextlib.ExitStack() as until_ended,
+        ):
+            # What pipeline() enters ends here, after the COMMIT (or ROLLBACK).
+            connection.info[_UNTIL_ENDED] = until_ended
+            committing = False
+            try:
+                with connection.begin():
+                    yield connection
+                    committing = True
+                    if connection.info.get(_PIPELINED):
+                        _commit_in_pipeline(connection, until_ended)
+            except DBAPIError as exc:
+                if committing and not exc.connection_invalidated:
+                    raise _refused(exc.orig) from exc
+                raise
+            except connection.dialect.loaded_dbapi.Error as exc:  # the pipeline's end
+                if not committing:
+                    raise
+                driver = connection.connection.dbapi_connection
+                if driver is None or driver.closed or getattr(driver, "broken", False):
+                    connection.invalidate(exc)  # never back to the pool
+                    raise _lost_connection() from exc
+                raise _refused(exc) from exc
+            finally:
+                # A lost connection's info went with it: nothing to remove then.
+                connection.info.pop(_UNTIL_ENDED, None)
+                connection.info.pop(_PIPELINED, None)
 
     @contextlib.contextmanager
     def _unsynced_write(self) -> Iterator[Connection]:
@@ -315,7 +368,8 @@ class Database:
     def pipeline(self, conn: Connection) -> None:
         """PostgreSQL: from here to the end of ``conn``'s write transaction (its COMMIT
         included), statements go to the server together, each batch when a result is
-        read, instead of one round trip each. SQLite: nothing.
+        read, instead of one round trip each; the statements after the last read go with
+        the COMMIT, in one round trip. SQLite: nothing.
 
         After it, the transaction may only run statements whose results it reads through
         :mod:`agentctx.storage.fastsql` or that return no rows: SQLAlchemy reads the
@@ -326,7 +380,10 @@ class Database:
         until_ended: contextlib.ExitStack | None = conn.info.get(_UNTIL_ENDED)
         if until_ended is None:
             raise StorageError("pipeline() needs a connection of Database.write()")
+        if conn.info.get(_PIPELINED):
+            return
         until_ended.enter_context(conn.connection.dbapi_connection.pipeline())  # type: ignore[union-attr]
+        conn.info[_PIPELINED] = True
 
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:

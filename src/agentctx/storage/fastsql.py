@@ -126,9 +126,29 @@ class FastStatement:
 
     def fetch_values(self, conn: Connection, values: Mapping[str, Any]) -> list[list[Any]]:
         """Run a SELECT; each row as a list of converted values in select order."""
-        cursor = self.execute(conn, values)
-        raw = cursor.fetchall()
-        cursor.close()
+        return self.send(conn, values).fetch_values()
+
+    def send(self, conn: Connection, values: Mapping[str, Any]) -> SentRead:
+        """Run a SELECT whose rows are read later (:class:`SentRead`)."""
+        return SentRead(self.execute(conn, values), self._results)
+
+
+class SentRead:
+    """A SELECT sent, its rows not read yet. In a PostgreSQL pipeline
+    (:meth:`~agentctx.storage.database.Database.pipeline`) reading a result waits for
+    the server with every statement sent before it: two reads sent one after the other
+    and then read cost one round trip, where reading each as it is sent costs two."""
+
+    __slots__ = ("_cursor", "_results")
+
+    def __init__(self, cursor: Any, results: list[Processor]) -> None:
+        self._cursor = cursor
+        self._results = results
+
+    def fetch_values(self) -> list[list[Any]]:
+        """Each row as a list of converted values in select order (read once)."""
+        raw = self._cursor.fetchall()
+        self._cursor.close()
         converters = [(i, p) for i, p in enumerate(self._results) if p is not None]
         rows = []
         for raw_row in raw:

@@ -60,13 +60,34 @@ def _lock_head_statement() -> Any:
 
 def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SessionHead | None:
     """Read (and on PostgreSQL row-lock) a live session's head; None if missing or expired."""
-    found = fastsql.statement(conn, "lock_head", _lock_head_statement).fetch_values(
-        conn, {"user_id": user_id, "session_id": session_id, "now": now}
+    return send_lock_head(conn, user_id, session_id, now).result()
+
+
+class SentHead:
+    """:func:`send_lock_head`'s statement, sent; :meth:`result` reads it."""
+
+    __slots__ = ("_sent",)
+
+    def __init__(self, sent: fastsql.SentRead) -> None:
+        self._sent = sent
+
+    def result(self) -> SessionHead | None:
+        """The session's head; None if missing or expired."""
+        found = self._sent.fetch_values()
+        if not found:
+            return None
+        last_seq, last_hash, state_version, state, expires_at, ttl_ms = found[0]
+        return SessionHead(last_seq, last_hash, state_version, state, expires_at, ttl_ms)
+
+
+def send_lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SentHead:
+    """:func:`lock_head`, its result read later: a read sent before that is read waits
+    for the server together with it (:class:`~agentctx.storage.fastsql.SentRead`)."""
+    return SentHead(
+        fastsql.statement(conn, "lock_head", _lock_head_statement).send(
+            conn, {"user_id": user_id, "session_id": session_id, "now": now}
+        )
     )
-    if not found:
-        return None
-    last_seq, last_hash, state_version, state, expires_at, ttl_ms = found[0]
-    return SessionHead(last_seq, last_hash, state_version, state, expires_at, ttl_ms)
 
 
 def _session_row_statement() -> Any:

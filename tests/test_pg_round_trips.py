@@ -1,0 +1,163 @@
+"""A PostgreSQL append waits for the server as few times as its reads need, and what the
+server refuses at COMMIT (now sent in the pipeline's last batch) still stores nothing.
+
+Round trips are counted on the wire: libpq's own trace of every protocol message
+(``PQtrace``) on the pooled connections, a turn each time the client, having sent, reads
+what the server answered."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pgserver
+import pytest
+from sqlalchemy import event, select
+
+from agentctx import ContextEngine, Session
+from agentctx.errors import StorageError
+from agentctx.storage.schema import audit
+from conftest import new_pg_database
+
+
+@pytest.fixture
+def pg(pg_server: pgserver.PostgresServer, tmp_path: Path) -> Iterator[ContextEngine]:
+    """An engine on a database of its own; nothing in the background uses its pool."""
+    with ContextEngine(
+        url=new_pg_database(pg_server),
+        home=tmp_path / "home",
+        embeddings={"provider": "none"},
+        erasure_poll=None,
+    ) as engine:
+        yield engine
+
+
+class WireTrace:
+    """libpq's trace of every connection the engine checks out while it is on."""
+
+    def __init__(self, engine: ContextEngine, path: Path) -> None:
+        self._path = path
+        self._file = path.open("w")
+        self._traced: list[Any] = []
+        self._engine = engine.db.engine
+        event.listen(self._engine, "checkout", self._on_checkout)
+
+    def _on_checkout(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        dbapi_connection.pgconn.trace(self._file.fileno())
+        self._traced.append(dbapi_connection)
+
+    def stop(self) -> list[str]:
+        """Stop tracing; the traced messages' directions, in order (F: to the server)."""
+        event.remove(self._engine, "checkout", self._on_checkout)
+        for connection in self._traced:
+            connection.pgconn.untrace()
+        self._file.close()
+        lines = self._path.read_text().splitlines()
+        return [line.split("\t")[1] for line in lines if line.count("\t") >= 3]
+
+
+def round_trips(directions: list[str]) -> int:
+    """How many times the client waited for the server: each run of messages to the
+    server followed by the server's answer."""
+    runs = [direction for direction, _ in itertools.groupby(directions)]
+    return sum(1 for sent, answered in itertools.pairwise(runs) if (sent, answered) == ("F", "B"))
+
+
+def traced(engine: ContextEngine, tmp_path: Path, write: Any) -> int:
+    trace = WireTrace(engine, tmp_path / "wire.trace")
+    try:
+        write()
+    finally:
+        directions = trace.stop()
+    assert directions, "libpq traced nothing"
+    return round_trips(directions)
+
+
+def test_an_append_outside_a_turn_waits_for_the_server_three_times(
+    pg: ContextEngine, tmp_path: Path
+) -> None:
+    session = pg.create_session(user_id="u1")
+    for i in range(3):  # the pool's connection and the compiled statements are warm
+        session.add_message("user", f"warming up {i}")
+
+    trips = traced(pg, tmp_path, lambda: session.add_message("user", "the one counted"))
+
+    # BEGIN; the head with the turn-end jobs check; the turn, the event, the head's
+    # update, the audit record and the COMMIT.
+    assert trips == 3
+    assert [e.text for e in session.events()][-1] == "the one counted"
+    assert session.verify().ok
+
+
+def test_the_jobs_check_sent_with_the_head_still_finds_waiting_jobs(
+    pg: ContextEngine, tmp_path: Path
+) -> None:
+    """The append's answer to "has the session jobs to run" comes from the read sent with
+    the head: a job another turn left waiting is found (and run inline by the append)."""
+    ran: list[str | None] = []
+    pg.on_turn_end("note", lambda job: ran.append(job.turn_id))
+    session = pg.create_session(user_id="u1")
+    with pg.db.write() as conn:
+        pg.jobs.enqueue(conn, "other:kind", user_id="u1", session_id=session.id)
+    pg.jobs.register("other:kind", lambda job: ran.append("other"))
+
+    session.add_message("user", "hello")
+
+    assert "other" in ran and len(ran) == 2  # the waiting job and this turn's own
+
+
+def _refuse_at_commit(engine: ContextEngine) -> None:
+    """A deferred constraint trigger: an event by the author "refused" is refused when
+    its transaction commits, not when it is inserted."""
+    with engine.db.write() as conn:
+        conn.exec_driver_sql(
+            "CREATE FUNCTION refuse_event() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$"
+        )
+        conn.exec_driver_sql(
+            "CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON events "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+            "WHEN (NEW.author = 'refused') EXECUTE FUNCTION refuse_event()"
+        )
+
+
+def _appends_audited(engine: ContextEngine, session: Session) -> list[str]:
+    with engine.db.read() as conn:
+        return list(
+            conn.execute(
+                select(audit.c.status).where(
+                    audit.c.session_id == session.id, audit.c.action == "append"
+                )
+            ).scalars()
+        )
+
+
+def test_a_refusal_at_commit_stores_nothing_and_the_connection_goes_on(
+    pg: ContextEngine,
+) -> None:
+    _refuse_at_commit(pg)
+    session = pg.create_session(user_id="u1")
+    session.add_message("user", "kept")
+    audited = _appends_audited(pg, session)
+
+    # Pipelined (a message outside a turn) and not (an idempotency key is looked up
+    # first): either way a typed error, the server's reason in it.
+    with pytest.raises(StorageError, match="refused at commit"):
+        session.add_message("user", "refused text", author="refused")
+    with pytest.raises(StorageError, match="refused at commit"):
+        session.add_message("user", "refused again", author="refused", idempotency_key="k1")
+
+    # Nothing of it stored: not the event, its turn's record, the head's move, nor an
+    # audit row of a success (the failure is audited apart, as every failed write is).
+    assert [e.text for e in session.events()] == ["kept"]
+    assert session.verify().ok
+    assert _appends_audited(pg, session)[: len(audited)] == audited
+    assert "ok" not in _appends_audited(pg, session)[len(audited) :]
+    # The pooled connection is clean: the next appends (pipelined and not) go on.
+    session.add_message("user", "after")
+    with session.turn() as turn:
+        turn.add_message("user", "inside a turn")
+    assert [e.text for e in session.events()] == ["kept", "after", "inside a turn"]
+    assert session.verify().ok
