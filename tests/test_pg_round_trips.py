@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import event, select
 
 from agentctx import ContextEngine, Session
-from agentctx.errors import StorageError
+from agentctx.errors import InvalidEvent, StorageError
 from agentctx.storage.schema import audit
 from conftest import new_pg_database
 
@@ -88,6 +88,46 @@ def test_an_append_outside_a_turn_waits_for_the_server_three_times(
     # update, the audit record and the COMMIT.
     assert trips == 3
     assert [e.text for e in session.events()][-1] == "the one counted"
+    assert session.verify().ok
+
+
+def test_an_agents_appends_in_a_turn_wait_for_the_server_three_times(
+    pg: ContextEngine, tmp_path: Path
+) -> None:
+    """The user's message, a tool call, its result and the answer, each in a turn that is
+    open: the turn's state, the call ids' earlier events and the head are read together."""
+    session = pg.create_session(user_id="u1")
+    with session.turn() as turn:
+        turn.add_message("user", "warming up")
+        turn.add_tool_call("lookup", {"id": 0}, call_id="c0")
+        turn.add_tool_result("c0", content="warm")
+    with session.turn() as turn:
+        trips = [
+            traced(pg, tmp_path, lambda: turn.add_message("user", "find order 7")),
+            traced(pg, tmp_path, lambda: turn.add_tool_call("lookup", {"id": 7}, call_id="c1")),
+            traced(pg, tmp_path, lambda: turn.add_tool_result("c1", content="order 7: shipped")),
+            traced(pg, tmp_path, lambda: turn.add_message("assistant", "It has shipped.")),
+        ]
+    assert trips == [3, 3, 3, 3]
+    result = [e for e in session.events() if e.call_id == "c1"][-1]
+    assert result.meta.tool_name == "lookup"  # the result took its call's tool name
+    assert session.verify().ok
+
+
+def test_tool_links_are_still_checked_when_read_with_the_head(pg: ContextEngine) -> None:
+    """The call ids' stored events, read with the head, still refuse a result without
+    its call, a second result, and a call id reused while its call is unanswered."""
+    session = pg.create_session(user_id="u1")
+    with session.turn() as turn:
+        with pytest.raises(InvalidEvent, match="unknown call_id"):
+            turn.add_tool_result("nope", content="x")
+        turn.add_tool_call("lookup", {"id": 1}, call_id="c1")
+        with pytest.raises(InvalidEvent, match="no tool_result yet"):
+            turn.add_tool_call("lookup", {"id": 2}, call_id="c1")
+        turn.add_tool_result("c1", content="one")
+        with pytest.raises(InvalidEvent, match="already has a tool_result"):
+            turn.add_tool_result("c1", content="two")
+    assert [e.type.value for e in session.events()] == ["tool_call", "tool_result"]
     assert session.verify().ok
 
 

@@ -197,13 +197,15 @@ class JobQueue:
     def session_has_jobs(conn: Connection, user_id: str, session_id: str) -> bool:
         """Whether the session has a job pending or running (claimable now or later), read
         in the caller's transaction with a statement built once."""
-        return bool(JobQueue.send_session_has_jobs(conn, user_id, session_id).fetch_values())
+        return JobQueue.send_session_has_jobs(conn, user_id, session_id).result()
 
     @staticmethod
-    def send_session_has_jobs(conn: Connection, user_id: str, session_id: str) -> fastsql.SentRead:
-        """:meth:`session_has_jobs`, its answer read later (any row: yes)."""
+    def send_session_has_jobs(
+        conn: Connection, user_id: str, session_id: str
+    ) -> fastsql.Sent[bool]:
+        """:meth:`session_has_jobs`, its answer read later."""
         found = fastsql.statement(conn, "session_has_jobs", lambda: sql.SESSION_HAS_JOBS)
-        return found.send(conn, {"u": user_id, "s": session_id})
+        return found.send(conn, {"u": user_id, "s": session_id}).answer(bool)
 
     def _claim(self, limit: int, session: tuple[str, str] | None) -> list[Job]:
         if not self._handlers:

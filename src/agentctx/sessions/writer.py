@@ -47,6 +47,7 @@ from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import chain_hash
 from agentctx.storage.database import Database
+from agentctx.storage.repository import SessionHead
 from agentctx.storage.schema import blob_refs, blobs
 from agentctx.tokens.weight import row_weight
 
@@ -176,16 +177,8 @@ class EventWriter:
         now = utcnow()
         if self._pipelinable(prepared, own_turn):
             self._db.pipeline(conn)
-        sent_head = repo.send_lock_head(conn, user_id, session_id, now)
-        # An append outside a turn ends its own turn and answers whether the session has
-        # jobs to run: asked with the head, both answers come back in one round trip.
-        sent_jobs = (
-            self._jobs.send_session_has_jobs(conn, user_id, session_id)
-            if own_turn and self._turn_end_kinds()
-            else None
-        )
-        head = sent_head.result()
-        jobs_before = bool(sent_jobs.fetch_values()) if sent_jobs is not None else None
+        first = self._first_reads(conn, user_id, session_id, now, prepared, turn_id, own_turn)
+        head = first.head
         if head is None:
             raise SessionNotFound(session_id)
 
@@ -226,12 +219,8 @@ class EventWriter:
                 else {**head.state, **state_change.changes}
             )
             version = head.state_version + 1
-        self._check_tool_links(conn, user_id, session_id, fresh)
-        if (
-            turn_id is not None
-            and fresh
-            and not repo.turn_is_open(conn, user_id, session_id, turn_id)
-        ):
+        _check_tool_links(first.calls, fresh)
+        if turn_id is not None and fresh and not first.turn_open:
             # Ended elsewhere (another process, or the sweep closed it as abandoned).
             raise TurnError(f"turn {turn_id} is not open; open a new turn")
 
@@ -295,7 +284,7 @@ class EventWriter:
                 for item in fresh
             ]
             jobs_waiting = self.enqueue_turn_end(
-                conn, user_id, session_id, turn_id, written, jobs_before=jobs_before
+                conn, user_id, session_id, turn_id, written, jobs_before=first.jobs_waiting
             )
             turn_ended = turn_id
         events = {row["event_id"]: Event.from_row(row) for row in rows}
@@ -309,19 +298,57 @@ class EventWriter:
             jobs_waiting,
         )
 
+    def _first_reads(  # noqa: PLR0917 - internal, called from one place
+        self,
+        conn: Connection,
+        user_id: str,
+        session_id: str,
+        now: datetime,
+        prepared: Sequence[PreparedEvent],
+        turn_id: str | None,
+        own_turn: bool,
+    ) -> _FirstReads:
+        """Every read the transaction needs before it writes, sent together and then read:
+        pipelined on PostgreSQL, they wait for the server once. The head's lock comes
+        first, so the others see what the session's last writer committed."""
+        head = repo.send_lock_head(conn, user_id, session_id, now)
+        # An append outside a turn ends its own turn and answers whether the session has
+        # jobs to run.
+        jobs = (
+            self._jobs.send_session_has_jobs(conn, user_id, session_id)
+            if own_turn and self._turn_end_kinds()
+            else None
+        )
+        call_ids = sorted(
+            {item.row["call_id"] for item in prepared if item.row["type"] in _LINKED_TYPES}
+        )
+        calls = (
+            repo.send_call_event_types(conn, user_id, session_id, call_ids) if call_ids else None
+        )
+        turn = (
+            repo.send_turn_is_open(conn, user_id, session_id, turn_id)
+            if turn_id is not None
+            else None
+        )
+        # Read in the order sent, each once, before anything can raise.
+        return _FirstReads(
+            head.result(),
+            jobs.result() if jobs is not None else None,
+            calls.result() if calls is not None else [],
+            turn.result() if turn is not None else False,
+        )
+
     def _pipelinable(self, prepared: Sequence[PreparedEvent], own_turn: bool) -> bool:
         """Whether the transaction of ``prepared`` reads results only through compiled
         statements, so it can be pipelined (:meth:`Database.pipeline`): on PostgreSQL an
-        append outside a turn then waits for the server three times (BEGIN; the head
-        with the turn-end jobs check; the turn, events, head update, audit record and
-        COMMIT) instead of eight. Not so for what reads with
-        SQLAlchemy: a stored-event lookup (idempotency keys, chosen ids), tool links, blob
-        rows, and a turn-end condition that reads the turn from the database."""
+        append then waits for the server three times (BEGIN; the reads of
+        :meth:`_first_reads`; the writes with the COMMIT), where each statement was a
+        round trip (eight for a tool call in a turn). Not so for what reads with
+        SQLAlchemy: a stored-event lookup (idempotency keys, chosen ids), blob rows, and a
+        turn-end condition that reads the turn from the database."""
         for item in prepared:
             row = item.row
-            if item.blobs or item.chosen_id or row["idempotency_key"] or row["call_id"]:
-                return False
-            if row["type"] in _LINKED_TYPES:
+            if item.blobs or item.chosen_id or row["idempotency_key"]:
                 return False
         if own_turn:
             for kind in self._turn_end_kinds():
@@ -420,52 +447,6 @@ class EventWriter:
             found[item.row["event_id"]] = Event.from_row(row)
         return found
 
-    @staticmethod
-    def _check_tool_links(
-        conn: Connection, user_id: str, session_id: str, fresh: Sequence[PreparedEvent]
-    ) -> None:
-        """A tool_result must answer an unanswered tool_call of this session (the latest
-        with its call id); a call id may be used again once its call has its result, as
-        real logs do (:mod:`agentctx.tool_links`)."""
-        linked = [
-            p
-            for p in fresh
-            if p.row["type"] in (EventType.TOOL_CALL.value, EventType.TOOL_RESULT.value)
-        ]
-        if not linked:
-            return
-        # Per call id: the tool name of its unanswered call (None: every call answered).
-        waiting: dict[str, str | None] = {}
-        open_ids: set[str] = set()
-        for call_id, event_type, meta in repo.call_event_types(
-            conn, user_id, session_id, sorted({p.row["call_id"] for p in linked})
-        ):  # in seq order
-            if event_type == EventType.TOOL_CALL.value:
-                open_ids.add(call_id)
-                waiting[call_id] = meta.get("tool_name")
-            else:
-                open_ids.discard(call_id)
-        for item in linked:
-            row = item.row
-            call_id = row["call_id"]
-            if row["type"] == EventType.TOOL_CALL.value:
-                if call_id in open_ids:
-                    raise InvalidEvent(
-                        f"call_id {call_id!r} is already used by a call that has no tool_result yet"
-                    )
-                open_ids.add(call_id)
-                waiting[call_id] = row["meta"].get("tool_name")
-                continue
-            if call_id not in open_ids:
-                if call_id in waiting:
-                    raise InvalidEvent(f"call_id {call_id!r} already has a tool_result")
-                raise InvalidEvent(
-                    f"tool_result for unknown call_id {call_id!r}: record the tool_call first"
-                )
-            open_ids.discard(call_id)
-            if row["meta"].get("tool_name") is None:
-                row["meta"]["tool_name"] = waiting.get(call_id)
-
     def _insert_blobs(
         self,
         conn: Connection,
@@ -540,3 +521,54 @@ class EventWriter:
                 self._blobs.put(blob.data)
         if expired:
             conn.execute(update(blobs).where(blobs.c.blob_id.in_(expired)).values(expired_at=None))
+
+
+@dataclass(frozen=True, slots=True)
+class _FirstReads:
+    """What a write transaction read before writing (:meth:`EventWriter._first_reads`)."""
+
+    head: SessionHead | None
+    jobs_waiting: bool | None  # an append outside a turn: the session had jobs waiting
+    calls: list[tuple[str, str, dict[str, Any]]]  # stored calls and results of its call ids
+    turn_open: bool  # the turn it writes into is open (False when it names none)
+
+
+def _check_tool_links(
+    calls: Sequence[tuple[str, str, dict[str, Any]]], fresh: Sequence[PreparedEvent]
+) -> None:
+    """A tool_result must answer an unanswered tool_call of this session (the latest
+    with its call id); a call id may be used again once its call has its result, as
+    real logs do (:mod:`agentctx.tool_links`). ``calls``: (call id, type, meta) of the
+    session's stored calls and results with the call ids of ``fresh``, in seq order."""
+    linked = [p for p in fresh if p.row["type"] in _LINKED_TYPES]
+    if not linked:
+        return
+    # Per call id: the tool name of its unanswered call (None: every call answered).
+    waiting: dict[str, str | None] = {}
+    open_ids: set[str] = set()
+    for call_id, event_type, meta in calls:  # in seq order
+        if event_type == EventType.TOOL_CALL.value:
+            open_ids.add(call_id)
+            waiting[call_id] = meta.get("tool_name")
+        else:
+            open_ids.discard(call_id)
+    for item in linked:
+        row = item.row
+        call_id = row["call_id"]
+        if row["type"] == EventType.TOOL_CALL.value:
+            if call_id in open_ids:
+                raise InvalidEvent(
+                    f"call_id {call_id!r} is already used by a call that has no tool_result yet"
+                )
+            open_ids.add(call_id)
+            waiting[call_id] = row["meta"].get("tool_name")
+            continue
+        if call_id not in open_ids:
+            if call_id in waiting:
+                raise InvalidEvent(f"call_id {call_id!r} already has a tool_result")
+            raise InvalidEvent(
+                f"tool_result for unknown call_id {call_id!r}: record the tool_call first"
+            )
+        open_ids.discard(call_id)
+        if row["meta"].get("tool_name") is None:
+            row["meta"]["tool_name"] = waiting.get(call_id)

@@ -18,7 +18,7 @@ import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import JSON, Connection, Dialect
 from sqlalchemy.sql import ClauseElement
@@ -28,6 +28,7 @@ from sqlalchemy.types import TypeEngine
 from agentctx import jsonvalue
 
 Processor = Callable[[Any], Any] | None
+_T = TypeVar("_T")
 
 
 def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor:
@@ -145,6 +146,10 @@ class SentRead:
         self._cursor = cursor
         self._results = results
 
+    def answer(self, make: Callable[[list[list[Any]]], _T]) -> Sent[_T]:
+        """What ``make`` makes of the rows, when they are read (:meth:`Sent.result`)."""
+        return Sent(self, make)
+
     def fetch_values(self) -> list[list[Any]]:
         """Each row as a list of converted values in select order (read once)."""
         raw = self._cursor.fetchall()
@@ -159,6 +164,20 @@ class SentRead:
                     row[index] = processor(value)
             rows.append(row)
         return rows
+
+
+class Sent(Generic[_T]):
+    """A read sent (:class:`SentRead`) and what its rows answer, made when read."""
+
+    __slots__ = ("_make", "_sent")
+
+    def __init__(self, sent: SentRead, make: Callable[[list[list[Any]]], _T]) -> None:
+        self._sent = sent
+        self._make = make
+
+    def result(self) -> _T:
+        """Read the rows (once) and make the answer."""
+        return self._make(self._sent.fetch_values())
 
 
 # Compiled statements per dialect instance (bind processors depend on the engine's JSON

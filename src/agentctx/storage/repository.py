@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     RowMapping,
+    String,
     and_,
     bindparam,
     delete,
@@ -28,7 +29,14 @@ from sqlalchemy import (
 
 from agentctx.storage import fastsql
 from agentctx.storage.schema import USER_DATA_TABLES, events, sessions, turns
-from agentctx.storage.where import bound_live_session, event_key, seqs_where, session_key
+from agentctx.storage.where import (
+    bound_live_session,
+    event_key,
+    in_bound_list,
+    seqs_where,
+    session_key,
+    text_list_value,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,31 +71,22 @@ def lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) ->
     return send_lock_head(conn, user_id, session_id, now).result()
 
 
-class SentHead:
-    """:func:`send_lock_head`'s statement, sent; :meth:`result` reads it."""
-
-    __slots__ = ("_sent",)
-
-    def __init__(self, sent: fastsql.SentRead) -> None:
-        self._sent = sent
-
-    def result(self) -> SessionHead | None:
-        """The session's head; None if missing or expired."""
-        found = self._sent.fetch_values()
-        if not found:
-            return None
-        last_seq, last_hash, state_version, state, expires_at, ttl_ms = found[0]
-        return SessionHead(last_seq, last_hash, state_version, state, expires_at, ttl_ms)
-
-
-def send_lock_head(conn: Connection, user_id: str, session_id: str, now: datetime) -> SentHead:
-    """:func:`lock_head`, its result read later: a read sent before that is read waits
-    for the server together with it (:class:`~agentctx.storage.fastsql.SentRead`)."""
-    return SentHead(
-        fastsql.statement(conn, "lock_head", _lock_head_statement).send(
-            conn, {"user_id": user_id, "session_id": session_id, "now": now}
-        )
+def send_lock_head(
+    conn: Connection, user_id: str, session_id: str, now: datetime
+) -> fastsql.Sent[SessionHead | None]:
+    """:func:`lock_head`, its answer read later: reads sent one after the other wait for
+    the server together (:class:`~agentctx.storage.fastsql.SentRead`)."""
+    sent = fastsql.statement(conn, "lock_head", _lock_head_statement).send(
+        conn, {"user_id": user_id, "session_id": session_id, "now": now}
     )
+    return sent.answer(_head_of)
+
+
+def _head_of(rows: list[list[Any]]) -> SessionHead | None:
+    if not rows:
+        return None
+    last_seq, last_hash, state_version, state, expires_at, ttl_ms = rows[0]
+    return SessionHead(last_seq, last_hash, state_version, state, expires_at, ttl_ms)
 
 
 def _session_row_statement() -> Any:
@@ -219,19 +218,43 @@ def call_event_types(
 ) -> list[tuple[str, str, dict[str, Any]]]:
     """(call_id, type, meta) of the stored tool calls and results with these call ids,
     in seq order."""
+    return send_call_event_types(conn, user_id, session_id, call_ids).result()
+
+
+def send_call_event_types(
+    conn: Connection, user_id: str, session_id: str, call_ids: Sequence[str]
+) -> fastsql.Sent[list[tuple[str, str, dict[str, Any]]]]:
+    """:func:`call_event_types`, its answer read later."""
+    values: dict[str, Any] = {"user_id": user_id, "session_id": session_id}
     if len(call_ids) == 1:  # an agent's append: one call or one result, on every step
         found = fastsql.statement(conn, "call_event_types", _call_event_types_statement)
-        rows = found.fetch_values(
-            conn, {"user_id": user_id, "session_id": session_id, "call_id": call_ids[0]}
+        values["call_id"] = call_ids[0]
+    else:
+        dialect = conn.dialect.name
+        found = fastsql.statement(
+            conn,
+            ("call_event_types_of", dialect),
+            lambda: _call_event_types_of_statement(dialect),
         )
-        return [(row[0], row[1], row[2]) for row in rows]
-    calls = seqs_where(user_id, session_id, events.c.call_id.in_(list(call_ids)))
-    query = (
+        values["call_ids"] = text_list_value(dialect, call_ids)
+    return found.send(conn, values).answer(_call_rows)
+
+
+def _call_rows(rows: list[list[Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(row[0], row[1], row[2]) for row in rows]
+
+
+def _call_event_types_of_statement(dialect: str) -> Any:
+    calls = in_bound_list(dialect, events.c.call_id, "call_ids", String)
+    return (
         select(events.c.call_id, events.c.type, events.c.meta)
-        .where(event_key(user_id, session_id), events.c.seq.in_(calls))
+        .where(
+            events.c.user_id == bindparam("user_id"),
+            events.c.session_id == bindparam("session_id"),
+            events.c.seq.in_(seqs_where(bindparam("user_id"), bindparam("session_id"), calls)),
+        )
         .order_by(events.c.seq)
     )
-    return [(row.call_id, row.type, row.meta) for row in conn.execute(query)]
 
 
 def _call_event_types_statement() -> Any:
@@ -268,10 +291,17 @@ def _turn_status_statement() -> Any:
 
 def turn_is_open(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
     """Whether the turn exists and has not ended."""
-    found = fastsql.statement(conn, "turn_status", _turn_status_statement).fetch_values(
+    return send_turn_is_open(conn, user_id, session_id, turn_id).result()
+
+
+def send_turn_is_open(
+    conn: Connection, user_id: str, session_id: str, turn_id: str
+) -> fastsql.Sent[bool]:
+    """:func:`turn_is_open`, its answer read later."""
+    sent = fastsql.statement(conn, "turn_status", _turn_status_statement).send(
         conn, {"user_id": user_id, "session_id": session_id, "turn_id": turn_id}
     )
-    return bool(found) and found[0][0] == "open"
+    return sent.answer(lambda rows: bool(rows) and rows[0][0] == "open")
 
 
 def insert_turn(conn: Connection, row: dict[str, Any]) -> None:
