@@ -226,17 +226,15 @@ def send_call_event_types(
 ) -> fastsql.Sent[list[tuple[str, str, dict[str, Any]]]]:
     """:func:`call_event_types`, its answer read later."""
     values: dict[str, Any] = {"user_id": user_id, "session_id": session_id}
-    if len(call_ids) == 1:  # an agent's append: one call or one result, on every step
-        found = fastsql.statement(conn, "call_event_types", _call_event_types_statement)
-        values["call_id"] = call_ids[0]
-    else:
-        dialect = conn.dialect.name
-        found = fastsql.statement(
-            conn,
-            ("call_event_types_of", dialect),
-            lambda: _call_event_types_of_statement(dialect),
-        )
+    dialect = conn.dialect.name
+    several = len(call_ids) > 1  # an agent's append has one: a call or a result
+    if several:
         values["call_ids"] = text_list_value(dialect, call_ids)
+    else:
+        values["call_id"] = call_ids[0]
+    found = fastsql.statement(
+        conn, ("call_event_types", several), lambda: _call_events_statement(dialect, several)
+    )
     return found.send(conn, values).answer(_call_rows)
 
 
@@ -244,32 +242,21 @@ def _call_rows(rows: list[list[Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(row[0], row[1], row[2]) for row in rows]
 
 
-def _call_event_types_of_statement(dialect: str) -> Any:
-    calls = in_bound_list(dialect, events.c.call_id, "call_ids", String)
+def _call_events_statement(dialect: str, several: bool) -> Any:
+    """(call_id, type, meta) of the session's events with the bound ``call_id`` (or,
+    ``several``, any of ``call_ids``), in seq order, through their seqs (see
+    :func:`seqs_where`)."""
+    calls = (
+        in_bound_list(dialect, events.c.call_id, "call_ids", String)
+        if several
+        else events.c.call_id == bindparam("call_id")
+    )
     return (
         select(events.c.call_id, events.c.type, events.c.meta)
         .where(
             events.c.user_id == bindparam("user_id"),
             events.c.session_id == bindparam("session_id"),
             events.c.seq.in_(seqs_where(bindparam("user_id"), bindparam("session_id"), calls)),
-        )
-        .order_by(events.c.seq)
-    )
-
-
-def _call_event_types_statement() -> Any:
-    return (
-        select(events.c.call_id, events.c.type, events.c.meta)
-        .where(
-            events.c.user_id == bindparam("user_id"),
-            events.c.session_id == bindparam("session_id"),
-            events.c.seq.in_(
-                seqs_where(
-                    bindparam("user_id"),
-                    bindparam("session_id"),
-                    events.c.call_id == bindparam("call_id"),
-                )
-            ),
         )
         .order_by(events.c.seq)
     )
