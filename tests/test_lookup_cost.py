@@ -6,19 +6,32 @@ must cost the same in a long session as in a short one. On SQLite, whose planner
 no statistics, the plain form of these queries walks the session's primary key, every
 event with its JSON: an agent's step then grew with the whole history (about 1 ms a
 tool call at 200 turns). The work is counted in SQLite virtual-machine steps.
+
+PostgreSQL's planner estimates a session it has no statistics for at one row: in a table
+not analyzed yet, and for any session newer than the statistics (in a small deployment,
+every new one). A lookup through ``seq IN (subquery)``, the form SQLite needs, was then
+planned as a walk of the session's primary key with the subquery probed for each event:
+200,000 rows read for one tool call's append in a session of 450 events. There the
+statements are recorded as the engine runs them and explained on the same server, with
+the same parameters, counting the rows read.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
+import pgserver
+import psycopg
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event, text
 
 from agentctx import ContextEngine, Session
 from agentctx.storage import event_reads
 from agentctx.storage import repository as repo
+from conftest import new_pg_database
 
 _FILLER = "a line of tool output that the lookups must not read " * 40
 
@@ -125,3 +138,139 @@ def test_the_lookups_find_what_was_stored(
         )
         # seq 1 is named twice (by its id and by its key) and comes back once.
         assert sorted(row["seq"] for row in found) == [1, 13]
+
+
+# --- PostgreSQL: the plans the server chooses -----------------------------------------
+
+_TURNS = 150  # three events each: a session of 450 events before the _lookups
+_MOST_ROWS_READ = 12  # a lookup's own rows: a call and its result, a turn's few events
+
+
+def _fill(session: Session, turns: int, prefix: str) -> None:
+    """``turns`` tool turns: a user message, a tool call, its result."""
+    for i in range(turns):
+        with session.turn() as turn:
+            turn.add_message("user", f"step {i}")
+            turn.add_tool_call("lookup", {"n": i}, call_id=f"{prefix}{i}")
+            turn.add_tool_result(f"{prefix}{i}", content="result " * 50)
+
+
+def _lookups(session: Session) -> None:
+    """Appends and reads that look events up by call id, idempotency key, event id, turn."""
+    with session.turn() as turn:
+        asked = turn.add_message("user", "one more", idempotency_key="k-user")
+        turn.add_tool_call("lookup", {"n": -1}, call_id="new-call")
+        turn.add_tool_result("new-call", content="done")
+        turn.add_message("assistant", "done", event_id="e-chosen")
+        turn_id = turn.turn_id
+    with session.turn() as turn:
+        # A retry of an append already stored: found by its key, nothing written.
+        again = turn.add_message("user", "one more", idempotency_key="k-user")
+    assert again.event_id == asked.event_id
+    assert [e.type.value for e in session.events(turn_id=turn_id)] == [
+        "user_input",
+        "tool_call",
+        "tool_result",
+        "agent_response",
+    ]
+    assert [e.seq for e in session.events(turn_id=turn_id, last=2)] == [
+        e.seq for e in session.events(turn_id=turn_id)[-2:]
+    ]
+
+
+_COLUMNS = ("call_id", "idempotency_key", "event_id", "turn_id")
+
+
+def _looks_up(sql: str) -> set[str]:
+    """The secondary columns of ``events`` that ``sql`` looks rows up by."""
+    return {c for c in _COLUMNS if f"events.{c} =" in sql or f"events.{c} IN" in sql}
+
+
+def _lookup_statements(recorded: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The recorded SELECTs of the events table by one of its secondary columns, after
+    checking that every kind of lookup was among them."""
+    statements = [
+        (sql, params)
+        for sql, params in recorded
+        if sql.lstrip().upper().startswith("SELECT")
+        and "FOR UPDATE" not in sql.upper()
+        and _looks_up(sql)
+    ]
+    assert set().union(*(_looks_up(sql) for sql, _ in statements)) == set(_COLUMNS)
+    return statements
+
+
+class _RecordingCursor(psycopg.Cursor[Any]):
+    """A psycopg cursor that records each statement it runs, with its parameters."""
+
+    recorded: ClassVar[list[tuple[str, Any]]] = []
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        _RecordingCursor.recorded.append((str(query), params))
+        return super().execute(query, params, **kwargs)
+
+
+@pytest.fixture
+def pg_engine(pg_server: pgserver.PostgresServer, tmp_path: Path) -> Iterator[ContextEngine]:
+    with ContextEngine(
+        url=new_pg_database(pg_server),
+        home=tmp_path / "home",
+        embeddings={"provider": "none"},
+        erasure_poll=None,
+    ) as engine:
+        yield engine
+
+
+def _rows_read(plan: dict[str, Any]) -> int:
+    """The rows of ``events`` a plan's scans read: kept and filtered out, on every loop."""
+    read = 0
+    if plan.get("Relation Name") == "events":
+        read += (
+            plan.get("Actual Rows", 0)
+            + plan.get("Rows Removed by Filter", 0)
+            + plan.get("Rows Removed by Index Recheck", 0)
+        ) * plan.get("Actual Loops", 1)
+    return read + sum(_rows_read(inner) for inner in plan.get("Plans", ()))
+
+
+def _record_pg(engine: ContextEngine, session: Session) -> list[tuple[str, Any]]:
+    def on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        dbapi_connection.cursor_factory = _RecordingCursor
+
+    _RecordingCursor.recorded = []
+    engine.db.engine.pool.dispose()  # every connection from now on is a recording one
+    event.listen(engine.db.engine, "checkout", on_checkout)
+    try:
+        _lookups(session)
+    finally:
+        event.remove(engine.db.engine, "checkout", on_checkout)
+    return _lookup_statements(_RecordingCursor.recorded)
+
+
+def _explain_pg(engine: ContextEngine, statements: list[tuple[str, Any]]) -> list[int]:
+    read = []
+    with engine.db.engine.connect() as conn:
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        for sql, params in statements:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            (document,) = cursor.fetchone()
+            plan = document if isinstance(document, list) else json.loads(document)
+            read.append(_rows_read(plan[0]["Plan"]))
+        conn.rollback()
+    return read
+
+
+@pytest.mark.parametrize("statistics", ["none", "older than the session"])
+def test_postgres_lookups_read_the_index_not_the_session(
+    pg_engine: ContextEngine, statistics: str
+) -> None:
+    if statistics == "older than the session":
+        for k in range(4):
+            _fill(pg_engine.create_session("u"), 10, f"other{k}-")
+        with pg_engine.db.write() as conn:
+            conn.execute(text("ANALYZE events"))
+    session = pg_engine.create_session("u")
+    _fill(session, _TURNS, "c")
+    statements = _record_pg(pg_engine, session)
+    read = _explain_pg(pg_engine, statements)
+    assert max(read) <= _MOST_ROWS_READ, list(zip(read, statements, strict=True))

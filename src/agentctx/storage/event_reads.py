@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection, Integer, RowMapping, bindparam, select, text
@@ -20,10 +21,10 @@ from agentctx.storage import fastsql
 from agentctx.storage.schema import events, sessions
 from agentctx.storage.where import (
     bound_live_session,
+    by_index,
     event_key,
     seq_in_list,
     seq_list_value,
-    seqs_where,
     session_key,
     session_live,
 )
@@ -188,6 +189,9 @@ def newest_events_query(
     return found.sql, found.params(values)
 
 
+_SEQ_OF = attrgetter("seq")
+
+
 def select_events(
     conn: Connection,
     user_id: str,
@@ -262,14 +266,22 @@ def select_events(
         query = query.where(events.c.seq >= start_seq)
     if end_seq is not None:
         query = query.where(events.c.seq <= end_seq)
-    if turn_id is not None:
-        query = query.where(
-            events.c.seq.in_(seqs_where(user_id, session_id, events.c.turn_id == turn_id))
-        )
     if types:
         query = query.where(events.c.type.in_(list(types)))
     if seqs is not None:
         query = query.where(events.c.seq.in_(sorted(set(seqs))))
+    if turn_id is not None:
+        # A turn's events, through the turn's index (see by_index): ordered here, since an
+        # ORDER BY on seq would lead PostgreSQL's planner to the primary key.
+        by_turn = query.where(
+            by_index(conn.dialect.name, user_id, session_id, events.c.turn_id == turn_id)
+        )
+        in_turn = sorted(
+            (Event.from_row(row) for row in conn.execute(by_turn).mappings()),
+            key=_SEQ_OF,
+            reverse=newest_first,
+        )
+        return in_turn if limit is None else in_turn[:limit]
     query = query.order_by(events.c.seq.desc() if newest_first else events.c.seq)
     if limit is not None:
         query = query.limit(limit)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -31,9 +32,9 @@ from agentctx.storage import fastsql
 from agentctx.storage.schema import USER_DATA_TABLES, events, sessions, turns
 from agentctx.storage.where import (
     bound_live_session,
+    by_index,
     event_key,
     in_bound_list,
-    seqs_where,
     session_key,
     text_list_value,
 )
@@ -199,18 +200,21 @@ def existing_events(
     idempotency_keys: Sequence[str],
 ) -> list[RowMapping]:
     """Stored events of the session that match any of the ids or idempotency keys."""
-    # One subquery per index (an OR of the two would walk the primary key).
+    # One select per index, each asked directly: an OR of the two would walk the primary
+    # key on SQLite, and on PostgreSQL a lookup through seqs (see by_index) may walk it
+    # too. Both planners use each column's index for these (one is unique, the other
+    # small: only keyed events are in it).
     found: list[Any] = []
     if event_ids:
-        found.append(seqs_where(user_id, session_id, events.c.event_id.in_(list(event_ids))))
+        found.append(events.c.event_id.in_(list(event_ids)))
     if idempotency_keys:
-        keys = list(idempotency_keys)
-        found.append(seqs_where(user_id, session_id, events.c.idempotency_key.in_(keys)))
+        found.append(events.c.idempotency_key.in_(list(idempotency_keys)))
     if not found:
         return []
-    seqs: Any = found[0] if len(found) == 1 else union_all(*found)
-    query = select(events).where(event_key(user_id, session_id), events.c.seq.in_(seqs))
-    return list(conn.execute(query).mappings())
+    selects = [select(events).where(event_key(user_id, session_id), where) for where in found]
+    query: Any = selects[0] if len(selects) == 1 else union_all(*selects)
+    # An event named by its id and by its key comes back once.
+    return list({row["seq"]: row for row in conn.execute(query).mappings()}.values())
 
 
 def call_event_types(
@@ -239,26 +243,26 @@ def send_call_event_types(
 
 
 def _call_rows(rows: list[list[Any]]) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(row[0], row[1], row[2]) for row in rows]
+    return [(row[1], row[2], row[3]) for row in sorted(rows, key=_SEQ_FIRST)]
+
+
+_SEQ_FIRST = itemgetter(0)
 
 
 def _call_events_statement(dialect: str, several: bool) -> Any:
-    """(call_id, type, meta) of the session's events with the bound ``call_id`` (or,
-    ``several``, any of ``call_ids``), in seq order, through their seqs (see
-    :func:`seqs_where`)."""
+    """(seq, call_id, type, meta) of the session's events with the bound ``call_id``
+    (or, ``several``, any of ``call_ids``), in no set order (see :func:`by_index`)."""
     calls = (
         in_bound_list(dialect, events.c.call_id, "call_ids", String)
         if several
         else events.c.call_id == bindparam("call_id")
     )
-    return (
-        select(events.c.call_id, events.c.type, events.c.meta)
-        .where(
-            events.c.user_id == bindparam("user_id"),
-            events.c.session_id == bindparam("session_id"),
-            events.c.seq.in_(seqs_where(bindparam("user_id"), bindparam("session_id"), calls)),
-        )
-        .order_by(events.c.seq)
+    user_id: Any = bindparam("user_id")
+    session_id: Any = bindparam("session_id")
+    return select(events.c.seq, events.c.call_id, events.c.type, events.c.meta).where(
+        events.c.user_id == user_id,
+        events.c.session_id == session_id,
+        by_index(dialect, user_id, session_id, calls),
     )
 
 

@@ -25,17 +25,30 @@ def event_key(user_id: str, session_id: str) -> Any:
     return and_(events.c.user_id == user_id, events.c.session_id == session_id)
 
 
-def seqs_where(user_id: Any, session_id: Any, condition: Any) -> Any:
-    """The session's seqs where ``condition`` (on an indexed column) holds, as a subquery.
+def by_index(dialect: str, user_id: Any, session_id: Any, condition: Any) -> Any:
+    """WHERE, beside :func:`event_key`, for the session's events where ``condition`` on a
+    secondary indexed column holds (call id, turn), in the form each planner takes
+    through that column's index. The rows come in no set order: the caller sorts them
+    (an ``ORDER BY seq`` leads PostgreSQL's planner to the primary key).
 
-    Looking up a session's events by a secondary column (call id, turn, idempotency key)
-    through ``seq IN (this)`` makes the index a covering one for the subquery. Asked
-    for whole rows by that column directly, SQLite's planner (which has no statistics)
-    walks the session's primary key instead: every event of the session, JSON and all,
-    on each append of a tool call or result, quadratic over a long session.
+    SQLite's planner, which has no statistics, walks the session's primary key when
+    asked for whole rows by such a column directly: every event of the session, JSON
+    and all. Through ``seq IN (the column's seqs)`` the index is a covering one for the
+    subquery.
+
+    PostgreSQL's planner takes that same subquery the wrong way round whenever it
+    estimates the session at one row (a table not analyzed yet, or a session newer than
+    its statistics, which in a small deployment is every new session): the session's
+    primary key as the outer side of a nested loop, the subquery probed for each of its
+    events, 200 ms a lookup in a session of 900 events. Asked directly, it uses the
+    column's index with statistics or without.
     """
-    return select(events.c.seq).where(
-        events.c.user_id == user_id, events.c.session_id == session_id, condition
+    if dialect == "postgresql":
+        return condition
+    return events.c.seq.in_(
+        select(events.c.seq).where(
+            events.c.user_id == user_id, events.c.session_id == session_id, condition
+        )
     )
 
 
