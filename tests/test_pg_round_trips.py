@@ -75,7 +75,7 @@ def traced(engine: ContextEngine, tmp_path: Path, write: Any) -> int:
     return round_trips(directions)
 
 
-def test_an_append_outside_a_turn_waits_for_the_server_three_times(
+def test_an_append_outside_a_turn_waits_for_the_server_twice(
     pg: ContextEngine, tmp_path: Path
 ) -> None:
     session = pg.create_session(user_id="u1")
@@ -84,18 +84,19 @@ def test_an_append_outside_a_turn_waits_for_the_server_three_times(
 
     trips = traced(pg, tmp_path, lambda: session.add_message("user", "the one counted"))
 
-    # BEGIN; the head with the turn-end jobs check; the turn, the event, the head's
+    # BEGIN with the head and the turn-end jobs check; the turn, the event, the head's
     # update, the audit record and the COMMIT.
-    assert trips == 3
+    assert trips == 2
     assert [e.text for e in session.events()][-1] == "the one counted"
     assert session.verify().ok
 
 
-def test_an_agents_appends_in_a_turn_wait_for_the_server_three_times(
+def test_an_agents_appends_in_a_turn_wait_for_the_server_twice(
     pg: ContextEngine, tmp_path: Path
 ) -> None:
     """The user's message, a tool call, its result and the answer, each in a turn that is
-    open: the turn's state, the call ids' earlier events and the head are read together."""
+    open: the BEGIN, the turn's state, the call ids' earlier events and the head are sent
+    together, then the writes with the COMMIT."""
     session = pg.create_session(user_id="u1")
     with session.turn() as turn:
         turn.add_message("user", "warming up")
@@ -108,7 +109,7 @@ def test_an_agents_appends_in_a_turn_wait_for_the_server_three_times(
             traced(pg, tmp_path, lambda: turn.add_tool_result("c1", content="order 7: shipped")),
             traced(pg, tmp_path, lambda: turn.add_message("assistant", "It has shipped.")),
         ]
-    assert trips == [3, 3, 3, 3]
+    assert trips == [2, 2, 2, 2]
     result = [e for e in session.events() if e.call_id == "c1"][-1]
     assert result.meta.tool_name == "lookup"  # the result took its call's tool name
     assert session.verify().ok
@@ -200,4 +201,36 @@ def test_a_refusal_at_commit_stores_nothing_and_the_connection_goes_on(
     with session.turn() as turn:
         turn.add_message("user", "inside a turn")
     assert [e.text for e in session.events()] == ["kept", "after", "inside a turn"]
+    assert session.verify().ok
+
+
+def test_a_write_that_sent_its_own_begin_gives_its_connection_back_as_it_found_it(
+    pg: ContextEngine,
+) -> None:
+    """A pipelined write sends its BEGIN itself, the driver in autocommit mode meanwhile;
+    every connection goes back to the pool out of that mode, whether the write committed,
+    raised in its block or was refused at its COMMIT. A pooled connection left in it
+    would commit each statement of a later transaction on its own."""
+    _refuse_at_commit(pg)
+    modes: list[bool] = []
+
+    def on_checkin(dbapi_connection: Any, _record: Any) -> None:
+        if dbapi_connection is not None:
+            modes.append(dbapi_connection.autocommit)
+
+    event.listen(pg.db.engine, "checkin", on_checkin)
+    try:
+        session = pg.create_session(user_id="u1")
+        session.add_message("user", "kept")  # committed
+        with session.turn() as turn, pytest.raises(InvalidEvent, match="unknown call_id"):
+            turn.add_tool_result("nope", content="x")  # raised in the block, after the reads
+        with pytest.raises(StorageError, match="refused at commit"):
+            session.add_message("user", "refused", author="refused")  # refused at COMMIT
+        # Not pipelined (its key is looked up first): a transaction of its own.
+        session.add_message("user", "keyed", idempotency_key="k1")
+    finally:
+        event.remove(pg.db.engine, "checkin", on_checkin)
+    assert len(modes) >= 4
+    assert not any(modes), modes
+    assert [e.text for e in session.events()] == ["kept", "keyed"]
     assert session.verify().ok
