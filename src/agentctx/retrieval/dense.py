@@ -32,7 +32,7 @@ from agentctx.retrieval.codes import closest, hamming, word_columns
 from agentctx.retrieval.tables import vector_table
 from agentctx.storage import fastsql
 from agentctx.storage.schema import search_codes
-from agentctx.storage.where import seq_in_list, seq_list_value
+from agentctx.storage.where import rows_by_seqs, seq_list_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,9 +330,11 @@ class CodeCache(NumpyCache[_Codes]):
 
 
 def _rescore_statement(dialect: str) -> Any:
-    """(seq, doc_id, int8 vector) of a list of a session's events (see ``seq_in_list``)."""
-    return select(search_codes.c.seq, search_codes.c.doc_id, search_codes.c.quantized).where(
+    """(seq, doc_id, int8 vector) of a list of a session's events (see ``rows_by_seqs``)."""
+    return rows_by_seqs(
+        dialect,
+        search_codes,
+        ("seq", "doc_id", "quantized"),
         search_codes.c.sid == bindparam("sid"),
         search_codes.c.embedder_id == bindparam("embedder_id"),
-        seq_in_list(dialect, search_codes.c.seq),
     )

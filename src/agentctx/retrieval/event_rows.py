@@ -20,7 +20,7 @@ from agentctx.retrieval.participants import ParticipantCache
 from agentctx.retrieval.text import stored_event_text
 from agentctx.storage import fastsql
 from agentctx.storage.schema import events
-from agentctx.storage.where import seq_in_list, seq_list_value
+from agentctx.storage.where import rows_by_seqs, seq_list_value
 
 HIT_COLUMNS = ("seq", "event_id", "turn_id", "ts", "type", "author", "token_estimate")
 """What a search reports of each hit, in :class:`~agentctx.retrieval.SearchHit` order."""
@@ -147,8 +147,10 @@ def _rows(
 
 
 def _statement(dialect: str, columns: tuple[str, ...]) -> Any:
-    return select(*(events.c[name] for name in columns)).where(
+    return rows_by_seqs(
+        dialect,
+        events,
+        columns,
         events.c.user_id == bindparam("user_id"),
         events.c.session_id == bindparam("session_id"),
-        seq_in_list(dialect),
     )

@@ -320,30 +320,7 @@ def sync_dense(
             if state is None or state.sid is None or state.embedded_seq >= state.indexed_seq:
                 return added
             sid = state.sid
-            rows = conn.execute(
-                select(
-                    search_docs.c.doc_id,
-                    search_docs.c.seq,
-                    events.c.parts,
-                    events.c.payload,
-                    events.c.meta,
-                )
-                .join(
-                    events,
-                    and_(
-                        events.c.user_id == user_id,
-                        events.c.session_id == session_id,
-                        events.c.seq == search_docs.c.seq,
-                    ),
-                )
-                .where(
-                    search_docs.c.sid == sid,
-                    search_docs.c.seq > state.embedded_seq,
-                    search_docs.c.seq <= state.indexed_seq,
-                )
-                .order_by(search_docs.c.seq)
-                .limit(take)
-            ).all()
+            rows, full = _documents_to_embed(conn, user_id, session_id, state, take)
         texts = [stored_event_text(p, pl, m)[:MAX_EMBED_CHARS] for _, _, p, pl, m in rows]
         if context_chars and texts:
             with db.read() as conn:
@@ -358,7 +335,7 @@ def sync_dense(
             chars_left = 0 if cut else chars_left - sum(len(text) for text in texts)
         vectors = embedder.embed(texts) if texts else []
         # Read in the same snapshot as indexed_seq: a short batch covers every document.
-        covered = int(rows[-1][1]) if cut or len(rows) == take else state.indexed_seq
+        covered = int(rows[-1][1]) if cut else (full if full is not None else state.indexed_seq)
         with db.write(durable=False) as conn:  # derived: rebuilt from the log
             done = _lock_dense(conn, sid, embedder_id)
             if done is None:  # deleted meanwhile
@@ -382,9 +359,50 @@ def sync_dense(
                     )
                 )
                 added += len(fresh)
-        if len(rows) < take and not cut:
+        if full is None and not cut:
             return added
     return added
+
+
+def _documents_to_embed(
+    conn: Connection, user_id: str, session_id: str, state: IndexState, take: int
+) -> tuple[list[tuple[int, int, Any, Any, Any]], int | None]:
+    """(doc_id, seq, parts, payload, meta) of the next ``take`` documents waiting for a
+    vector, in seq order, and the seq of the last document read when there were
+    ``take`` of them (None: these are all). The documents are read first, then their
+    events as one range of the primary key: as a join, PostgreSQL, estimating a new
+    session at a row, read the batch's events again for each document (32,640 rows for
+    a batch of 256)."""
+    assert state.sid is not None
+    docs = conn.execute(
+        select(search_docs.c.doc_id, search_docs.c.seq)
+        .where(
+            search_docs.c.sid == state.sid,
+            search_docs.c.seq > state.embedded_seq,
+            search_docs.c.seq <= state.indexed_seq,
+        )
+        .order_by(search_docs.c.seq)
+        .limit(take)
+    ).all()
+    if not docs:
+        return [], None
+    stored = {
+        int(row[0]): row
+        for row in conn.execute(
+            select(events.c.seq, events.c.parts, events.c.payload, events.c.meta).where(
+                events.c.user_id == user_id,
+                events.c.session_id == session_id,
+                events.c.seq >= docs[0][1],
+                events.c.seq <= docs[-1][1],
+            )
+        )
+    }
+    rows = [
+        (int(doc_id), int(seq), stored[seq][1], stored[seq][2], stored[seq][3])
+        for doc_id, seq in docs
+        if seq in stored
+    ]
+    return rows, int(docs[-1][1]) if len(docs) == take else None
 
 
 def with_context(previous: list[str], texts: list[str], chars: int) -> list[str]:
@@ -398,21 +416,22 @@ def with_context(previous: list[str], texts: list[str], chars: int) -> list[str]
 
 def _previous_text(conn: Connection, user_id: str, session_id: str, sid: int, seq: int) -> str:
     """The searchable text of the session's last document before ``seq`` ("" if none)."""
+    # The document's seq first, then its event by key: as a join, PostgreSQL may read
+    # every document of a session it has no statistics for.
+    # Newest first with a LIMIT, not max(): PostgreSQL may compute max() over every
+    # earlier document of a session it estimates at a row.
+    last = (
+        select(search_docs.c.seq)
+        .where(search_docs.c.sid == sid, search_docs.c.seq < seq)
+        .order_by(search_docs.c.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
     row = conn.execute(
-        select(events.c.parts, events.c.payload, events.c.meta)
-        .join(
-            search_docs,
-            and_(
-                search_docs.c.sid == sid,
-                search_docs.c.seq == events.c.seq,
-            ),
-        )
-        .where(
+        select(events.c.parts, events.c.payload, events.c.meta).where(
             events.c.user_id == user_id,
             events.c.session_id == session_id,
-            events.c.seq < seq,
+            events.c.seq == last,
         )
-        .order_by(events.c.seq.desc())
-        .limit(1)
     ).first()
     return "" if row is None else stored_event_text(row[0], row[1], row[2])

@@ -23,7 +23,7 @@ from agentctx.storage.where import (
     bound_live_session,
     by_index,
     event_key,
-    seq_in_list,
+    rows_by_seqs,
     seq_list_value,
     session_key,
     session_live,
@@ -63,14 +63,16 @@ def _select_events_statement(  # noqa: PLR0917 - a compiled statement's shape, u
 
 def _select_seqs_statement(dialect: str, live: bool, same: bool = False) -> Any:
     """Events by a list of seqs, as one statement for any number of them."""
-    query = select(*(events.c[name] for name in EVENT_FIELDS)).where(
+    query = rows_by_seqs(
+        dialect,
+        events,
+        EVENT_FIELDS,
         events.c.user_id == bindparam("user_id"),
         events.c.session_id == bindparam("session_id"),
-        seq_in_list(dialect),
     )
     if live:
         query = query.where(_alive_now(same))
-    return query.order_by(events.c.seq)
+    return query.order_by(query.selected_columns["seq"])
 
 
 def _select_system_events(  # noqa: PLR0917 - select_events' own filters

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 _SCRIPTS = Path(__file__).parent / "migrations"
 
-HEAD_REVISION = "0018"
+HEAD_REVISION = "0019"
 """The newest revision in ``migrations/versions`` (a test checks it against Alembic's view).
 
 Kept as a constant so opening an up-to-date database never imports Alembic.

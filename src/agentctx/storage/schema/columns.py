@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     String,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeEngine
@@ -26,11 +27,14 @@ ONLY_ON = "agentctx_only_on"
 """``info`` key of a schema object created on one dialect only (see :func:`only_on`)."""
 
 
-def only_on(dialect: str, index: Index) -> Index:
-    """``index``, created on ``dialect`` only, and marked so (``info[ONLY_ON]``) for the
-    schema comparison, which does not read ``ddl_if``."""
-    index.info[ONLY_ON] = dialect
-    return index.ddl_if(dialect=dialect)
+_OneDialect = TypeVar("_OneDialect", Index, UniqueConstraint)
+
+
+def only_on(dialect: str, item: _OneDialect) -> _OneDialect:
+    """``item`` (an index or a unique constraint), created on ``dialect`` only, and marked
+    so (``info[ONLY_ON]``) for the schema comparison, which does not read ``ddl_if``."""
+    item.info[ONLY_ON] = dialect
+    return item.ddl_if(dialect=dialect)
 
 
 NAMING = {
