@@ -114,7 +114,7 @@ def rows_by_seqs(dialect: str, table: Table, columns: Sequence[str], *key: Any) 
 
 
 def seq_list_value(dialect: str, seqs: Sequence[int]) -> Any:
-    """The ``seqs`` parameter of :func:`seq_in_list`."""
+    """The ``seqs`` parameter of :func:`seq_in_list` and :func:`rows_by_seqs`."""
     if dialect == "postgresql":
         return list(seqs)
     return "[" + ",".join(str(int(seq)) for seq in seqs) + "]"
