@@ -341,7 +341,7 @@ class EventWriter:
     def _pipelinable(self, prepared: Sequence[PreparedEvent], own_turn: bool) -> bool:
         """Whether the transaction of ``prepared`` reads results only through compiled
         statements, so it can be pipelined (:meth:`Database.pipeline`): on PostgreSQL an
-        append then waits for the server three times (BEGIN; the reads of
+        append then waits for the server twice (the BEGIN with the reads of
         :meth:`_first_reads`; the writes with the COMMIT), where each statement was a
         round trip (eight for a tool call in a turn). Not so for what reads with
         SQLAlchemy: a stored-event lookup (idempotency keys, chosen ids), blob rows, and a

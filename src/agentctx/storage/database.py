@@ -69,17 +69,23 @@ def _commit_in_pipeline(connection: Connection, until_ended: contextlib.ExitStac
     until_ended.close()
 
 
+def _driver_lost(connection: Connection) -> bool:
+    """Whether ``connection``'s driver connection is gone or broken (psycopg's)."""
+    driver: Any = connection.connection.dbapi_connection
+    return driver is None or driver.closed or bool(getattr(driver, "broken", False))
+
+
 def _end_own_begin(connection: Connection) -> None:
     """Take the driver connection of a write whose BEGIN :meth:`Database.pipeline` sent
     out of autocommit mode again, its transaction ended; one that cannot be (lost, or
     still in a transaction) is invalidated: a pooled connection in autocommit mode would
     commit each statement of the next transaction on its own."""
-    driver: Any = connection.connection.dbapi_connection
+    if _driver_lost(connection):
+        connection.invalidate()
+        return
     try:
-        if driver is None or driver.closed or driver.broken:
-            raise StorageError("the connection was lost")
-        driver.autocommit = False
-    except Exception as exc:  # a driver error or the above: the connection is not reused
+        connection.connection.dbapi_connection.autocommit = False  # type: ignore[union-attr]
+    except connection.dialect.loaded_dbapi.Error as exc:  # still in a transaction
         connection.invalidate(exc)
 
 
@@ -320,8 +326,7 @@ class Database:
             except connection.dialect.loaded_dbapi.Error as exc:  # the pipeline's end
                 if not committing:
                     raise
-                driver = connection.connection.dbapi_connection
-                if driver is None or driver.closed or getattr(driver, "broken", False):
+                if _driver_lost(connection):
                     connection.invalidate(exc)  # never back to the pool
                     raise _lost_connection() from exc
                 raise _refused(exc) from exc

@@ -254,11 +254,11 @@ def send_call_event_types(
     return found.send(conn, values).answer(_call_rows)
 
 
+_SEQ_FIRST = itemgetter(0)
+
+
 def _call_rows(rows: list[list[Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(row[1], row[2], row[3]) for row in sorted(rows, key=_SEQ_FIRST)]
-
-
-_SEQ_FIRST = itemgetter(0)
 
 
 def _call_events_statement(dialect: str, several: bool) -> Any:
@@ -292,15 +292,11 @@ def _turn_status_statement() -> Any:
     )
 
 
-def turn_is_open(conn: Connection, user_id: str, session_id: str, turn_id: str) -> bool:
-    """Whether the turn exists and has not ended."""
-    return send_turn_is_open(conn, user_id, session_id, turn_id).result()
-
-
 def send_turn_is_open(
     conn: Connection, user_id: str, session_id: str, turn_id: str
 ) -> fastsql.Sent[bool]:
-    """:func:`turn_is_open`, its answer read later."""
+    """Whether the turn exists and has not ended, its answer read later (a write reads
+    it with the others it sends together)."""
     sent = fastsql.statement(conn, "turn_status", _turn_status_statement).send(
         conn, {"user_id": user_id, "session_id": session_id, "turn_id": turn_id}
     )
