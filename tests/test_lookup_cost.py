@@ -13,18 +13,25 @@ every new one). A lookup through ``seq IN (subquery)``, the form SQLite needs, w
 planned as a walk of the session's primary key with the subquery probed for each event:
 200,000 rows read for one tool call's append in a session of 450 events. There the
 statements are recorded as the engine runs them and explained on the same server, with
-the same parameters, counting the rows read.
+the same parameters, counting the rows read. Each is explained twice: with the plan made
+for its parameters, and with the generic plan the server makes once a statement is
+prepared. psycopg prepares a statement from its sixth run on a connection, and PostgreSQL
+then keeps the generic plan when its estimate is no worse: in a development replay of
+an agent's steps, nearly every statement of a window and an append ran on generic plans
+after their fifth run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pgserver
 import psycopg
+import psycopg.sql
 import pytest
 from sqlalchemy import Connection, event, text
 
@@ -250,19 +257,72 @@ def _record_pg(engine: ContextEngine, act: Callable[[], Any]) -> list[tuple[str,
 
 
 def _explain_pg(
-    engine: ContextEngine, statements: list[tuple[str, Any]], tables: frozenset[str]
+    engine: ContextEngine,
+    statements: list[tuple[str, Any]],
+    tables: frozenset[str],
+    plan: str = "custom",
 ) -> list[tuple[int, int]]:
-    """(rows of ``tables`` read, rows returned) of each statement, run again and explained."""
+    """(rows of ``tables`` read, rows returned) of each statement, run again and explained.
+
+    ``plan``: "custom", planned for its parameters (as the driver's first runs of a
+    statement are), or "generic", planned once for any parameters (as PostgreSQL plans
+    a statement the driver has prepared, which psycopg does from its sixth run, once
+    the generic plan's estimate is no worse than the custom ones')."""
     found = []
     with engine.db.engine.connect() as conn:
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        for sql, params in statements:
-            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        if plan == "generic":
+            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        for number, (sql, params) in enumerate(statements):
+            if plan == "generic":
+                cursor.execute(_explained_generic(cursor, f"generic_{number}", sql, params))
+            else:
+                cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
             (document,) = cursor.fetchone()
-            plan = (document if isinstance(document, list) else json.loads(document))[0]["Plan"]
-            found.append((_rows_read(plan, tables), int(plan.get("Actual Rows", 0))))
+            tree = (document if isinstance(document, list) else json.loads(document))[0]["Plan"]
+            found.append((_rows_read(tree, tables), int(tree.get("Actual Rows", 0))))
+            if plan == "generic":
+                cursor.execute(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                    " WHERE name = %s",
+                    [f"generic_{number}"],
+                )
+                assert cursor.fetchone() == (1, 0), sql[:200]  # the plan explained was generic
         conn.rollback()
     return found
+
+
+_PLACEHOLDER = re.compile(r"%%|%\(([^)]+)\)[sbt]|%[sbt]")
+
+
+def _explained_generic(cursor: Any, name: str, sql: str, params: Any) -> str:
+    """``EXPLAIN ANALYZE`` of ``sql`` prepared as ``name``, with its parameters as literals
+    of the types the server gave them (an ``EXECUTE`` takes no bound parameters)."""
+    values: list[Any] = []
+    numbers: dict[str, int] = {}
+
+    def numbered(match: re.Match[str]) -> str:
+        if match.group(0) == "%%":
+            return "%"
+        key = match.group(1)
+        if key is None:
+            values.append(params[len(values)])
+            return f"${len(values)}"
+        if key not in numbers:
+            values.append(params[key])
+            numbers[key] = len(values)
+        return f"${numbers[key]}"
+
+    cursor.execute(f"PREPARE {name} AS " + _PLACEHOLDER.sub(numbered, sql))
+    cursor.execute(
+        "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = %s", [name]
+    )
+    (types,) = cursor.fetchone()
+    literals = ", ".join(
+        f"{psycopg.sql.Literal(value).as_string(cursor)}::{kind}"
+        for value, kind in zip(values, types, strict=True)
+    )
+    return f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({literals})"
 
 
 def _older_statistics(engine: ContextEngine, statistics: str) -> None:
@@ -275,17 +335,19 @@ def _older_statistics(engine: ContextEngine, statistics: str) -> None:
 
 
 _STATISTICS = ["none", "older than the session"]
+_PLANS = ["custom", "generic"]
 
 
+@pytest.mark.parametrize("plan", _PLANS)
 @pytest.mark.parametrize("statistics", _STATISTICS)
 def test_postgres_lookups_read_the_index_not_the_session(
-    pg_engine: ContextEngine, statistics: str
+    pg_engine: ContextEngine, statistics: str, plan: str
 ) -> None:
     _older_statistics(pg_engine, statistics)
     session = pg_engine.create_session("u")
     _fill(session, _TURNS, "c")
     statements = _lookup_statements(_record_pg(pg_engine, lambda: _lookups(session)))
-    read = [rows for rows, _ in _explain_pg(pg_engine, statements, frozenset({"events"}))]
+    read = [rows for rows, _ in _explain_pg(pg_engine, statements, frozenset({"events"}), plan)]
     assert max(read) <= _MOST_ROWS_READ, [
         (n, sql[:600]) for n, (sql, _) in zip(read, statements, strict=True) if n > _MOST_ROWS_READ
     ]
@@ -298,8 +360,11 @@ def test_postgres_lookups_read_the_index_not_the_session(
 _KEYED = frozenset({"events", "search_codes"})
 
 
+@pytest.mark.parametrize("plan", _PLANS)
 @pytest.mark.parametrize("statistics", _STATISTICS)
-def test_postgres_windows_read_what_they_return(pg_engine: ContextEngine, statistics: str) -> None:
+def test_postgres_windows_read_what_they_return(
+    pg_engine: ContextEngine, statistics: str, plan: str
+) -> None:
     """A window's reads (the terms' document counts, the ranked events' token estimates
     and rows, the vectors rescored, the documents embedded) and an agent's appends."""
     _older_statistics(pg_engine, statistics)
@@ -324,7 +389,7 @@ def test_postgres_windows_read_what_they_return(pg_engine: ContextEngine, statis
     seen = " ".join(sql for sql, _ in statements)
     for read_by in ("FROM search_terms", "search_codes", "token_estimate", "search_docs.doc_id"):
         assert read_by in seen, read_by
-    costs = _explain_pg(pg_engine, statements, _KEYED)
+    costs = _explain_pg(pg_engine, statements, _KEYED, plan)
     slack = 12  # a few rows past what was asked: a turn's other events, a range's edge
     over = [
         (read, returned, sql[:300])
@@ -334,9 +399,10 @@ def test_postgres_windows_read_what_they_return(pg_engine: ContextEngine, statis
     assert not over, over
 
 
+@pytest.mark.parametrize("plan", _PLANS)
 @pytest.mark.parametrize("statistics", _STATISTICS)
 def test_postgres_term_counts_are_probed_not_read_with_the_vocabulary(
-    pg_engine: ContextEngine, statistics: str
+    pg_engine: ContextEngine, statistics: str, plan: str
 ) -> None:
     """A window looks up how many of the session's documents hold each query term: one
     probe per term, however many terms the session has. (The misplan the probes avoid,
@@ -367,6 +433,6 @@ def test_postgres_term_counts_are_probed_not_read_with_the_vocabulary(
         if "search_terms" in sql and sql.lstrip().upper().startswith("SELECT")
     ]
     assert statements
-    for read, returned in _explain_pg(pg_engine, statements, frozenset({"search_terms"})):
+    for read, returned in _explain_pg(pg_engine, statements, frozenset({"search_terms"}), plan):
         assert returned == 3
         assert read <= 3 * 2, read
