@@ -30,7 +30,7 @@ from agentctx import jsonvalue
 from agentctx.retrieval.tables import LEXICAL_TABLE
 from agentctx.storage import fastsql
 from agentctx.storage.schema import search_docs, search_terms
-from agentctx.storage.where import in_bound_list, text_list_value
+from agentctx.storage.where import rows_in_list, text_list_value
 
 K1 = 1.2
 B = 0.75
@@ -184,20 +184,13 @@ def document_frequencies(conn: Connection, sid: int, terms: Sequence[str]) -> di
 
 
 def _df_query(dialect: str) -> Any:
-    if dialect == "postgresql":
-        # One probe of the (sid, term) key per term. Asked as ``term = ANY(terms)``, the
-        # planner reads every term of the session whenever it estimates the session at
-        # a row (one newer than the table's statistics): 10,900 rows for 14 terms after
-        # 600 events. The LIMIT keeps the subquery a probe per term (a join it could
-        # turn back into that read).
-        return text(
-            "SELECT q.term, t.df FROM unnest(CAST(:terms AS varchar[])) AS q(term) "
-            "CROSS JOIN LATERAL (SELECT s.df FROM search_terms AS s "
-            "WHERE s.sid = :sid AND s.term = q.term LIMIT 1) AS t"
-        )
-    return select(search_terms.c.term, search_terms.c.df).where(
+    # One probe of the (sid, term) key per term on PostgreSQL (see rows_in_list).
+    return rows_in_list(
+        dialect,
+        search_terms,
+        ("term", "df"),
+        ("term", "terms", String),
         search_terms.c.sid == bindparam("sid"),
-        in_bound_list(dialect, search_terms.c.term, "terms", String),
     )
 
 
