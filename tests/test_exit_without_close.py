@@ -81,6 +81,36 @@ def test_a_program_ending_while_events_are_embedded_exits_cleanly_and_keeps_them
         assert session.verify().ok
 
 
+@pytest.mark.parametrize("close", [True, False])
+def test_a_burst_of_user_texts_leaves_no_thread_running_after_close(
+    tmp_path: Path, close: bool
+) -> None:
+    """Each user text starts its embedding as the next window's query. A burst of them
+    with no window between (an import) once queued one embedding each: the helper thread
+    was still embedding them after close, and when the backlog outlasted close's wait
+    the process aborted at exit. Now at most a few wait, and close (or the exit) ends
+    the helper before it returns."""
+    done = run_program(
+        f"""
+        import threading
+        from agentctx import ContextEngine, at_exit
+        engine = ContextEngine(url="sqlite:///{tmp_path}/a.db", home="{tmp_path}/home")
+        assert engine.model_warmup.wait(120)
+        session = engine.create_session(user_id="u", agent_id="a", session_id="s")
+        for i in range(300):
+            session.add_message("user", f"Could you check order {{i}} for me, please?")
+        if {close}:
+            engine.close()
+        else:
+            at_exit.close_open_engines()  # what the exit runs
+        print("threads", sorted(t.name for t in threading.enumerate()))
+        """,
+        tmp_path,
+    )
+    assert_clean_exit(done)
+    assert "threads ['MainThread']" in done.stdout, done.stdout
+
+
 def test_a_program_ending_during_the_libraries_preload_exits_cleanly(tmp_path: Path) -> None:
     """The preload alone (a model loaded by hand on a thread of one's own): the
     interpreter waits for a dlopen under way, and starts none once it is exiting."""

@@ -566,7 +566,7 @@ class ContextEngine:
             # weights): nothing of this engine's runs on once close returned.
             self.model_warmup.settle(timeout)
         if self.search_index.query_vectors is not None:
-            self.search_index.query_vectors.settle(timeout)  # a window's query, embedding
+            self.search_index.query_vectors.close(timeout)  # a window's query, embedding
         self.memory.flush_audit(timeout)
         self.hitl.close(timeout)
         self.jobs.close(timeout)

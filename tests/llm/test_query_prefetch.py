@@ -1,7 +1,8 @@
 """A window's query embedded on a helper thread while the window is built: the same
 vector as embedded in place, once, never while the model loads, a failure handed to the
-one who waits and not kept, nothing kept across a user's erasure, and no wait in a
-forked child for a thread its parent started."""
+one who waits and not kept, nothing kept across a user's erasure, no wait in a forked
+child for a thread its parent started, a bounded backlog, and no helper left running
+once closed."""
 
 from __future__ import annotations
 
@@ -174,6 +175,63 @@ def test_an_error_after_the_embedding_reaches_the_waiter_and_the_helper_goes_on(
     vectors.prefetch("the second question")
     assert vectors.vector("the second question") is not None
     assert vectors._helper is helper and helper is not None and helper.is_alive()
+
+
+def test_a_burst_of_prefetches_keeps_only_the_newest_waiting() -> None:
+    """User texts written faster than the helper embeds them (an import, a replay) keep
+    at most PREFETCH_WAITING waiting: the newest. A dropped one is embedded by whoever
+    asks for its vector, on their own thread, and nobody waits for it in vain."""
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    vectors.prefetch("question 0")
+    assert embedder.entered.wait(10)  # the helper holds question 0
+    asked = [f"question {i}" for i in range(1, 11)]
+    found: list[list[float] | None] = []
+    waiter = threading.Thread(
+        target=lambda: found.append(vectors.vector("question 1")), name="window"
+    )
+    for i, question in enumerate(asked):
+        vectors.prefetch(question)
+        if i == 0:
+            waiter.start()  # waits for the prefetch of question 1, which is dropped
+    embedder.gate.set()
+    waiter.join(10)
+    assert not waiter.is_alive(), "the window waited for a dropped prefetch"
+    assert found == [HashingEmbedder().embed(["question 1"])[0]]
+    vectors.settle(10)
+    newest = asked[-query_vectors.PREFETCH_WAITING :]
+    by_helper = [text for text, thread in embedder.calls if thread == "agentctx-query"]
+    assert by_helper == ["question 0", *newest]
+    assert [thread for text, thread in embedder.calls if text == "question 1"] == ["window"]
+    assert vectors.vector("question 4") == HashingEmbedder().embed(["question 4"])[0]
+    assert embedder.calls[-1] == ("question 4", threading.current_thread().name)
+
+
+def test_close_drops_the_waiting_queries_and_ends_the_helper() -> None:
+    """An engine's close ends the helper before it returns (a forward pass running on
+    while the interpreter finalizes aborts the process); the queries still waiting are
+    not embedded, and nothing is prefetched after it."""
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    vectors = QueryVectors(embedder)
+    vectors.prefetch("being embedded")
+    assert embedder.entered.wait(10)
+    helper = vectors._helper
+    assert helper is not None
+    vectors.prefetch("waiting 1")
+    vectors.prefetch("waiting 2")
+    threading.Timer(0.2, embedder.gate.set).start()
+    vectors.close(timeout=10)
+    assert not helper.is_alive()
+    assert embedder.calls == [("being embedded", "agentctx-query")]
+    assert vectors.vector("being embedded") is not None  # the one under way was kept
+    vectors.prefetch("after the close")
+    assert vectors._helper is None or not vectors._helper.is_alive()
+    assert vectors.vector("waiting 2") == HashingEmbedder().embed(["waiting 2"])[0]
+    assert [text for text, _ in embedder.calls] == ["being embedded", "waiting 2"]
+    assert embedder.calls[-1][1] == threading.current_thread().name
+    vectors.close()  # twice: harmless
 
 
 def test_a_background_threads_window_does_not_prefetch() -> None:
