@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentctx import ContextEngine, EventType, InvalidInput
+from agentctx import ContextEngine, EventType, InvalidInput, SessionNotFound
 from agentctx.sessions.importer import MessageImporter
 from conftest import make_png
 from test_cli import cli, sqlite_url
@@ -231,6 +231,17 @@ def test_an_importer_adds_one_message_at_a_time_into_the_open_turn(
         importer.add(AIRLINE[3])
         assert session.turn_info(first).status == "ok" and importer.turn_id != first
     assert all(t.status == "ok" for t in session.turns())
+
+
+def test_an_import_whose_session_is_erased_raises_that_not_the_turns_end(
+    engine: ContextEngine,
+) -> None:
+    session = engine.create_session(user_id="u1")
+    with pytest.raises(SessionNotFound) as raised, MessageImporter(session) as importer:
+        importer.add({"role": "user", "content": "my order never came"})
+        engine.delete_user_data("u1")
+        importer.add({"role": "assistant", "content": "let me look"})
+    assert "the import's last turn could not be ended" in raised.value.__notes__[0]
 
 
 def test_cli_imports_a_file_into_a_new_session(tmp_path: Path) -> None:

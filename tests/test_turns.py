@@ -65,6 +65,54 @@ def test_exception_in_a_turn_records_an_error_event(engine: ContextEngine) -> No
     assert session.turns()[-1].event_count == 1
 
 
+def test_a_session_erased_under_an_open_turn_names_the_real_cause(engine: ContextEngine) -> None:
+    """Another thread erases the user while a turn is open. The write that follows
+    raises SessionNotFound, and leaving the block does not replace it with the failure
+    to record it or to end the turn (noted on it instead); ending such a turn names the
+    missing session too, and the other users' sessions are untouched."""
+    session = engine.create_session(user_id="u1")
+    kept = engine.create_session(user_id="u2")
+    kept.add_message("user", "still here")
+    with pytest.raises(SessionNotFound) as raised, session.turn() as turn:
+        turn.add_message("user", "book the 9:40 flight")
+        engine.delete_user_data("u1")
+        turn.add_message("assistant", "booking it")
+    notes = getattr(raised.value, "__notes__", [])
+    assert len(notes) == 1 and f"turn {turn.turn_id} could not be ended" in notes[0]
+    assert "SessionNotFound" in notes[0]
+
+    other = engine.create_session(user_id="u3")
+    with pytest.raises(SessionNotFound), other.turn():  # the block went well; the session did not
+        other.add_message("user", "hello")
+        engine.delete_user_data("u3")
+    doomed_session = engine.create_session(user_id="u4")
+    with (
+        pytest.raises(ValueError, match="the agent's own error") as own,
+        doomed_session.turn() as doomed,
+    ):
+        engine.delete_user_data("u4")
+        raise ValueError("the agent's own error")
+    assert f"turn {doomed.turn_id}" in own.value.__notes__[0]
+    assert [e.text for e in kept.events()] == ["still here"] and kept.verify().ok
+
+
+def test_an_async_turn_keeps_the_blocks_exception(engine: ContextEngine) -> None:
+    async def scenario() -> None:
+        aengine = AsyncContextEngine(engine)
+        session = await aengine.create_session("u1")
+        with pytest.raises(SessionNotFound) as raised:
+            async with session.turn():
+                await session.add_message("user", "hello")
+                await asyncio.to_thread(engine.delete_user_data, "u1")
+                await session.add_message("assistant", "hi")
+        assert "could not be ended" in raised.value.__notes__[0]
+        other = await aengine.create_session("u2")
+        async with other.turn():  # nothing was left open in this context
+            await other.add_message("user", "a new turn")
+
+    asyncio.run(scenario())
+
+
 def test_nested_turn_on_the_same_session_is_refused(engine: ContextEngine) -> None:
     session = engine.create_session(user_id="u1")
     other = engine.create_session(user_id="u1")

@@ -91,7 +91,10 @@ class AsyncTurn(_AsyncRecorder):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.end("error" if exc is not None else "ok", exc)
+        try:  # the block's exception is not replaced by a failure to end the turn
+            await _run(self.sync._leave, exc)
+        finally:
+            self.sync._deactivate()
 
 
 class AsyncSession(_AsyncRecorder):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
@@ -91,8 +92,19 @@ class MessageImporter:
     def __enter__(self) -> MessageImporter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # the block's exception is the one to see, not a failure to end the turn
+            self.close()
+        except Exception as ending:
+            exc.add_note(f"agentctx: the import's last turn could not be ended: {ending!r}")
 
     @property
     def turn_id(self) -> str | None:

@@ -16,6 +16,7 @@ found by.
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Hashable, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -23,6 +24,8 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 from agentctx.errors import TurnError
 from agentctx.events import Event, EventDraft
 from agentctx.sessions.recording import EventRecorder
+
+log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
@@ -117,6 +120,29 @@ class OpenTurn(EventRecorder):
         finally:
             self._deactivate()
 
+    def _leave(self, error: BaseException | None) -> None:
+        """The storage half of leaving the ``with`` block: ``ok``, or ``error`` after
+        ``error`` (the block's exception) is recorded. When the block raised, a failure
+        to record or end the turn (its session erased meanwhile, the database gone) does
+        not replace the block's exception, which is the one the caller must see: it is
+        noted on it (and logged) instead."""
+        if error is None:
+            self._finish("ok")
+            return
+        try:
+            self._finish("error", error)
+        except Exception as ending:
+            log.warning(
+                "turn %s could not be ended after its block raised %s: %s",
+                self.turn_id,
+                type(error).__name__,
+                ending,
+            )
+            error.add_note(
+                f"agentctx: turn {self.turn_id} could not be ended either: "
+                f"{type(ending).__name__}: {ending}"
+            )
+
     def _finish(self, status: str, error: BaseException | None = None) -> None:
         """The storage half of ending: record ``error`` (if any), then end the turn."""
         if self.ended:
@@ -147,6 +173,6 @@ class OpenTurn(EventRecorder):
         tb: TracebackType | None,
     ) -> None:
         try:
-            self._finish("error" if exc is not None else "ok", exc)
+            self._leave(exc)
         finally:
             self._deactivate()

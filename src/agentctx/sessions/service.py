@@ -487,15 +487,21 @@ class SessionService:
         record = AuditRecord(
             action="turn_end", user_id=user_id, session_id=session_id, meta={"turn_id": turn_id}
         )
+        now = utcnow()
         with self.db.write() as conn:
-            row = repo.end_turn(conn, user_id, session_id, turn_id, status=status, now=utcnow())
+            row = repo.end_turn(conn, user_id, session_id, turn_id, status=status, now=now)
             if row is not None:
                 self.writer.enqueue_turn_end(conn, user_id, session_id, turn_id)
                 record.request_id = row["request_id"]
                 self.audit.write(record, conn)
+            else:  # a session erased (or expired) under the turn is the cause to name
+                gone = repo.get_session_row(conn, user_id, session_id, now) is None
         if row is None:
             self.audit.deny(
-                record, TurnError(f"turn {turn_id} is not open in session {session_id}")
+                record,
+                SessionNotFound(session_id)
+                if gone
+                else TurnError(f"turn {turn_id} is not open in session {session_id}"),
             )
         self.audit.emit(record)
         self.jobs.notify()
