@@ -58,6 +58,9 @@ PLANTS: tuple[Plant, ...] = (
     Plant("SECRET", "api key sk-proj-4fTq9ZxLm2Vb8NcR7sKd1HyW", "sk-proj-4fTq9ZxLm2Vb8NcR7sKd1HyW"),
     Plant("STUDENT_ID", "学号：2021001234", "2021001234"),
     Plant("EMPLOYEE_ID", "工号：E2023887", "E2023887"),
+    Plant("DATE_OF_BIRTH", "DOB: 1971-08-13", "1971-08-13"),
+    Plant("PERSON_FIELD", '{"first_name": "Marisol", "seat": "12A"}', "Marisol"),
+    Plant("PASSPORT_FIELD", '{\\"passport_number\\": \\"K7734921\\"}', "K7734921"),
 )
 """Every recognized kind, as written in free text."""
 
@@ -89,6 +92,10 @@ NEGATIVES: dict[str, str] = {
 """Values that look like personal data and are not: they must be stored unchanged."""
 
 
+RECORD_VALUES = ("Quintero", "12/04/1983")
+"""The values of the record in :func:`planted_json` (found by their field names)."""
+
+
 def planted_text(sep: str = "; ") -> str:
     """One text holding every planted value, file name and hard negative."""
     negatives = [
@@ -110,6 +117,8 @@ def planted_json() -> dict[str, Any]:
     doc: dict[str, Any] = {p.text: p.text for p in PLANTS}
     doc.update({name: name for name in FILE_NAMES})
     doc["nested"] = {"items": [{p.text: [p.text]} for p in PLANTS[:5]], "note": planted_text()}
+    # A record: its field names say what the values are.
+    doc["passenger"] = dict(zip(("last_name", "date_of_birth"), RECORD_VALUES, strict=True))
     doc.update(NEGATIVES)
     return doc
 
@@ -131,7 +140,7 @@ def _forms(value: str) -> set[bytes]:
 def leaks(haystack: str | bytes) -> list[str]:
     """The planted values (and file names' personal parts) found in ``haystack``."""
     data = haystack.encode() if isinstance(haystack, str) else haystack
-    values = {p.value for p in (*PLANTS, *ID_PLANTS)}
+    values = {p.value for p in (*PLANTS, *ID_PLANTS)} | set(RECORD_VALUES)
     return sorted(v for v in values if any(form in data for form in _forms(v)))
 
 

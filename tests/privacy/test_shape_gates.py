@@ -31,11 +31,13 @@ from agentctx.privacy.recognizers import (
     CreditCardRecognizer,
     PhoneRecognizer,
     contact,
+    fields,
     labelled,
     secrets,
 )
 from agentctx.privacy.recognizers.contact import _LABELS, _PHONE_WORD_LIST, phone_context
 from agentctx.privacy.recognizers.context import clause_start
+from agentctx.privacy.recognizers.fields import _ALL_FIELDS, _BIRTH_LABELS
 from agentctx.privacy.recognizers.identity import EmployeeIDRecognizer, StudentIDRecognizer
 from agentctx.privacy.recognizers.labelled import _CN_LABELS, _ID_LABELS, _SSN_LABELS
 from agentctx.privacy.recognizers.secrets import (
@@ -60,7 +62,7 @@ def _no_shape(text: str) -> None:
 @contextmanager
 def shapeless() -> Iterator[None]:
     """Recognizers see no text's shape, so each runs all its scans."""
-    modules = (contact, labelled, secrets)
+    modules = (contact, fields, labelled, secrets)
     saved = [module.shape_of for module in modules]
     for module in modules:
         module.shape_of = _no_shape  # type: ignore[assignment]
@@ -105,6 +107,8 @@ _WORDS = sorted(
         *_CN_LABELS,
         *_ID_LABELS,
         *_SSN_LABELS,
+        *_BIRTH_LABELS,
+        *(f'"{field.replace(" ", "_")}": "' for field in _ALL_FIELDS),
         *StudentIDRecognizer._words,
         *EmployeeIDRecognizer._words,
         *_PASSWORD_WORDS,
@@ -124,6 +128,8 @@ _PIECES = sorted(
         *("fe80::1", "::ffff:192.0.2.1", "GB82WEST12345698765432", "4111-1111-1111-1111"),
         *("eyJhbGciOi.eyJzdWIiOi.sig", "AKIAIOSFODNN7EXAMPLE", "u:p@h", "a@b.co", "12:34"),
         *("+683 4002", "00683 4002", "+376 812345", "078-05-1120", "11010519491231002X"),
+        *("1971-08-13", "13 August 1971", "May 3, 1990", "1971年8月13日", "13/08/71", '"'),
+        *("Sophia Garcia", "X1234567", '\\"dob\\": \\"1971-08-13\\"', '"passport" : "'),
     }
 )
 # Characters around which gates decide: digits (ASCII and others), separators, letters.

@@ -30,6 +30,7 @@ class EntityType(StrEnum):
     URL_CREDENTIALS = "URL_CREDENTIALS"
     SECRET = "SECRET"
     PERSON = "PERSON"
+    DATE_OF_BIRTH = "DATE_OF_BIRTH"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ ZH_LABELS: Mapping[str, str] = {
     EntityType.STUDENT_ID: "学号",
     EntityType.EMPLOYEE_ID: "工号",
     EntityType.PERSON: "姓名",
+    EntityType.DATE_OF_BIRTH: "出生日期",
     EntityType.CREDIT_CARD: "银行卡号",
     EntityType.IBAN: "银行账号",
     EntityType.IP_ADDRESS: "IP地址",

@@ -31,6 +31,7 @@ from agentctx.privacy.operators import (
     OperatorSet,
     ReplaceOperator,
 )
+from agentctx.privacy.recognizers.fields import FieldRecognizer
 from agentctx.privacy.redactor import PassThroughRedactor, Redacted, Redactor
 
 _NOTHING: frozenset[str] = frozenset()
@@ -78,6 +79,9 @@ class PIIRedactor:
         identifier_chars: int = 10,
     ) -> None:
         self.analyzer = Analyzer(recognizers, min_score=min_score, allow_list=allow)
+        # The record fields of JSON values are read by the field recognizer's table, when
+        # it is one of the recognizers.
+        self._fields = next((r for r in recognizers if isinstance(r, FieldRecognizer)), None)
         self.operators = operators or OperatorSet(ReplaceOperator())
         identifier = IdentifierOperator(identifier_key or _UNKEYED_IDENTIFIERS, identifier_chars)
         self.identifiers = OperatorSet(identifier)
@@ -131,6 +135,7 @@ class PIIRedactor:
         """
         clone = object.__new__(PIIRedactor)
         clone.analyzer = self.analyzer.with_allow_list(values)
+        clone._fields = self._fields
         clone.operators = self.operators
         clone.identifiers = self.identifiers
         clone.keys = self.keys
@@ -254,7 +259,9 @@ class PIIRedactor:
                     renamed[key] = self.keys.apply(key, findings)
         changed: dict[Any, Any] | None = None
         for key, item in value.items():
-            clean = self._walk(item, found, seen)
+            clean = self._field(key, item, found)
+            if clean is None:
+                clean = self._walk(item, found, seen)
             if clean is not item:
                 if changed is None:
                     changed = dict(value)
@@ -264,6 +271,18 @@ class PIIRedactor:
         source = changed if changed is not None else value
         names = _distinct_names(source, renamed)
         return {names.get(key, key): item for key, item in source.items()}
+
+    def _field(self, key: Any, item: Any, found: set[str]) -> str | None:
+        """``item`` redacted as a whole when the member ``key: item`` is a personal field
+        of a record (``"dob": "1971-08-13"``: :class:`FieldRecognizer`), else None."""
+        if self._fields is None or not isinstance(item, str) or not isinstance(key, str):
+            return None
+        entity = self._fields.entity_of(key, item)
+        if entity is None or self.analyzer.allow_list.allows(item, entity):
+            return None
+        found.add(entity)
+        finding = Finding(entity, 0, len(item), 1.0, self._fields.name)
+        return self.operators.apply(item, [finding])
 
 
 def _remember(clean: set[tuple[int, str]], key: tuple[int, str], bound: int) -> None:

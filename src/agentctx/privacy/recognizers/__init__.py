@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentctx.privacy.findings import Recognizer
 from agentctx.privacy.recognizers.contact import EmailRecognizer, PhoneRecognizer
+from agentctx.privacy.recognizers.fields import FieldRecognizer
 from agentctx.privacy.recognizers.finance import CreditCardRecognizer, IBANRecognizer
 from agentctx.privacy.recognizers.identity import (
     EmployeeIDRecognizer,
@@ -18,7 +19,7 @@ from agentctx.privacy.recognizers.secrets import SecretRecognizer
 
 def default_recognizers(names: bool = True) -> list[Recognizer]:
     """One instance of every built-in recognizer; person names (only where the text marks
-    them as names) unless ``names`` is false."""
+    them as names, or a record's field names them) unless ``names`` is false."""
     recognizers: list[Recognizer] = [
         EmailRecognizer(),
         PhoneRecognizer(),
@@ -32,6 +33,7 @@ def default_recognizers(names: bool = True) -> list[Recognizer]:
         IPAddressRecognizer(),
         URLCredentialsRecognizer(),
         SecretRecognizer(),
+        FieldRecognizer(names=names),
     ]
     if names:
         recognizers.append(PersonRecognizer())
@@ -42,6 +44,7 @@ __all__ = [
     "CreditCardRecognizer",
     "EmailRecognizer",
     "EmployeeIDRecognizer",
+    "FieldRecognizer",
     "IBANRecognizer",
     "IPAddressRecognizer",
     "LabelledIDRecognizer",

@@ -1,0 +1,243 @@
+"""Personal data in the named fields of records, and birth dates wherever they are labelled.
+
+Tool results are mostly records: ``{"first_name": "Sophia", "last_name": "Garcia",
+"dob": "1971-08-13", "passport": "X1234567"}``. The other recognizers look for labels in
+sentences ("Name: …", "passport no. …"); a record's field names are labels too, but in
+JSON the key is quoted and so is its value. This recognizer finds JSON string members
+(in text, as tools return them) whose key names a kind of personal data (a person's
+name, a birth date, a passport or national ID, a phone number) and whose value looks
+like one: a date for a birth date, letters for a name, digits for a phone. The redactor
+applies the same table to the members of JSON values it walks (:meth:`FieldRecognizer.
+entity_of`). A bare ``"name"`` is not enough: a product, a city or a tool has a name too.
+
+It also finds birth dates labelled in prose: "date of birth: 13/08/1971", "DOB
+1971-08-13", "born on 13 August 1971", "出生日期 1971年8月13日". An unlabelled date
+is left alone: a flight's date is no one's birthday.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+from agentctx.privacy.findings import EntityType, Finding
+from agentctx.privacy.recognizers.context import KeywordGate, casefolded, keyword_pattern
+from agentctx.privacy.shape import TextShape, shape_of
+
+# Field names by the entity their value is. Matched case-insensitively with any of
+# "_", "-" or nothing for a space ("first_name", "firstName", "First-Name").
+_FIELDS: dict[str, tuple[str, ...]] = {
+    EntityType.PERSON: (
+        "first name",
+        "last name",
+        "full name",
+        "given name",
+        "family name",
+        "middle name",
+        "maiden name",
+        "legal name",
+        "surname",
+        "forename",
+        "passenger name",
+        "customer name",
+        "contact name",
+        "patient name",
+        "cardholder name",
+        "card holder name",
+    ),
+    EntityType.DATE_OF_BIRTH: ("dob", "date of birth", "birth date", "birthdate", "birthday"),
+    EntityType.NATIONAL_ID: (
+        "passport",
+        "passport number",
+        "passport no",
+        "passport id",
+        "national id",
+        "national id number",
+        "driver license",
+        "drivers license",
+        "driver license number",
+        "drivers license number",
+    ),
+    EntityType.PHONE: (
+        "phone",
+        "phone number",
+        "mobile",
+        "mobile number",
+        "telephone",
+        "telephone number",
+        "cell phone",
+        "contact number",
+    ),
+}
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+# A full date: ISO or numeric (day and month in either order), with the month's name,
+# or in Chinese. A year alone ("born in 1990") is not a birth date.
+_DATE = (
+    r"(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"
+    r"|\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2})"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?{_MONTH}\.?,?[ \t]+\d{{4}}"
+    rf"|{_MONTH}\.?[ \t]+\d{{1,2}}(?:st|nd|rd|th)?,?[ \t]+\d{{4}}"
+    r"|\d{4}[ \t]*年[ \t]*\d{1,2}[ \t]*月[ \t]*\d{1,2}[ \t]*日?)"
+)
+_FULL_DATE = re.compile(rf"(?i:{_DATE})")
+
+_BIRTH_LABELS = (
+    "date of birth",
+    "birth date",
+    "birthdate",
+    "birthday",
+    "dob",
+    "d.o.b",
+    "born on",
+    "born",
+    "出生日期",
+    "出生年月日",
+    "生日",
+)
+# The label, then what may sit between it and the date: quotes and a colon (a JSON
+# member or a form), "is", "was", "on".
+_BIRTH_PATTERN = re.compile(
+    rf"{keyword_pattern(_BIRTH_LABELS)}\.?[\"']?[ \t]*[:\uff1a=]?[ \t]*[\"']?"
+    r"(?:(?i:is|was|on)[ \t]+)?"
+    rf"(?<![0-9])((?i:{_DATE}))(?![0-9])"
+)
+_BIRTH_GATE = KeywordGate(_BIRTH_LABELS)
+# Every birth label holds one of these (case-folded): a text holding none is skipped
+# before the gate looks for where each label may start.
+_BIRTH_WORDS = ("birth", "dob", "d.o.b", "born", "生日", "出生")
+_BIRTH_WORDS_ASCII = tuple(word for word in _BIRTH_WORDS if word.isascii())
+
+_ALL_FIELDS = tuple(name for names in _FIELDS.values() for name in names)
+# A string member whose key is one of the field names: JSON (double quotes) or a Python
+# dict's repr (single quotes, as a log line shows one), its quotes escaped any number of
+# times (a record inside a JSON string, inside a repr). The value is what ``_valid``
+# then checks; it ends at the first quote like the one it opened with.
+_MEMBER = re.compile(
+    rf"(?<=[\"']){keyword_pattern(_ALL_FIELDS)}(?P<close>\\*[\"'])[ \t]*:[ \t]*\\*(?P<q>[\"'])"
+    r"(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n]){1,128}?)\\*(?P=q)"
+)
+_MEMBER_GATE = KeywordGate(_ALL_FIELDS)
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+_BY_KEY = {_SEPARATORS.sub("", name): entity for entity, names in _FIELDS.items() for name in names}
+
+_NOT_A_VALUE = frozenset({"unknown", "none", "null", "n/a", "na", "tbd", "-", "redacted"})
+_NAME = re.compile(r"[^\W\d_](?:[^\W\d_]|[ '\u2019.\-](?=[^\W\d_ ]))*\.?")
+_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|[ \-](?=[A-Za-z0-9])){3,23}")
+_PHONE = re.compile(r"[+(]?\d(?:[\d ().\-]*\d)?")
+
+
+_DATE_DIGITS = 4
+"""The fewest digits of a full date ("3/8/71", "May 3, 1990")."""
+
+
+def _member_possible(text: str) -> bool:
+    """Whether ``text`` may hold a record's member: a quote, then (after spaces or tabs)
+    a colon. Each colon is looked behind (``str.find``: most texts hold few colons,
+    where a regular expression's search is several times slower)."""
+    i = text.find(":")
+    while i >= 0:
+        j = i - 1
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        if j >= 0 and text[j] in "\"'":
+            return True
+        i = text.find(":", i + 1)
+    return False
+
+
+def _birth_possible(text: str, shape: TextShape | None) -> bool:
+    """Whether ``text`` (of ``shape``) may hold a labelled birth date: a birth word and
+    the digits of a full date."""
+    if shape is not None and shape.digits < _DATE_DIGITS:
+        return False
+    folded = casefolded(text)
+    if folded.isascii():
+        return any(map(folded.__contains__, _BIRTH_WORDS_ASCII))
+    # The dotless i and the dotted capital I match "i" case-insensitively, yet fold to
+    # something else (as in KeywordGate.present).
+    return any(map(folded.__contains__, _BIRTH_WORDS)) or "\u0131" in folded or "\u0307" in folded
+
+
+@functools.lru_cache(maxsize=4096)
+def _entity_of_key(key: str) -> str | None:
+    """The entity a field named ``key`` holds (None for any other field)."""
+    return _BY_KEY.get(_SEPARATORS.sub("", key).casefold())
+
+
+def _valid(entity: str, value: str) -> bool:
+    """Whether ``value`` (a field's whole value) looks like an ``entity``; JSON escapes
+    (``Jos\\u00e9``, as ``json.dumps`` writes by default) are read first."""
+    for _ in range(3):  # a record inside a JSON string inside another: escaped twice
+        if "\\" not in value:
+            break
+        try:
+            value = json.loads(f'"{value}"')
+        except ValueError:
+            value = value.replace("\\", "")
+    value = value.strip()
+    if not value or value.casefold() in _NOT_A_VALUE or value.startswith("["):
+        return False  # empty, a placeholder, or redacted already
+    if entity == EntityType.PERSON:
+        return len(value) <= 64 and _NAME.fullmatch(value) is not None
+    if entity == EntityType.DATE_OF_BIRTH:
+        return _FULL_DATE.fullmatch(value) is not None
+    digits = sum(ch.isdigit() for ch in value)
+    if entity == EntityType.PHONE:
+        return 7 <= digits <= 15 and _PHONE.fullmatch(value) is not None
+    return digits >= 4 and _ID.fullmatch(value) is not None  # NATIONAL_ID
+
+
+class FieldRecognizer:
+    """Personal data in the named fields of records (JSON members in text), and birth
+    dates labelled in prose. Names only with ``names`` (as for :class:`~agentctx.
+    privacy.recognizers.names.PersonRecognizer`)."""
+
+    name = "fields"
+
+    def __init__(self, names: bool = True) -> None:
+        self.names = names
+        self.entity_types: tuple[str, ...] = (
+            *((EntityType.PERSON,) if names else ()),
+            EntityType.DATE_OF_BIRTH,
+            EntityType.NATIONAL_ID,
+            EntityType.PHONE,
+        )
+
+    def entity_of(self, key: str, value: str) -> str | None:
+        """The entity the member ``key: value`` of a record holds, or None: the key names
+        one and the whole value looks like it."""
+        entity = _entity_of_key(key)
+        if entity is None or (entity == EntityType.PERSON and not self.names):
+            return None
+        return entity if _valid(entity, value) else None
+
+    @staticmethod
+    def possible(shape: TextShape) -> bool:
+        """Whether the text may hold a JSON member (a quote then a colon) or a birth
+        label and the four digits of a full date."""
+        return _member_possible(shape.text) or _birth_possible(shape.text, shape)
+
+    def analyze(self, text: str) -> list[Finding]:
+        """Every personal field of a record in ``text``, and every labelled birth date."""
+        findings: list[Finding] = []
+        members = _MEMBER_GATE.finditer(_MEMBER, text) if _member_possible(text) else ()
+        for m in members:
+            key, value = text[m.start() : m.start("close")], m.group("value")
+            entity = self.entity_of(key, value)
+            if entity is not None:
+                start, end = m.span("value")
+                # The value without the spaces around it.
+                start += len(value) - len(value.lstrip())
+                end -= len(value) - len(value.rstrip())
+                findings.append(Finding(entity, start, end, 0.85, self.name))
+        dates = _birth_possible(text, shape_of(text))
+        for m in _BIRTH_GATE.finditer(_BIRTH_PATTERN, text) if dates else ():
+            start, end = m.span(1)
+            findings.append(Finding(EntityType.DATE_OF_BIRTH, start, end, 0.85, self.name))
+        return findings

@@ -1,0 +1,173 @@
+"""Personal data in the named fields of records (JSON in a tool's text output and JSON
+values), and birth dates labelled in prose: found, and left alone where the field or the
+date says nothing about a person."""
+
+# ruff: noqa: RUF001 - Chinese text uses full-width punctuation on purpose
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentctx import ContextEngine
+from agentctx.privacy.config import RedactionConfig
+from agentctx.privacy.pii import PIIRedactor
+from agentctx.privacy.recognizers import fields
+
+REDACTOR = PIIRedactor.from_config()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"first_name": "Sophia", "last_name": "Garcia", "dob": "1971-08-13"}',
+            '{"first_name": "[PERSON]", "last_name": "[PERSON]", "dob": "[DATE_OF_BIRTH]"}',
+        ),
+        (  # a record inside a JSON string: its quotes escaped
+            '{\\"firstName\\": \\"Mia\\", \\"dateOfBirth\\": \\"May 3, 1990\\"}',
+            '{\\"firstName\\": \\"[PERSON]\\", \\"dateOfBirth\\": \\"[DATE_OF_BIRTH]\\"}',
+        ),
+        (
+            '{"Passport-Number": "X1234567", "mobile": "+1 (415) 555-0134"}',
+            '{"Passport-Number": "[NATIONAL_ID]", "mobile": "[PHONE]"}',
+        ),
+        ('"surname" : "O\'Brien-Smith"', '"surname" : "[PERSON]"'),
+        (  # a dict as a log line shows it
+            "{'last_name': 'Quintero', 'passport_number': 'K7734921'}",
+            "{'last_name': '[PERSON]', 'passport_number': '[NATIONAL_ID]'}",
+        ),
+        (  # json.dumps' default escapes, in a record inside a JSON string
+            json.dumps(json.dumps({"first_name": "José"})),
+            json.dumps(json.dumps({"first_name": "[PERSON]"})),
+        ),
+        ('"passenger_name": "José Álvarez"', '"passenger_name": "[PERSON]"'),
+        ("DOB: 1971-08-13", "DOB: [DATE_OF_BIRTH]"),
+        (
+            "date of birth 13/08/1971, flying tomorrow",
+            "date of birth [DATE_OF_BIRTH], flying tomorrow",
+        ),
+        ("I was born on 13 August 1971 in Porto", "I was born on [DATE_OF_BIRTH] in Porto"),
+        ("Her birthday is Aug. 3rd, 1985.", "Her birthday is [DATE_OF_BIRTH]."),
+        ("出生日期：1971年8月13日", "出生日期：[DATE_OF_BIRTH]"),
+    ],
+)
+def test_personal_fields_and_labelled_birth_dates_are_redacted(text: str, expected: str) -> None:
+    assert REDACTOR.redact_text(text).value == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "Economy", "city": "Paris", "departure_date": "2024-05-15"}',  # no one's
+        '{"name": "get_reservation_details", "arguments": {"user_id": "mia_li_3668"}}',
+        '{"first_name": "unknown", "last_name": "n/a", "dob": null}',
+        '{"first_name": "12345", "dob": "tomorrow", "phone": "12", "passport": "none"}',
+        '{"phone_model": "Pixel 8", "birth_rate": "1.6", "date": "2024-05-15"}',
+        "The flight on 2024-05-15 leaves at 09:40.",
+        "She was born in 1990 and the newborn on 2024-05-01 is fine.",
+        "Your order #4411 was placed on 13/08/2024.",
+    ],
+)
+def test_fields_and_dates_that_name_no_one_are_left_alone(text: str) -> None:
+    assert REDACTOR.redact_text(text).value == text
+
+
+def test_the_members_of_json_values_are_read_by_their_field_names() -> None:
+    record = {
+        "reservation_id": "ZFA04Y",
+        "passengers": [
+            {"first_name": "Sophia", "last_name": "Garcia", "dob": "1971-08-13", "seat": "12A"},
+            {"first_name": "Kai", "last_name": "Lee", "dob": "unknown", "seat": "12B"},
+        ],
+        "name": "Economy",
+        "contact": {"phone_number": "555 0134 111", "email": "sophia.garcia@example.com"},
+    }
+    redacted = REDACTOR.redact_json(record)
+    assert redacted.value == {
+        "reservation_id": "ZFA04Y",
+        "passengers": [
+            {
+                "first_name": "[PERSON]",
+                "last_name": "[PERSON]",
+                "dob": "[DATE_OF_BIRTH]",
+                "seat": "12A",
+            },
+            {"first_name": "[PERSON]", "last_name": "[PERSON]", "dob": "unknown", "seat": "12B"},
+        ],
+        "name": "Economy",
+        "contact": {"phone_number": "[PHONE]", "email": "[EMAIL]"},
+    }
+    assert redacted.entity_types >= {"PERSON", "DATE_OF_BIRTH", "PHONE", "EMAIL"}
+    assert record["passengers"][0]["first_name"] == "Sophia"  # the input is not changed
+
+
+def test_names_off_keeps_name_fields_and_an_allow_list_keeps_its_values() -> None:
+    record = '{"first_name": "Sophia", "dob": "1971-08-13"}'
+    no_names = PIIRedactor.from_config(RedactionConfig(names=False))
+    assert (
+        no_names.redact_text(record).value == '{"first_name": "Sophia", "dob": "[DATE_OF_BIRTH]"}'
+    )
+    assert no_names.redact_json({"first_name": "Sophia"}).value == {"first_name": "Sophia"}
+    allowing = REDACTOR.with_allow_list(["Sophia"])
+    assert allowing.redact_json({"first_name": "Sophia", "last_name": "Garcia"}).value == {
+        "first_name": "Sophia",
+        "last_name": "[PERSON]",
+    }
+    assert (
+        allowing.redact_text(record).value == '{"first_name": "Sophia", "dob": "[DATE_OF_BIRTH]"}'
+    )
+
+
+def test_a_support_agents_tool_output_reaches_storage_without_the_customers_record(
+    tmp_path: Path,
+) -> None:
+    """The airline agent's reservation lookup: a tool result of JSON text and a tool call
+    with JSON arguments. The database file holds neither the passengers' names and birth
+    dates nor the passport, while the flight's date and the reservation stay readable."""
+    result = json.dumps(
+        {
+            "reservation_id": "ZFA04Y",
+            "flights": [{"flight_number": "HAT194", "date": "2024-05-15"}],
+            "passengers": [{"first_name": "Sophia", "last_name": "Garcia", "dob": "1971-08-13"}],
+        }
+    )
+    url = f"sqlite:///{tmp_path / 'agentctx.db'}"
+    with ContextEngine(url=url, home=tmp_path / "home", jobs="manual") as engine:
+        session = engine.create_session(user_id="u1", agent_id="airline")
+        with session.turn() as turn:
+            turn.add_message("user", "Please add my passport to reservation ZFA04Y")
+            call = turn.add_tool_call(
+                "update_passengers",
+                {"reservation_id": "ZFA04Y", "passport": "X1234567", "first_name": "Sophia"},
+            )
+            stored = turn.add_tool_result(call.call_id, content=result)
+        assert '"dob": "[DATE_OF_BIRTH]"' in stored.text
+        assert '"date": "2024-05-15"' in stored.text and "ZFA04Y" in stored.text
+        arguments = session.events()[1].parts[0]
+        assert arguments.data == {
+            "reservation_id": "ZFA04Y",
+            "passport": "[NATIONAL_ID]",
+            "first_name": "[PERSON]",
+        }
+        window = session.build_context(query="passport", budget=2000)
+        assert "HAT194" in json.dumps(window.messages)
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("agentctx.db*"))
+    for value in ("Sophia", "Garcia", "1971-08-13", "X1234567"):
+        assert value.encode() not in raw, value
+    with sqlite3.connect(tmp_path / "agentctx.db") as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 3
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(st.sampled_from(list(" \t:\"'ab\n")), max_size=12))
+def test_the_member_gate_says_yes_wherever_a_quote_comes_before_a_colon(text: str) -> None:
+    """The cheap test that lets the member pattern run is exact: a quote, then spaces or
+    tabs, then a colon (what the pattern needs between a key and its value)."""
+    assert fields._member_possible(text) == (re.search(r"[\"'][ \t]*:", text) is not None)
