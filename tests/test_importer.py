@@ -241,7 +241,8 @@ def test_an_import_whose_session_is_erased_raises_that_not_the_turns_end(
         importer.add({"role": "user", "content": "my order never came"})
         engine.delete_user_data("u1")
         importer.add({"role": "assistant", "content": "let me look"})
-    assert "the import's last turn could not be ended" in raised.value.__notes__[0]
+    assert f"turn {importer.report.turn_ids[-1]} could not be ended" in raised.value.__notes__[0]
+    assert "SessionNotFound" in raised.value.__notes__[0]
 
 
 def test_cli_imports_a_file_into_a_new_session(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from agentctx.events import (
     JsonPart,
     TextPart,
 )
+from agentctx.sessions.open_turns import note_unended
 
 MessageFormat = Literal["openai", "anthropic"]
 FORMATS: tuple[str, ...] = ("openai", "anthropic")
@@ -98,13 +99,13 @@ class MessageImporter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None:
-            self.close()
-            return
-        try:  # the block's exception is the one to see, not a failure to end the turn
+        turn_id = self.turn_id
+        try:
             self.close()
         except Exception as ending:
-            exc.add_note(f"agentctx: the import's last turn could not be ended: {ending!r}")
+            if exc is None:
+                raise
+            note_unended(exc, turn_id, ending)  # the block's exception is the one to see
 
     @property
     def turn_id(self) -> str | None:

@@ -31,6 +31,21 @@ K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 
+def note_unended(error: BaseException, turn_id: str | None, ending: Exception) -> None:
+    """A block that raised ``error`` left a turn that could not be ended (``ending``):
+    ``error`` stays the exception the caller sees, with the failure noted on it (and
+    logged)."""
+    log.warning(
+        "turn %s could not be ended after its block raised %s: %s",
+        turn_id,
+        type(error).__name__,
+        ending,
+    )
+    error.add_note(
+        f"agentctx: turn {turn_id} could not be ended either: {type(ending).__name__}: {ending}"
+    )
+
+
 class OpenTurns(Generic[K, T]):
     """The turns open in the current context, by session key (one ``ContextVar``)."""
 
@@ -132,16 +147,7 @@ class OpenTurn(EventRecorder):
         try:
             self._finish("error", error)
         except Exception as ending:
-            log.warning(
-                "turn %s could not be ended after its block raised %s: %s",
-                self.turn_id,
-                type(error).__name__,
-                ending,
-            )
-            error.add_note(
-                f"agentctx: turn {self.turn_id} could not be ended either: "
-                f"{type(ending).__name__}: {ending}"
-            )
+            note_unended(error, self.turn_id, ending)
 
     def _finish(self, status: str, error: BaseException | None = None) -> None:
         """The storage half of ending: record ``error`` (if any), then end the turn."""
