@@ -392,13 +392,13 @@ class ContextEngine:
 
     def get_blob(self, blob_id: str, user_id: str) -> bytes:
         """Bytes of a blob referenced by one of the user's events."""
-        return self._service.get_blob(user_id, blob_id)
+        return self._service.blob_reads.get_blob(user_id, blob_id)
 
     def restore_image(self, image_id: str, user_id: str) -> bytes:
         """The original bytes behind an image id (``img_…``), e.g. of a
         ``[Visual_Placeholder: img_…]``; ``ImageExpired`` once cold-storage retention
         removed them, ``BlobNotFound`` for an image no event of the user references."""
-        return self._service.restore_image(user_id, image_id)
+        return self._service.blob_reads.restore_image(user_id, image_id)
 
     def cleanup(
         self, retention_days: int | None = None, *, now: datetime | None = None

@@ -33,7 +33,7 @@ class WindowSources:
 
     def image_bytes(self, user_id: str, part: ImagePart) -> bytes:
         """An image's bytes, if an event of the user references it."""
-        return self._service.get_blob(user_id, part.blob_id)
+        return self._service.blob_reads.get_blob(user_id, part.blob_id)
 
     def tool_output_text(
         self, user_id: str, session_id: str

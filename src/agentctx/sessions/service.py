@@ -19,8 +19,6 @@ from agentctx import jsonvalue
 from agentctx.cache.base import HotCache, NullCache
 from agentctx.cache.events import HeadPin, cached_events, read_head
 from agentctx.errors import (
-    BlobNotFound,
-    ImageExpired,
     InvalidInput,
     SessionExists,
     SessionNotFound,
@@ -40,10 +38,11 @@ from agentctx.inputs import (
     check_ttl,
 )
 from agentctx.jobs import JobQueue
-from agentctx.perception import ImageHashes, SessionImages, StoredImage
+from agentctx.perception import SessionImages
 from agentctx.priority import foreground_call
 from agentctx.privacy.redactor import Redactor
 from agentctx.sessions.audit import AuditLog, AuditRecord
+from agentctx.sessions.blob_reads import BlobReads
 from agentctx.sessions.cursors import decode_cursor, encode_cursor
 from agentctx.sessions.models import (
     Page,
@@ -55,12 +54,11 @@ from agentctx.sessions.prepare import Preparer
 from agentctx.sessions.verify import check_chain
 from agentctx.sessions.writer import EventWriter, StateChange, WriteResult
 from agentctx.storage import event_reads
-from agentctx.storage import images as image_index
 from agentctx.storage import repository as repo
 from agentctx.storage.blobs import BlobStore
 from agentctx.storage.chain import GENESIS_HASH
 from agentctx.storage.database import Database
-from agentctx.storage.schema import blob_refs, blobs, sessions
+from agentctx.storage.schema import sessions
 
 
 class SessionService:
@@ -86,6 +84,8 @@ class SessionService:
         self.writer = writer
         self.audit = audit_log
         self.blobs = blob_store
+        # What events reference in the blob store, read for their user only.
+        self.blob_reads = BlobReads(db, blob_store, audit_log)
         self.jobs = jobs
         self.redactor = redactor
         self.session_ttl = session_ttl
@@ -315,7 +315,7 @@ class SessionService:
             request_id = new_id()  # a one-event turn is a request of its own
         if self.before_write is not None:
             self.before_write(user_id, session_id, drafts)
-        images = SessionImages(lambda: self._latest_image(user_id, session_id))
+        images = SessionImages(lambda: self.blob_reads.latest_image(user_id, session_id))
         prepared = self.preparer.prepare_batch(
             user_id, session_id, drafts, request_id, redactor, images=images
         )
@@ -533,69 +533,6 @@ class SessionService:
         with self.db.read() as conn:
             for row in event_reads.iter_event_rows(conn, user_id, session_id):
                 yield Event.from_row(row).model_dump(mode="json")
-
-    # Blobs ------------------------------------------------------------------------------
-
-    def get_blob(self, user_id: str, blob_id: str) -> bytes:
-        """Blob bytes, if an event of this user references the blob."""
-        check_id("user_id", user_id)
-        check_id("blob_id", blob_id)
-        query = select(blob_refs.c.blob_id).where(
-            blob_refs.c.user_id == user_id, blob_refs.c.blob_id == blob_id
-        )
-        return self._read_blob(user_id, query, blob_id)
-
-    def restore_image(self, user_id: str, image_id: str, session_id: str | None = None) -> bytes:
-        """The original bytes of an image (e.g. behind a ``[Visual_Placeholder: img_…]``),
-        if an event of this user (of ``session_id``, when given) references it."""
-        check_id("user_id", user_id)
-        check_id("image_id", image_id)
-        check_optional_id("session_id", session_id)
-        query = select(blob_refs.c.blob_id).where(
-            blob_refs.c.user_id == user_id, blob_refs.c.image_id == image_id
-        )
-        if session_id is not None:
-            query = query.where(blob_refs.c.session_id == session_id)
-        return self._read_blob(user_id, query, image_id)
-
-    def _latest_image(self, user_id: str, session_id: str) -> StoredImage | None:
-        """The session's most recent image whose bytes are still stored."""
-        with self.db.read() as conn:
-            row = image_index.latest_image_row(conn, user_id, session_id)
-        if row is None:
-            return None
-        hashes = (
-            ImageHashes(row.phash, row.dhash, row.ahash, row.mean_color)
-            if row.phash and row.dhash and row.ahash and row.mean_color
-            else None
-        )
-        return StoredImage(
-            blob_id=row.blob_id,
-            image_id=row.image_id,
-            media_type=row.media_type,
-            width=row.width or 0,
-            height=row.height or 0,
-            size=row.size,
-            hashes=hashes,
-        )
-
-    def _read_blob(self, user_id: str, query: Any, name: str) -> bytes:
-        query = query.add_columns(blobs.c.expired_at).join(
-            blobs, blobs.c.blob_id == blob_refs.c.blob_id
-        )
-        with self.db.read() as conn:
-            row = conn.execute(query.limit(1)).first()
-        if row is None:
-            self.audit.deny(
-                AuditRecord(action="blob_read", user_id=user_id, meta={"id": name}),
-                BlobNotFound(name),
-            )
-        if row.expired_at is not None:
-            self.audit.deny(
-                AuditRecord(action="blob_read", user_id=user_id, meta={"id": name}),
-                ImageExpired(name, row.expired_at),
-            )
-        return self.blobs.get(row[0])
 
 
 def _check_session_ids(user_id: str, session_id: str) -> None:

@@ -287,7 +287,7 @@ class Session(SessionHandle):
         ``[Visual_Placeholder: img_…]``). An image of another session raises
         ``BlobNotFound``, like an unknown one; one removed by cold-storage retention
         ``ImageExpired``."""
-        return self._engine._service.restore_image(self.user_id, image_id, self.id)
+        return self._engine._service.blob_reads.restore_image(self.user_id, image_id, self.id)
 
     def images(self) -> list[ImageFrame]:
         """Every image reference of the session, in log order, with its frame (anchor,
