@@ -28,9 +28,12 @@ from agentctx.bench.redact_corpus import (
     Span,
     generate_corpus,
 )
+from agentctx.bench.redact_records import score_records
 from agentctx.bench.redact_report import redact_markdown
 from agentctx.cli.main import app
 from agentctx.privacy.findings import Finding
+from agentctx.privacy.pii import PIIRedactor
+from agentctx.privacy.redactor import PassThroughRedactor
 
 # Independent re-implementations, so the corpus is not checked against its own helpers.
 
@@ -236,3 +239,31 @@ def test_cli_quick_run(tmp_path: Path) -> None:
     assert {t["name"] for t in data["targets"]} >= {"throughput >= 10 MB/s"}
     assert "Detection quality" in md.read_text(encoding="utf-8")
     assert "Targets" in result.output
+
+
+def test_bare_names_in_records_are_counted_per_locale_and_group() -> None:
+    """The records part counts what the redactor changed: the engine's redactor finds
+    the people's names and keeps most companies'; one that redacts nothing finds none."""
+    groups = (("development", ("en_US",)), ("held-out", ("de_CH", "fr_CA")))
+    score = score_records(PIIRedactor.from_config(), records=40, seed=3, groups=groups)
+    assert [(r.locale, r.group) for r in score.per_locale] == [
+        ("en_US", "development"),
+        ("de_CH", "held-out"),
+        ("fr_CA", "held-out"),
+    ]
+    development, held_out = score.groups
+    assert (development.locales, held_out.locales) == (1, 2)
+    assert (development.records, held_out.records) == (40, 80)
+    assert held_out.persons_found == sum(r.persons_found_text for r in score.per_locale[1:])
+    for row in score.per_locale:
+        assert row.persons_found_text >= 36 and row.persons_found_json >= 36, row
+        assert row.companies_redacted_text <= 8, row
+    none = score_records(PassThroughRedactor(), records=10, seed=3, groups=groups)
+    assert all(g.persons_found == g.companies_redacted == 0 for g in none.groups)
+
+
+def test_a_quick_run_reports_the_records_tables() -> None:
+    report = run_redact_benchmark(RedactConfig.quick(entities=100, presidio=False, records=5))
+    assert report.records is not None
+    assert [g.group for g in report.records.groups] == ["development", "held-out"]
+    assert "Bare names in records" in redact_markdown(report)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from agentctx import ContextEngine
 from agentctx.privacy.config import RedactionConfig
 from agentctx.privacy.pii import PIIRedactor
-from agentctx.privacy.recognizers import fields
+from agentctx.privacy.recognizers import fields, records
 
 REDACTOR = PIIRedactor.from_config()
 
@@ -171,3 +171,129 @@ def test_the_member_gate_says_yes_wherever_a_quote_comes_before_a_colon(text: st
     """The cheap test that lets the member pattern run is exact: a quote, then spaces or
     tabs, then a colon (what the pattern needs between a key and its value)."""
     assert fields._member_possible(text) == (re.search(r"[\"'][ \t]*:", text) is not None)
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (  # a CRM lookup: the name beside the customer's email and phone
+            '{"id": 7, "name": "Maria Lopez", "email": "maria.lopez@example.com", "tier": "gold"}',
+            '{"id": 7, "name": "[PERSON]", "email": "[EMAIL]", "tier": "gold"}',
+        ),
+        (  # the personal detail after the name, a particle, a form of address
+            '{"name": "Mrs. Simon van Dillen", "note": "x", "phone": "+31 20 555 0134"}',
+            '{"name": "[PERSON]", "note": "x", "phone": "[PHONE]"}',
+        ),
+        (  # as a log line shows a dict, and inside a JSON string
+            "{'display_name': 'Dr. José Álvarez Jr.', 'dob': '1971-08-13'}",
+            "{'display_name': '[PERSON]', 'dob': '[DATE_OF_BIRTH]'}",
+        ),
+        (
+            json.dumps(json.dumps({"name": "Chloë Brink", "address": "12 Rue Oberkampf"})),
+            json.dumps(json.dumps({"name": "[PERSON]", "address": "12 Rue Oberkampf"})),
+        ),
+        (  # Chinese: a field that names a person, and a bare name beside a detail
+            '{"姓名": "张伟", "手机号": "138 0013 8000", "出生日期": "1990-01-02"}',
+            '{"姓名": "[PERSON]", "手机号": "[PHONE]", "出生日期": "[DATE_OF_BIRTH]"}',
+        ),
+        (
+            '{"名字": "欧阳娜娜", "邮箱": "nana@example.com"}',
+            '{"名字": "[PERSON]", "邮箱": "[EMAIL]"}',
+        ),
+        (  # as json.dumps writes Chinese by default: keys and values escaped
+            json.dumps({"姓名": "张伟", "备注": "x"}),
+            json.dumps({"姓名": "[PERSON]", "备注": "x"}),
+        ),
+        (
+            json.dumps({"名字": "李娜", "住址": "x"}),
+            json.dumps({"名字": "[PERSON]", "住址": "x"}),
+        ),
+        (  # a list of records: each one judged by its own members
+            '[{"name": "Ana Silva", "mail": "ana@example.com"}, {"name": "Blue Widget", "sku": 3}]',
+            '[{"name": "[PERSON]", "mail": "[EMAIL]"}, {"name": "Blue Widget", "sku": 3}]',
+        ),
+    ],
+)
+def test_a_bare_name_is_a_persons_in_a_record_holding_a_personal_detail(
+    record: str, expected: str
+) -> None:
+    assert REDACTOR.redact_text(record).value == expected
+    try:
+        as_json = json.loads(record)
+    except ValueError:
+        return  # a dict's repr: text only
+    if isinstance(as_json, dict | list):  # the same record as a JSON value
+        assert REDACTOR.redact_json(as_json).value == json.loads(expected)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        # no personal detail among the record's own members
+        '{"name": "Maria Lopez", "role": "author", "books": 12}',
+        # the detail is a nested object's, whose own name is the person's
+        '{"name": "Blue Widget", "seller": {"name": "Kai Lee", "email": "kai@example.com"}}',
+        # a company's contact record: its legal form or what it is
+        '{"name": "Acme Widgets Inc.", "email": "sales@acme.example", "phone": "+1 415 555 0132"}',
+        '{"name": "Karlsson Lindberg AB", "email": "info@kl.example"}',
+        '{"name": "Northwind Support Team", "email": "help@northwind.example"}',
+        # not a full name: one word, lowercase, a tool's name, digits
+        '{"name": "Maria", "email": "maria@example.com"}',
+        '{"name": "admin user", "email": "root@example.com"}',
+        '{"name": "get_user_details", "email": "x@example.com"}',
+        '{"name": "Room 101", "phone": "+1 415 555 0132"}',
+        '{"名称": "黄山风景区", "电话": "0559-5561111"}',
+    ],
+)
+def test_a_bare_name_is_kept_where_the_record_is_no_persons(record: str) -> None:
+    key, name = next(iter(json.loads(record).items()))
+    assert f'"{key}": "{name}"' in REDACTOR.redact_text(record).value
+    assert REDACTOR.redact_json(json.loads(record)).value[key] == name
+
+
+def test_a_bare_name_follows_names_off_and_the_allow_list() -> None:
+    record = {"name": "Maria Lopez", "email": "maria.lopez@example.com"}
+    no_names = PIIRedactor.from_config(RedactionConfig(names=False))
+    assert no_names.redact_json(record).value == {"name": "Maria Lopez", "email": "[EMAIL]"}
+    assert '"name": "Maria Lopez"' in no_names.redact_text(json.dumps(record)).value
+    allowing = REDACTOR.with_allow_list(["Maria Lopez"])
+    assert allowing.redact_json(record).value["name"] == "Maria Lopez"
+    assert '"name": "Maria Lopez"' in allowing.redact_text(json.dumps(record)).value
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["id", "email", "note", "tags", "name"]), max_size=5),
+    st.lists(st.sampled_from(["{", "}", "[", "]", '"k": 1, ']), max_size=6),
+)
+def test_a_records_keys_in_text_are_its_own_members(keys: list[str], noise: list[str]) -> None:
+    """Whatever precedes and follows a record (other records, lists, stray brackets), the
+    keys read around a member are exactly the record's own, not a nested object's."""
+    members = ", ".join(
+        f'"{key}": {{"inner": 1}}' if key == "tags" else f'"{key}": 1' for key in keys
+    )
+    prefix = "".join(noise)
+    text = f'{prefix}{{"name": "X", {members}}}, "after": 2}}'
+    at = text.index('"name"') + 1
+    assert records.record_keys(text, at) == ["name", *keys]
+
+
+def _styles(key: str) -> list[str]:
+    """``key`` as records write it: snake_case, camelCase, Title-Case, UPPER."""
+    words = key.split()
+    return [
+        "_".join(words),
+        words[0] + "".join(w[:1].upper() + w[1:] for w in words[1:]),
+        "-".join(w[:1].upper() + w[1:] for w in words),
+        "_".join(words).upper(),
+    ]
+
+
+@pytest.mark.parametrize("key", fields._PERSONAL_KEYS)
+def test_every_personal_key_in_every_style_makes_a_bare_name_a_persons(key: str) -> None:
+    """The gate that skips records without a personal key (the longest word of each
+    key, looked for in the text) never skips one that has such a key."""
+    for styled in _styles(key):
+        record = {"name": "Maria Lopez", styled: "kept apart"}
+        assert '"name": "[PERSON]"' in REDACTOR.redact_text(json.dumps(record)).value, styled
+        assert REDACTOR.redact_json(record).value["name"] == "[PERSON]", styled

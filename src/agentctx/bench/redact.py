@@ -45,8 +45,9 @@ from agentctx.bench.redact_corpus import (
     generate_corpus,
     luhn_valid,
 )
+from agentctx.bench.redact_records import RecordsScore, score_records
 from agentctx.privacy.findings import EntityType, Finding
-from agentctx.privacy.redactor import Redacted
+from agentctx.privacy.redactor import Redacted, Redactor
 
 Progress = Callable[[str], None]
 
@@ -392,11 +393,12 @@ class RedactConfig(BaseModel):
     entities: int = Field(default=10_000, ge=1)
     rounds: int = Field(default=3, ge=1)
     presidio: bool = True
+    records: int = Field(default=300, ge=0)  # per kind and locale for bare names; 0 skips
 
     @classmethod
     def quick(cls, **overrides: object) -> RedactConfig:
         """A small corpus, for tests and smoke runs."""
-        values: dict[str, object] = {"entities": 1_000, "rounds": 1}
+        values: dict[str, object] = {"entities": 1_000, "rounds": 1, "records": 20}
         values.update(overrides)
         return cls.model_validate(values)
 
@@ -423,6 +425,7 @@ class RedactReport(BaseModel):
     utf8_bytes: int
     scores: list[Score]
     targets: list[Target]
+    records: RecordsScore | None = None
     notes: list[str] = []
 
 
@@ -489,6 +492,10 @@ def run_redact_benchmark(
             english = [t for t in corpus.texts if t.lang == "en"]
             scores.append(evaluate("Presidio", presidio, english, scope="en"))
             scores.append(evaluate(name, detector, english, scope="en"))
+    records = None
+    if config.records and isinstance(text_redactor, Redactor):
+        say(f"bare names in records: {config.records} of each kind per locale")
+        records = score_records(text_redactor, config.records)
     machine.load_average_end = load_average()
     return RedactReport(
         started_at=started,
@@ -500,6 +507,7 @@ def run_redact_benchmark(
         utf8_bytes=corpus.utf8_bytes,
         scores=scores,
         targets=judge(score),
+        records=records,
         notes=notes,
     )
 

@@ -259,7 +259,7 @@ class PIIRedactor:
                     renamed[key] = self.keys.apply(key, findings)
         changed: dict[Any, Any] | None = None
         for key, item in value.items():
-            clean = self._field(key, item, found)
+            clean = self._field(key, item, value, found)
             if clean is None:
                 clean = self._walk(item, found, seen)
             if clean is not item:
@@ -272,12 +272,12 @@ class PIIRedactor:
         names = _distinct_names(source, renamed)
         return {names.get(key, key): item for key, item in source.items()}
 
-    def _field(self, key: Any, item: Any, found: set[str]) -> str | None:
-        """``item`` redacted as a whole when the member ``key: item`` is a personal field
-        of a record (``"dob": "1971-08-13"``: :class:`FieldRecognizer`), else None."""
+    def _field(self, key: Any, item: Any, record: dict[Any, Any], found: set[str]) -> str | None:
+        """``item`` redacted as a whole when the member ``key: item`` of ``record`` is a
+        personal field (``"dob": "1971-08-13"``: :class:`FieldRecognizer`), else None."""
         if self._fields is None or not isinstance(item, str) or not isinstance(key, str):
             return None
-        entity = self._fields.entity_of(key, item)
+        entity = self._fields.entity_of(key, item, record.keys)
         if entity is None or self.analyzer.allow_list.allows(item, entity):
             return None
         found.add(entity)

@@ -8,7 +8,15 @@ JSON the key is quoted and so is its value. This recognizer finds JSON string me
 name, a birth date, a passport or national ID, a phone number) and whose value looks
 like one: a date for a birth date, letters for a name, digits for a phone. The redactor
 applies the same table to the members of JSON values it walks (:meth:`FieldRecognizer.
-entity_of`). A bare ``"name"`` is not enough: a product, a city or a tool has a name too.
+entity_of`).
+
+A bare ``"name"`` is not enough on its own: a product, a city or a tool has a name too.
+It names a person in a record that also holds a person's contact or identity details
+(an email, a phone number, a postal address, a birth date, a passport or social security
+number) among its own members, when its value is a full name: two to five capitalised
+words, none of them an organisation's (``Inc``, ``Ltd``, ``Airlines``, ``Support`` …):
+``{"name": "Maria Lopez", "email": "…"}``. A company's contact record keeps its name,
+and so does a record whose only personal detail sits in a nested object.
 
 It also finds birth dates labelled in prose: "date of birth: 13/08/1971", "DOB
 1971-08-13", "born on 13 August 1971", "出生日期 1971年8月13日". An unlabelled date
@@ -20,9 +28,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import KeywordGate, casefolded, keyword_pattern
+from agentctx.privacy.recognizers.records import full_name, record_keys
 from agentctx.privacy.shape import TextShape, shape_of
 
 # Field names by the entity their value is. Matched case-insensitively with any of
@@ -45,8 +56,23 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "patient name",
         "cardholder name",
         "card holder name",
+        "姓名",
+        "联系人",
+        "收件人",
+        "收货人",
+        "乘客姓名",
+        "客户姓名",
     ),
-    EntityType.DATE_OF_BIRTH: ("dob", "date of birth", "birth date", "birthdate", "birthday"),
+    EntityType.DATE_OF_BIRTH: (
+        "dob",
+        "date of birth",
+        "birth date",
+        "birthdate",
+        "birthday",
+        "出生日期",
+        "出生年月日",
+        "生日",
+    ),
     EntityType.NATIONAL_ID: (
         "passport",
         "passport number",
@@ -58,6 +84,12 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "drivers license",
         "driver license number",
         "drivers license number",
+        "护照号",
+        "护照号码",
+        "证件号",
+        "证件号码",
+        "身份证号",
+        "身份证号码",
     ),
     EntityType.PHONE: (
         "phone",
@@ -68,6 +100,12 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "telephone number",
         "cell phone",
         "contact number",
+        "电话",
+        "电话号码",
+        "手机",
+        "手机号",
+        "手机号码",
+        "联系电话",
     ),
 }
 
@@ -111,19 +149,61 @@ _BIRTH_GATE = KeywordGate(_BIRTH_LABELS)
 # the gate looks for where each label may start (fewer, shorter words to test).
 _BIRTH_WORDS = KeywordGate(("birth", "dob", "d.o.b", "born", "生日", "出生"))
 
+# Keys that name a person only in a record holding a personal detail beside them.
+_BARE_NAME_KEYS = ("name", "display name", "名字", "名称")
+# Members that make a record a person's: the fields above but names, and contact details.
+_PERSONAL_KEYS = (
+    *(
+        name
+        for entity in (EntityType.DATE_OF_BIRTH, EntityType.NATIONAL_ID, EntityType.PHONE)
+        for name in _FIELDS[entity]
+    ),
+    "email",
+    "e mail",
+    "email address",
+    "mail",
+    "address",
+    "home address",
+    "street address",
+    "postal address",
+    "ssn",
+    "social security number",
+    "邮箱",
+    "电子邮件",
+    "电子邮箱",
+    "地址",
+    "住址",
+    "家庭住址",
+)
 _ALL_FIELDS = tuple(name for names in _FIELDS.values() for name in names)
 # A string member whose key is one of the field names: JSON (double quotes) or a Python
 # dict's repr (single quotes, as a log line shows one), its quotes escaped any number of
 # times (a record inside a JSON string, inside a repr). The value is what ``_valid``
 # then checks; it ends at the first quote like the one it opened with.
+
+
+def _as_written(words: Iterable[str]) -> tuple[str, ...]:
+    """``words``, and each one that is not ASCII as ``json.dumps`` writes it by default
+    (``"\\u59d3\\u540d"`` for ``"姓名"``): a tool's JSON text often keeps its keys so."""
+    words = tuple(words)
+    return (*words, *(json.dumps(w)[1:-1] for w in words if not w.isascii()))
+
+
+_MEMBER_KEYS = _as_written((*_ALL_FIELDS, *_BARE_NAME_KEYS))
 _MEMBER = re.compile(
-    rf"(?<=[\"']){keyword_pattern(_ALL_FIELDS)}(?P<close>\\*[\"'])[ \t]*:[ \t]*\\*(?P<q>[\"'])"
+    rf"(?<=[\"']){keyword_pattern(_MEMBER_KEYS)}"
+    r"(?P<close>\\*[\"'])[ \t]*:[ \t]*\\*(?P<q>[\"'])"
     r"(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n]){1,128}?)\\*(?P=q)"
 )
-_MEMBER_GATE = KeywordGate(_ALL_FIELDS)
+_MEMBER_GATE = KeywordGate(_MEMBER_KEYS)
 
 _SEPARATORS = re.compile(r"[\s_\-]+")
 _BY_KEY = {_SEPARATORS.sub("", name): entity for entity, names in _FIELDS.items() for name in names}
+_BARE_NAME = frozenset(_SEPARATORS.sub("", name) for name in _BARE_NAME_KEYS)
+_PERSONAL = frozenset(_SEPARATORS.sub("", name) for name in _PERSONAL_KEYS)
+# Each key's longest word is in the key as a text writes it, whatever its separators
+# ("phone_number", "phoneNumber" hold "number"): a text holding none has no such key.
+_PERSONAL_GATE = KeywordGate(_as_written(max(name.split(), key=len) for name in _PERSONAL_KEYS))
 
 _NOT_A_VALUE = frozenset({"unknown", "none", "null", "n/a", "na", "tbd", "-", "redacted"})
 _NAME = re.compile(r"[^\W\d_](?:[^\W\d_]|[ '\u2019.\-](?=[^\W\d_ ]))*\.?")
@@ -159,14 +239,20 @@ def _birth_possible(text: str, shape: TextShape | None) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
+def _folded_key(key: str) -> str:
+    """``key`` without separators, case-folded: ``First-Name`` and ``firstName`` alike;
+    its JSON escapes read."""
+    return _SEPARATORS.sub("", _unescaped(key)).casefold()
+
+
 def _entity_of_key(key: str) -> str | None:
     """The entity a field named ``key`` holds (None for any other field)."""
-    return _BY_KEY.get(_SEPARATORS.sub("", key).casefold())
+    return _BY_KEY.get(_folded_key(key))
 
 
-def _valid(entity: str, value: str) -> bool:
-    """Whether ``value`` (a field's whole value) looks like an ``entity``; JSON escapes
-    (``Jos\\u00e9``, as ``json.dumps`` writes by default) are read first."""
+def _unescaped(value: str) -> str:
+    """``value`` with its JSON escapes (``Jos\\u00e9``, as ``json.dumps`` writes by
+    default) read, and without the spaces around it."""
     for _ in range(3):  # a record inside a JSON string inside another: escaped twice
         if "\\" not in value:
             break
@@ -174,7 +260,13 @@ def _valid(entity: str, value: str) -> bool:
             value = json.loads(f'"{value}"')
         except ValueError:
             value = value.replace("\\", "")
-    value = value.strip()
+    return value.strip()
+
+
+def _valid(entity: str, value: str) -> bool:
+    """Whether ``value`` (a field's whole value) looks like an ``entity``; JSON escapes
+    are read first."""
+    value = _unescaped(value)
     if not value or value.casefold() in _NOT_A_VALUE or value.startswith("["):
         return False  # empty, a placeholder, or redacted already
     if entity == EntityType.PERSON:
@@ -203,11 +295,19 @@ class FieldRecognizer:
             EntityType.PHONE,
         )
 
-    def entity_of(self, key: str, value: str) -> str | None:
+    def entity_of(
+        self, key: str, value: str, siblings: Callable[[], Iterable[Any]] = tuple
+    ) -> str | None:
         """The entity the member ``key: value`` of a record holds, or None: the key names
-        one and the whole value looks like it."""
+        one and the whole value looks like it. ``siblings`` gives the keys of the
+        record's members (asked only for a bare ``"name"`` holding a full name)."""
         entity = _entity_of_key(key)
-        if entity is None or (entity == EntityType.PERSON and not self.names):
+        if entity is None:
+            if not self.names or _folded_key(key) not in _BARE_NAME:
+                return None
+            personal = any(isinstance(k, str) and _folded_key(k) in _PERSONAL for k in siblings())
+            return EntityType.PERSON if personal and full_name(_unescaped(value)) else None
+        if entity == EntityType.PERSON and not self.names:
             return None
         return entity if _valid(entity, value) else None
 
@@ -221,9 +321,16 @@ class FieldRecognizer:
         """Every personal field of a record in ``text``, and every labelled birth date."""
         findings: list[Finding] = []
         members = _MEMBER_GATE.finditer(_MEMBER, text) if _member_possible(text) else ()
+        personal: bool | None = None  # whether the text may hold a personal detail's key
         for m in members:
             key, value = text[m.start() : m.start("close")], m.group("value")
-            entity = self.entity_of(key, value)
+            siblings: Callable[[], Iterable[str]] = tuple
+            if _entity_of_key(key) is None:  # a bare name: its record's keys may be read
+                if personal is None:
+                    personal = _PERSONAL_GATE.present(casefolded(text))
+                if personal:
+                    siblings = functools.partial(record_keys, text, m.start())
+            entity = self.entity_of(key, value, siblings)
             if entity is not None:
                 start, end = m.span("value")
                 # The value without the spaces around it.

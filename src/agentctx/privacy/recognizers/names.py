@@ -50,6 +50,15 @@ _CHINESE = re.compile(
 )
 _SURNAME = rf"(?:{'|'.join(_COMPOUND_SURNAMES)}|[{_SINGLE_SURNAMES}])"
 _GIVEN_NAME = re.compile(f"^{_SURNAME}")  # what is left of a full name is its given name
+_CHINESE_FULL_NAME = re.compile(rf"{_SURNAME}{_GIVEN}{{1,2}}")
+
+
+def chinese_full_name(value: str) -> bool:
+    """Whether ``value`` is, as a whole, a Chinese full name: a surname, then one or two
+    given-name characters ("张伟", "欧阳娜娜")."""
+    return _CHINESE_FULL_NAME.fullmatch(value) is not None
+
+
 # A surname, up to two given-name characters, then a form of address. Chinese has no
 # spaces, so the name must start the text, follow a non-Han character, or follow a word
 # that usually precedes a name (联系, 给, 和 …): "最高同学" is no "高同学".

@@ -1,0 +1,146 @@
+"""Reading a record in a tool's text output, and telling a person's full name from
+other names.
+
+A bare ``"name"`` member names a person only in a record that holds a person's details
+beside it (:mod:`agentctx.privacy.recognizers.fields` decides which details): this module
+finds a record's own members around one of them (:func:`record_keys`), and tells whether
+a value reads as a person's full name rather than a company's, a product's or a tool's
+(:func:`full_name`). Both are shape tests, written from how names and company registers
+work, not fitted to one data set: see ``docs/security.md`` for what they were measured on.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentctx.privacy.recognizers.names import chinese_full_name
+
+# Words of an organisation's name: what it is ("Northwind Support Team") and its legal
+# form, as company registers abbreviate them, their dots dropped ("S.A." is "sa", "sp. z
+# o.o." holds "sp").
+_ORGANISATION_WORDS = frozenset(
+    {
+        "agency", "airline", "airlines", "association", "bank", "clinic", "company",
+        "corporation", "department", "dept", "foundation", "group", "hospital", "hotel",
+        "incorporated", "institute", "limited", "office", "school", "service", "services",
+        "support", "team", "university",
+        # legal forms
+        "ab", "ad", "ag", "aps", "asa", "ay", "bt", "bv", "bvba", "co", "corp", "cv",
+        "dd", "doo", "eireli", "eood", "eurl", "ev", "gbr", "gesbr", "gmbh", "hb", "inc",
+        "kb", "keg", "kft", "kg", "kgaa", "kkt", "ky", "lda", "llc", "llp", "lp", "ltd",
+        "ltda", "mbh", "nv", "nyrt", "ohg", "ood", "ooo", "osk", "oy", "oyj", "plc",
+        "pte", "pty", "pvt", "sa", "saa", "sac", "sarl", "sas", "sasu", "sau", "scarl",
+        "scom", "scoop", "sia", "sl", "slne", "slu", "snc", "sp", "spa", "sprl", "srl",
+        "sro", "tmi", "uab", "ug", "vof", "zrt",
+    }
+)  # fmt: skip
+# Words that may stand lowercase between the parts of a name ("Simon van Dillen",
+# "Luis de la Fuente"), forms of address before it and generational or degree suffixes
+# after it (an abbreviation with a dot, "Dr." or "B.Sc.", is dropped wherever it is).
+_NAME_PARTICLES = frozenset(
+    {
+        "al", "bin", "da", "das", "de", "degli", "dei", "del", "della", "den", "der",
+        "di", "do", "dos", "du", "e", "ibn", "la", "le", "ten", "ter", "van", "von", "y",
+        "zu",
+    }
+)  # fmt: skip
+_HONORIFICS = frozenset(
+    {
+        "dame", "don", "doña", "dr", "frau", "herr", "heer", "madame", "miss", "mme",
+        "mlle", "monsieur", "mr", "mrs", "ms", "mx", "pan", "pani", "prof", "signor",
+        "signora", "sir", "sr", "sra", "srta",
+    }
+)  # fmt: skip
+_NAME_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv", "md", "phd", "dds", "dvm", "esq"})
+_NAME_WORD = re.compile(r"[^\W\d_]+(?:['\u2019\-][^\W\d_]+)*\.?")
+_ABBREVIATION = re.compile(r"[^\W\d_]{2,}\.|[^\W\d_]+\.[\w.\-]*\.?")
+_FULL_NAME_WORDS = (2, 5)
+_FULL_NAME_CHARS = 64
+_LEGAL_FORM_CAPITALS = 3
+
+# A record's members in text: its brackets (to tell its own members from a nested
+# object's) and its keys. A bracket inside a string value is counted all the same: a
+# record with one may lose its siblings, and its name is then kept (the safe side for
+# what an agent reads, the unsafe one for privacy; such values are rare in records).
+_BRACKETS = re.compile(r"[{}\[\]]")
+_KEY = re.compile(r"(?<=[\"'])((?:[^\"'\\:\n]|\\u[0-9A-Fa-f]{4}){1,64})\\*[\"'][ \t]*:")
+_RECORD_REACH = 4096
+"""How far from a bare name its record's members are looked for, each way."""
+
+
+def full_name(value: str) -> bool:
+    """Whether ``value`` (a record's whole value) reads as a person's full name.
+
+    A Chinese one ("张伟"), or two to five capitalised words (particles such as "van"
+    or "de" may be lowercase, an initial has its dot), once forms of address ("Mrs",
+    "Dr."), suffixes ("Jr.", "PhD") and other abbreviations ("B.Sc.") are set aside; no
+    word of it an organisation's, and its last word not a legal form of at most three
+    capitals ("AB", "PFA": a surname that short written in capitals, "Jean ROY", is
+    taken for one too).
+    """
+    words = value.split()
+    if len(value) > _FULL_NAME_CHARS or not words:
+        return False
+    if len(words) == 1 and chinese_full_name(value):
+        return True
+    if any(_bare(word) in _ORGANISATION_WORDS for word in words):
+        return False
+    last = words[-1]
+    if len(last) <= _LEGAL_FORM_CAPITALS and last.isupper() and _bare(last) not in _NAME_SUFFIXES:
+        return False
+    while words and _bare(words[0]) in _HONORIFICS:
+        words.pop(0)
+    while words and _bare(words[-1]) in _NAME_SUFFIXES:
+        words.pop()
+    name = [w for w in words if w not in _NAME_PARTICLES and not _ABBREVIATION.fullmatch(w)]
+    fewest, most = _FULL_NAME_WORDS
+    return fewest <= len(name) <= most and all(
+        word[0].isupper() and _NAME_WORD.fullmatch(word) for word in name
+    )
+
+
+def _bare(word: str) -> str:
+    """``word`` case-folded without its dots and commas ("S.A." is "sa", "Jr.," "jr")."""
+    return word.replace(".", "").replace(",", "").casefold()
+
+
+def record_keys(text: str, position: int) -> list[str]:
+    """The keys of the members of the object in ``text`` that holds ``position`` (its
+    own members, not a nested object's), within :data:`_RECORD_REACH` of it."""
+    low, high = max(0, position - _RECORD_REACH), min(len(text), position + _RECORD_REACH)
+    start = _opening(text, low, position)
+    spans: list[tuple[int, int]] = []
+    depth, since, end = 0, start, high
+    for m in _BRACKETS.finditer(text, start, high):
+        if m.group() in "{[":
+            if depth == 0:
+                spans.append((since, m.start()))
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                since = m.end()
+        else:
+            end = m.start()  # the record's own closing bracket
+            break
+    if depth == 0:
+        spans.append((since, end))
+    return [key.group(1) for a, b in spans for key in _KEY.finditer(text, a, b)]
+
+
+def _opening(text: str, low: int, position: int) -> int:
+    """Where the object holding ``position`` starts (just after its opening bracket), or
+    ``low`` when it opens before that. Read backwards one bracket at a time: the nearest
+    is usually the record's own, where collecting every bracket before it costs as much
+    as the records that precede it in a long list."""
+    depth, at = 0, position
+    while True:
+        at = max(text.rfind(bracket, low, at) for bracket in "{}[]")
+        if at < 0:
+            return low
+        if text[at] in "}]":
+            depth += 1
+        elif depth:
+            depth -= 1
+        else:
+            return at + 1
