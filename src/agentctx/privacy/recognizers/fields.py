@@ -201,9 +201,15 @@ _SEPARATORS = re.compile(r"[\s_\-]+")
 _BY_KEY = {_SEPARATORS.sub("", name): entity for entity, names in _FIELDS.items() for name in names}
 _BARE_NAME = frozenset(_SEPARATORS.sub("", name) for name in _BARE_NAME_KEYS)
 _PERSONAL = frozenset(_SEPARATORS.sub("", name) for name in _PERSONAL_KEYS)
-# Each key's longest word is in the key as a text writes it, whatever its separators
-# ("phone_number", "phoneNumber" hold "number"): a text holding none has no such key.
-_PERSONAL_GATE = KeywordGate(_as_written(max(name.split(), key=len) for name in _PERSONAL_KEYS))
+# A word of each personal key ("phone" of "phone_number"): a key's word is in the key
+# as a text writes it, whatever its separators, so a text holding none of them holds no
+# such key. Words that say what the detail is, where "number" or "date" are everywhere.
+_PERSONAL_WORDS = (
+    *("mail", "phone", "mobile", "cell", "contact", "address", "birth", "dob"),
+    *("passport", "license", "national", "ssn", "social"),
+    *("邮", "电话", "手机", "地址", "住址", "出生", "生日", "护照", "证件", "身份证"),
+)
+_PERSONAL_GATE = KeywordGate(_as_written(_PERSONAL_WORDS))
 
 _NOT_A_VALUE = frozenset({"unknown", "none", "null", "n/a", "na", "tbd", "-", "redacted"})
 _NAME = re.compile(r"[^\W\d_](?:[^\W\d_]|[ '\u2019.\-](?=[^\W\d_ ]))*\.?")
@@ -305,8 +311,11 @@ class FieldRecognizer:
         if entity is None:
             if not self.names or _folded_key(key) not in _BARE_NAME:
                 return None
+            # The value's shape first: reading the record's keys costs more.
+            if not full_name(_unescaped(value)):
+                return None
             personal = any(isinstance(k, str) and _folded_key(k) in _PERSONAL for k in siblings())
-            return EntityType.PERSON if personal and full_name(_unescaped(value)) else None
+            return EntityType.PERSON if personal else None
         if entity == EntityType.PERSON and not self.names:
             return None
         return entity if _valid(entity, value) else None

@@ -81,8 +81,8 @@ def full_name(value: str) -> bool:
     words = value.split()
     if len(value) > _FULL_NAME_CHARS or not words:
         return False
-    if len(words) == 1 and chinese_full_name(value):
-        return True
+    if len(words) == 1:  # most values that are no one's name: a word, an id, a path
+        return chinese_full_name(value)
     if any(_bare(word) in _ORGANISATION_WORDS for word in words):
         return False
     last = words[-1]
