@@ -298,3 +298,55 @@ def test_every_personal_key_in_every_style_makes_a_bare_name_a_persons(key: str)
         record = {"name": "Maria Lopez", styled: "kept apart"}
         assert '"name": "[PERSON]"' in REDACTOR.redact_text(json.dumps(record)).value, styled
         assert REDACTOR.redact_json(record).value["name"] == "[PERSON]", styled
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        (  # CSV as a query tool prints it: quoted cells, a surname first
+            'id,name,email,dob\n1,Maria Lopez,maria@example.com,1971-08-13\n2,"Lee, Kai",k@x.io,'
+            "1990-01-02\n(2 rows)",
+            'id,name,email,dob\n1,[PERSON],[EMAIL],[DATE_OF_BIRTH]\n2,"[PERSON]",[EMAIL],'
+            "[DATE_OF_BIRTH]\n(2 rows)",
+        ),
+        (  # Markdown, with its rule line, and columns named as record fields
+            "| id | first_name | last_name | phone |\n|---|:---|---|---|\n"
+            "| 1 | Maria | Lopez | 415 555 0132 |\n\nTotal: 1",
+            "| id | first_name | last_name | phone |\n|---|:---|---|---|\n"
+            "| 1 | [PERSON] | [PERSON] | [PHONE] |\n\nTotal: 1",
+        ),
+        (  # TSV with an empty cell, and semicolons
+            "name\temail\tnote\nMaria Lopez\t\tvip\n",
+            "name\temail\tnote\n[PERSON]\t\tvip\n",
+        ),
+        ("姓名;手机\n张伟;13800138000\n", "姓名;手机\n[PERSON];[PHONE]\n"),
+        (  # a table an assistant wrote, its header in bold
+            "| **Name** | **Email** |\n|---|---|\n| Maria Lopez | maria@example.com |",
+            "| **Name** | **Email** |\n|---|---|\n| [PERSON] | [EMAIL] |",
+        ),
+    ],
+)
+def test_the_columns_of_a_table_are_read_as_a_records_fields(table: str, expected: str) -> None:
+    assert REDACTOR.redact_text(table).value == expected
+    assert REDACTOR.redact_json({"output": table}).value == {"output": expected}
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "name,price,stock\nBlue Widget,3.50,12\nRed Gadget,4.00,0\n",  # no personal column
+        "name,email\nsupport team,help@x.io\nAcme Widgets Inc.,sales@x.io\n",  # no person's
+        # code, not a table: the "header" and the lines after it differ in width
+        "def parse(x, name, y):\n    return x, y\n",
+        "date,amount\n2024-05-15,12.00\n",  # a date column that is no birth date
+        # prose with commas is no CSV, though its lines have as many commas as a header
+        "1. Details: First name, last name, and date of birth for Ivan.\n"
+        "2. Payment: which method (credit card, gift card, or certificate).\n",
+        "First name, last name, and date of birth for Ivan.\n"
+        "Then the payment (credit card, gift card, or certificate).\n",
+    ],
+)
+def test_tables_without_a_persons_column_are_left_alone(table: str) -> None:
+    redacted = REDACTOR.redact_text(table)
+    assert not {"PERSON", "DATE_OF_BIRTH"} & redacted.entity_types, redacted.value
+    assert redacted.value.splitlines()[1].split(",")[0] == table.splitlines()[1].split(",")[0]

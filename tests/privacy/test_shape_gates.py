@@ -117,6 +117,7 @@ _WORDS = sorted(
         *_WEAK_KEY_NAMES,
         *("Name:", "my name is", "Dear", "Mr.", "Dr ", "姓名：", "先生", "同学", "version"),
         *("order", "bearer", "Bearer", "-----BEGIN RSA PRIVATE KEY-----", "://", "IBAN"),
+        *("name", "email", "first_name", "dob", "phone", "| ", "\t", ";", "\n", ","),
     }
 )
 _PIECES = sorted(
@@ -130,6 +131,7 @@ _PIECES = sorted(
         *("+683 4002", "00683 4002", "+376 812345", "078-05-1120", "11010519491231002X"),
         *("1971-08-13", "13 August 1971", "May 3, 1990", "1971年8月13日", "13/08/71", '"'),
         *("Sophia Garcia", "X1234567", '\\"dob\\": \\"1971-08-13\\"', '"passport" : "'),
+        *("Maria Lopez", "Lopez, Maria", "maria@example.com", "name,email\n", "|---|---|\n"),
     }
 )
 # Characters around which gates decide: digits (ASCII and others), separators, letters.

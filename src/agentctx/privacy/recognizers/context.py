@@ -202,22 +202,37 @@ class KeywordGate:
         Tries ``pattern`` only where a fragment occurs (found with ``str.find``), in
         order and without overlaps, so it yields what ``finditer`` would.
         """
+        return self.finditer_at(pattern, text, self.starts(text))
+
+    def starts(self, text: str) -> list[int] | None:
+        """Where in ``text`` one of the words may start, in order (none: ``[]``); None
+        when folding moved characters, and a pattern must then look everywhere. Two
+        patterns that start with the same words can share one list (``finditer_at``)."""
         folded = casefolded(text)
         if not self.present(folded):
-            return
+            return []
         # Positions carry over only if folding kept every character one character; the
         # dotless i (U+0131) matches "i" case-insensitively but folds to itself.
         if len(folded) != len(text) or "\u0131" in folded:
-            yield from pattern.finditer(text)
-            return
+            return None
         starts: set[int] = set()
         for fragment, offsets in self._offsets:
             i = folded.find(fragment)
             while i >= 0:
                 starts.update(i - o for o in offsets if i >= o)
                 i = folded.find(fragment, i + 1)
+        return sorted(starts)
+
+    @staticmethod
+    def finditer_at(
+        pattern: re.Pattern[str], text: str, starts: list[int] | None
+    ) -> Iterator[re.Match[str]]:
+        """:meth:`finditer` at the positions :meth:`starts` gave for ``text``."""
+        if starts is None:
+            yield from pattern.finditer(text)
+            return
         end = 0
-        for start in sorted(starts):
+        for start in starts:
             if start < end:
                 continue
             m = pattern.match(text, start)

@@ -33,7 +33,15 @@ from typing import Any
 
 from agentctx.privacy.findings import EntityType, Finding
 from agentctx.privacy.recognizers.context import KeywordGate, casefolded, keyword_pattern
-from agentctx.privacy.recognizers.records import full_name, record_keys
+from agentctx.privacy.recognizers.records import (
+    TABLE_DELIMITERS,
+    cell_delimiter,
+    full_name,
+    line_at,
+    record_keys,
+    table_header,
+    table_rows,
+)
 from agentctx.privacy.shape import TextShape, shape_of
 
 # Field names by the entity their value is. Matched case-insensitively with any of
@@ -196,6 +204,12 @@ _MEMBER = re.compile(
     r"(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n]){1,128}?)\\*(?P=q)"
 )
 _MEMBER_GATE = KeywordGate(_MEMBER_KEYS)
+# A column's key in a table's header line (CSV, TSV, Markdown): a field name as a whole
+# cell, a delimiter or the line's end after it (``cell_delimiter`` checks before it).
+_COLUMN = re.compile(
+    rf"{keyword_pattern(_MEMBER_KEYS)}(?=[\"'*` \t]*(?:[{re.escape(TABLE_DELIMITERS)}]|\r?$))",
+    re.MULTILINE,
+)
 
 _SEPARATORS = re.compile(r"[\s_\-]+")
 _BY_KEY = {_SEPARATORS.sub("", name): entity for entity, names in _FIELDS.items() for name in names}
@@ -322,14 +336,22 @@ class FieldRecognizer:
 
     @staticmethod
     def possible(shape: TextShape) -> bool:
-        """Whether the text may hold a JSON member (a quote then a colon) or a birth
-        label and the four digits of a full date."""
-        return _member_possible(shape.text) or _birth_possible(shape.text, shape)
+        """Whether the text may hold a JSON member (a quote then a colon), a table (a
+        line break and a field name), or a birth label and the four digits of a full
+        date."""
+        text = shape.text
+        return (
+            _member_possible(text)
+            or _birth_possible(text, shape)
+            or ("\n" in text and _MEMBER_GATE.present(casefolded(text)))
+        )
 
     def analyze(self, text: str) -> list[Finding]:
         """Every personal field of a record in ``text``, and every labelled birth date."""
         findings: list[Finding] = []
-        members = _MEMBER_GATE.finditer(_MEMBER, text) if _member_possible(text) else ()
+        # Where a field name may start: found once for the members and the tables.
+        starts = _MEMBER_GATE.starts(text)
+        members = _MEMBER_GATE.finditer_at(_MEMBER, text, starts) if _member_possible(text) else ()
         personal: bool | None = None  # whether the text may hold a personal detail's key
         for m in members:
             key, value = text[m.start() : m.start("close")], m.group("value")
@@ -346,8 +368,40 @@ class FieldRecognizer:
                 start += len(value) - len(value.lstrip())
                 end -= len(value) - len(value.rstrip())
                 findings.append(Finding(entity, start, end, 0.85, self.name))
+        if "\n" in text:
+            findings += self._columns(text, starts)
         dates = _birth_possible(text, shape_of(text))
         for m in _BIRTH_GATE.finditer(_BIRTH_PATTERN, text) if dates else ():
             start, end = m.span(1)
             findings.append(Finding(EntityType.DATE_OF_BIRTH, start, end, 0.85, self.name))
+        return findings
+
+    def _columns(self, text: str, starts: list[int] | None) -> list[Finding]:
+        """The personal values of tables in ``text``: under a header line whose cells
+        name fields (``id,name,email,dob``; ``| first_name | phone |``), each row's cell
+        in such a column, judged as a record's member with the header as its keys."""
+        findings: list[Finding] = []
+        headers: set[int] = set()
+        for m in _MEMBER_GATE.finditer_at(_COLUMN, text, starts):
+            line_start, line_end = line_at(text, m.start())
+            delimiter = cell_delimiter(text, m.start(), m.end())
+            if line_start in headers or delimiter is None:
+                continue
+            header = table_header(text, line_start, line_end, delimiter)
+            if header is None or not any(start == m.start() for _, start, _ in header):
+                continue  # not a header, or the field name is not a whole cell
+            keys = [key for key, _, _ in header]
+            headers.add(line_start)
+            rows = table_rows(text, line_end, delimiter, len(header))
+            siblings: Callable[[], Iterable[str]] = functools.partial(tuple, keys)
+            for column, key in enumerate(keys):
+                if _entity_of_key(key) is None and _folded_key(key) not in _BARE_NAME:
+                    continue
+                for row in rows:
+                    value, start, end = row[column]
+                    entity = self.entity_of(key, value, siblings)
+                    if entity == EntityType.PERSON and value[:1].islower():
+                        continue  # a table's names are capitalised; prose is not
+                    if entity is not None and start < end:
+                        findings.append(Finding(entity, start, end, 0.85, self.name))
         return findings

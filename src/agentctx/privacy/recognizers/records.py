@@ -78,6 +78,8 @@ def full_name(value: str) -> bool:
     capitals ("AB", "PFA": a surname that short written in capitals, "Jean ROY", is
     taken for one too).
     """
+    if value.count(",") == 1:  # "Lopez, Maria": a surname first
+        value = value.replace(",", " ")
     words = value.split()
     if len(value) > _FULL_NAME_CHARS or not words:
         return False
@@ -144,3 +146,126 @@ def _opening(text: str, low: int, position: int) -> int:
             depth -= 1
         else:
             return at + 1
+
+
+# ---------------------------------------------------------------- tables
+
+TABLE_DELIMITERS = ",\t|;"
+"""What separates a table's cells: CSV, TSV, Markdown, and CSV where a comma is a decimal."""
+# One cell and the delimiter after it: a quoted cell (CSV doubles a quote inside one) or
+# anything up to the next delimiter. The value is group 1 or 2, without its quotes.
+
+
+def _cell_pattern(delimiter: str) -> re.Pattern[str]:
+    """One cell and the delimiter after it, for ``delimiter``; the spaces around a
+    value are any but the delimiter itself (a tab-separated line may hold empty cells)."""
+    d = re.escape(delimiter)
+    space = "[ ]" if delimiter == "\t" else r"[ \t]"
+    return re.compile(
+        rf'{space}*(?:"((?:[^"\n]|"")*)"|([^{d}\n]*?)){space}*(?:(?P<delimiter>{d})|$)',
+        re.MULTILINE,
+    )
+
+
+_CELLS = {d: _cell_pattern(d) for d in TABLE_DELIMITERS}
+# What may stand between a column's name and its delimiter: spaces, quotes, emphasis.
+_AROUND_KEY = " \t\"'*`"
+_EMPHASIS = "*`_ "
+# A column's name: a few words of letters, digits and the punctuation of identifiers.
+_COLUMN_NAME = re.compile(r"[^\W_](?:[\w.\-/#()]|[ ](?=\S)){0,39}")
+_HEADER_CELLS = 2
+_COLUMN_WORDS = 4
+# A Markdown table's rule under its header: |---|:---:|
+_RULE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?$")
+
+Cell = tuple[str, int, int]
+"""A cell's value and its span in the text."""
+
+
+def cells(text: str, start: int, end: int, delimiter: str) -> list[Cell]:
+    """The cells of the line ``text[start:end]``, split at ``delimiter`` (a CSV cell may
+    be quoted, with the delimiter inside). A Markdown row's outer pipes open and close
+    no cell."""
+    if delimiter == "|":
+        stripped = text[start:end].strip()
+        if stripped.startswith("|"):
+            start = text.index("|", start) + 1
+        if stripped.endswith("|") and end > start:
+            end = text.rindex("|", start, end)
+    found: list[Cell] = []
+    pattern, at = _CELLS[delimiter], start
+    while True:
+        m = pattern.match(text, at, end)
+        if m is None:
+            break
+        group = 1 if m.group(1) is not None else 2
+        value, (a, b) = m.group(group), m.span(group)
+        found.append((value, a, b))
+        if m.group("delimiter") is None:  # the line's last cell
+            break
+        at = m.end()
+    return found
+
+
+def line_at(text: str, position: int) -> tuple[int, int]:
+    """The span of the line of ``text`` that holds ``position``, without its newline."""
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    return start, len(text) if end < 0 else end
+
+
+def cell_delimiter(text: str, start: int, end: int) -> str | None:
+    """The delimiter around the cell ``text[start:end]`` (the key of a table's column):
+    the one right after it or, for a line's last cell, right before it."""
+    line_start, line_end = line_at(text, start)
+    after = end  # a tab is a delimiter before it is a space
+    while after < line_end and text[after] not in TABLE_DELIMITERS and text[after] in _AROUND_KEY:
+        after += 1
+    if after < line_end:
+        return text[after] if text[after] in TABLE_DELIMITERS else None
+    before = start - 1
+    while (
+        before >= line_start
+        and text[before] not in TABLE_DELIMITERS
+        and text[before] in _AROUND_KEY
+    ):
+        before -= 1
+    if before >= line_start and text[before] in TABLE_DELIMITERS:
+        return text[before]
+    return None
+
+
+def table_header(text: str, start: int, end: int, delimiter: str) -> list[Cell] | None:
+    """The column names of the header line ``text[start:end]``, their Markdown emphasis
+    (``**Name**``) set aside; None when it is no header: fewer than two cells, or a cell
+    that reads as prose rather than a column's name (a sentence with commas is no CSV
+    header: "First name, last name, and date of birth for Ivan.")."""
+    header: list[Cell] = []
+    for value, cell_start, _ in cells(text, start, end, delimiter):
+        key = value.strip(_EMPHASIS)
+        if not _COLUMN_NAME.fullmatch(key) or key.count(" ") >= _COLUMN_WORDS:
+            return None
+        key_start = cell_start + value.find(key)
+        header.append((key, key_start, key_start + len(key)))
+    return header if len(header) >= _HEADER_CELLS else None
+
+
+def table_rows(text: str, header_end: int, delimiter: str, width: int) -> list[list[Cell]]:
+    """The rows under a header that ends at ``header_end``: each following line of
+    ``width`` cells (a Markdown rule first is skipped), up to the first that is not."""
+    rows: list[list[Cell]] = []
+    at = header_end + 1
+    first = True
+    while at < len(text):
+        start, end = at, text.find("\n", at)
+        end = len(text) if end < 0 else end
+        at = end + 1
+        if first and delimiter == "|" and _RULE.match(text, start, end):
+            first = False
+            continue
+        first = False
+        row = cells(text, start, end, delimiter)
+        if len(row) != width:
+            break
+        rows.append(row)
+    return rows
