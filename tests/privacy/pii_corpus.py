@@ -61,6 +61,11 @@ PLANTS: tuple[Plant, ...] = (
     Plant("DATE_OF_BIRTH", "DOB: 1971-08-13", "1971-08-13"),
     Plant("PERSON_FIELD", '{"first_name": "Marisol", "seat": "12A"}', "Marisol"),
     Plant("PASSPORT_FIELD", '{\\"passport_number\\": \\"K7734921\\"}', "K7734921"),
+    Plant(
+        "PERSON_RECORD",
+        '{"name": "Marisol Quintana", "mail": "mq@example.org"}',
+        "Marisol Quintana",
+    ),
 )
 """Every recognized kind, as written in free text."""
 
@@ -92,8 +97,12 @@ NEGATIVES: dict[str, str] = {
 """Values that look like personal data and are not: they must be stored unchanged."""
 
 
-RECORD_VALUES = ("Quintero", "12/04/1983")
-"""The values of the record in :func:`planted_json` (found by their field names)."""
+RECORD_VALUES = ("Quintero", "12/04/1983", "Tomas Herrera")
+"""The values of the record and of the table in :func:`planted_json` (found by their
+field names and column names)."""
+
+TABLE = "id,name,email\n7,Tomas Herrera,th@example.org\n"
+"""A query tool's CSV output: its ``name`` column beside an ``email`` one."""
 
 
 def planted_text(sep: str = "; ") -> str:
@@ -118,7 +127,8 @@ def planted_json() -> dict[str, Any]:
     doc.update({name: name for name in FILE_NAMES})
     doc["nested"] = {"items": [{p.text: [p.text]} for p in PLANTS[:5]], "note": planted_text()}
     # A record: its field names say what the values are.
-    doc["passenger"] = dict(zip(("last_name", "date_of_birth"), RECORD_VALUES, strict=True))
+    doc["passenger"] = dict(zip(("last_name", "date_of_birth"), RECORD_VALUES, strict=False))
+    doc["export"] = TABLE
     doc.update(NEGATIVES)
     return doc
 

@@ -350,3 +350,17 @@ def test_tables_without_a_persons_column_are_left_alone(table: str) -> None:
     redacted = REDACTOR.redact_text(table)
     assert not {"PERSON", "DATE_OF_BIRTH"} & redacted.entity_types, redacted.value
     assert redacted.value.splitlines()[1].split(",")[0] == table.splitlines()[1].split(",")[0]
+
+
+def test_a_table_inside_a_string_is_read_with_its_escaped_line_breaks() -> None:
+    """A query tool's CSV as a JSON result holds it (escaped once, or twice inside
+    another JSON string), and as a log line shows a dict (a repr): read all the same,
+    every other character kept."""
+    csv = 'id,name,email\n7,Tomas Herrera,th@example.org\n8,"Lee, Kai",k@x.io\n'
+    clean = 'id,name,email\n7,[PERSON],[EMAIL]\n8,"[PERSON]",[EMAIL]\n'
+    once = json.dumps({"output": csv})
+    assert REDACTOR.redact_text(once).value == json.dumps({"output": clean})
+    twice = json.dumps(json.dumps({"output": csv}))
+    assert REDACTOR.redact_text(twice).value == json.dumps(json.dumps({"output": clean}))
+    shown = repr({"note": "O'Brien's export", "export": csv})
+    assert REDACTOR.redact_text(shown).value == repr({"note": "O'Brien's export", "export": clean})

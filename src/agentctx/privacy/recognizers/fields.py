@@ -283,6 +283,21 @@ def _unescaped(value: str) -> str:
     return value.strip()
 
 
+_ESCAPED = re.compile(r"""\\+[n"']""")
+
+
+def _unescaped_lines(text: str) -> str:
+    """``text`` with its escaped line breaks (``\\n``, ``\\\\n``: a CSV inside a JSON
+    string or a repr) as spaces and a line break, and its escaped quotes as spaces and
+    the quote: as long as ``text``, so that every position holds for both."""
+    return _ESCAPED.sub(_unescape, text)
+
+
+def _unescape(m: re.Match[str]) -> str:
+    token = m.group()
+    return " " * (len(token) - 1) + ("\n" if token[-1] == "n" else token[-1])
+
+
 def _valid(entity: str, value: str) -> bool:
     """Whether ``value`` (a field's whole value) looks like an ``entity``; JSON escapes
     are read first."""
@@ -343,7 +358,7 @@ class FieldRecognizer:
         return (
             _member_possible(text)
             or _birth_possible(text, shape)
-            or ("\n" in text and _MEMBER_GATE.present(casefolded(text)))
+            or (("\n" in text or "\\n" in text) and _MEMBER_GATE.present(casefolded(text)))
         )
 
     def analyze(self, text: str) -> list[Finding]:
@@ -370,13 +385,20 @@ class FieldRecognizer:
                 findings.append(Finding(entity, start, end, 0.85, self.name))
         if "\n" in text:
             findings += self._columns(text, starts)
+        if "\\n" in text:
+            # A table inside a JSON string or a repr, its line breaks escaped: read in a
+            # copy of the text whose escapes are spaces before line breaks and quotes,
+            # of the same length, so every position (and ``starts``) holds for both.
+            findings += self._columns(_unescaped_lines(text), starts, in_string=True)
         dates = _birth_possible(text, shape_of(text))
         for m in _BIRTH_GATE.finditer(_BIRTH_PATTERN, text) if dates else ():
             start, end = m.span(1)
             findings.append(Finding(EntityType.DATE_OF_BIRTH, start, end, 0.85, self.name))
         return findings
 
-    def _columns(self, text: str, starts: list[int] | None) -> list[Finding]:
+    def _columns(
+        self, text: str, starts: list[int] | None, *, in_string: bool = False
+    ) -> list[Finding]:
         """The personal values of tables in ``text``: under a header line whose cells
         name fields (``id,name,email,dob``; ``| first_name | phone |``), each row's cell
         in such a column, judged as a record's member with the header as its keys."""
@@ -387,7 +409,7 @@ class FieldRecognizer:
             delimiter = cell_delimiter(text, m.start(), m.end())
             if line_start in headers or delimiter is None:
                 continue
-            header = table_header(text, line_start, line_end, delimiter)
+            header = table_header(text, line_start, line_end, delimiter, in_string=in_string)
             if header is None or not any(start == m.start() for _, start, _ in header):
                 continue  # not a header, or the field name is not a whole cell
             keys = [key for key, _, _ in header]
@@ -399,6 +421,9 @@ class FieldRecognizer:
                     continue
                 for row in rows:
                     value, start, end = row[column]
+                    start += len(value) - len(value.lstrip())  # a cell's own spaces
+                    end -= len(value) - len(value.rstrip())
+                    value = value.strip()
                     entity = self.entity_of(key, value, siblings)
                     if entity == EntityType.PERSON and value[:1].islower():
                         continue  # a table's names are capitalised; prose is not

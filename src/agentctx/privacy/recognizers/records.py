@@ -235,18 +235,33 @@ def cell_delimiter(text: str, start: int, end: int) -> str | None:
     return None
 
 
-def table_header(text: str, start: int, end: int, delimiter: str) -> list[Cell] | None:
+def table_header(
+    text: str, start: int, end: int, delimiter: str, *, in_string: bool = False
+) -> list[Cell] | None:
     """The column names of the header line ``text[start:end]``, their Markdown emphasis
     (``**Name**``) set aside; None when it is no header: fewer than two cells, or a cell
     that reads as prose rather than a column's name (a sentence with commas is no CSV
-    header: "First name, last name, and date of birth for Ivan.")."""
+    header: "First name, last name, and date of birth for Ivan.").
+
+    ``in_string``: the table starts inside a string on that line (a CSV in a JSON
+    string or a repr, read with its escaped line breaks): the header is the line's last
+    cells that read as column names, the first of them from after its opening quote.
+    """
+    found = cells(text, start, end, delimiter)
     header: list[Cell] = []
-    for value, cell_start, _ in cells(text, start, end, delimiter):
+    for cell, cell_start, _ in reversed(found):
+        opening = max(cell.rfind('"'), cell.rfind("'")) + 1 if in_string else 0
+        value = cell[opening:]
         key = value.strip(_EMPHASIS)
         if not _COLUMN_NAME.fullmatch(key) or key.count(" ") >= _COLUMN_WORDS:
+            if in_string:
+                break
             return None
-        key_start = cell_start + value.find(key)
+        key_start = cell_start + opening + value.find(key)
         header.append((key, key_start, key_start + len(key)))
+        if opening:
+            break  # the string's opening quote: its first cell
+    header.reverse()
     return header if len(header) >= _HEADER_CELLS else None
 
 
