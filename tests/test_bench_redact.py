@@ -257,9 +257,12 @@ def test_bare_names_in_records_are_counted_per_locale_and_group() -> None:
     assert held_out.persons_found == sum(r.persons_found_text for r in score.per_locale[1:])
     for row in score.per_locale:
         assert row.persons_found_text >= 36 and row.persons_found_json >= 36, row
-        assert row.companies_redacted_text <= 8, row
+        assert row.persons_found_table >= 36, row
+        assert row.companies_redacted_text <= 8 and row.companies_redacted_table <= 8, row
+    assert held_out.persons_found_table == sum(r.persons_found_table for r in score.per_locale[1:])
     none = score_records(PassThroughRedactor(), records=10, seed=3, groups=groups)
     assert all(g.persons_found == g.companies_redacted == 0 for g in none.groups)
+    assert all(g.persons_found_table == g.companies_redacted_table == 0 for g in none.groups)
 
 
 def test_a_quick_run_reports_the_records_tables() -> None:

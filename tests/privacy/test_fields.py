@@ -320,6 +320,10 @@ def test_every_personal_key_in_every_style_makes_a_bare_name_a_persons(key: str)
             "name\temail\tnote\n[PERSON]\t\tvip\n",
         ),
         ("姓名;手机\n张伟;13800138000\n", "姓名;手机\n[PERSON];[PHONE]\n"),
+        (  # csv.writer's own line ends
+            "id,name,email\r\n1,Maria Lopez,maria@example.com\r\n",
+            "id,name,email\r\n1,[PERSON],[EMAIL]\r\n",
+        ),
         (  # a table an assistant wrote, its header in bold
             "| **Name** | **Email** |\n|---|---|\n| Maria Lopez | maria@example.com |",
             "| **Name** | **Email** |\n|---|---|\n| [PERSON] | [EMAIL] |",

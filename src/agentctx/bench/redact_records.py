@@ -6,8 +6,8 @@ so do a company's contact record and a product. The redactor decides from the re
 other members and the name's shape (``agentctx.privacy.recognizers.records``). This part
 of ``bench redact`` generates, per Faker locale, person records (``name``, ``mail``,
 ``address``, ``job``) and company contact records (``name``, ``email``, ``phone`` where
-the locale has phone numbers), redacts each as JSON text and as a JSON value, and counts
-the names changed.
+the locale has phone numbers), redacts each as JSON text and as a JSON value, and all of
+a kind as one CSV table (as a query tool prints rows), and counts the names changed.
 
 The locales come in two groups. *Development* locales are those the name rules were
 written against; *held-out* locales were not looked at before their figures were
@@ -17,6 +17,8 @@ the development group: the held-out figure is the one to trust.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -46,8 +48,10 @@ class LocaleRecords(BaseModel):
     records: int  # of each kind
     persons_found_text: int
     persons_found_json: int
+    persons_found_table: int
     companies_redacted_text: int
     companies_redacted_json: int
+    companies_redacted_table: int
 
 
 class RecordGroup(BaseModel):
@@ -58,6 +62,8 @@ class RecordGroup(BaseModel):
     records: int
     persons_found: int
     companies_redacted: int
+    persons_found_table: int = 0
+    companies_redacted_table: int = 0
 
     @property
     def person_recall(self) -> float:
@@ -95,6 +101,8 @@ def _locale(
     fake.seed_instance(seed)
     phone = getattr(fake, "phone_number", None)
     counts = [0, 0, 0, 0]
+    people: list[dict[str, Any]] = []
+    companies: list[dict[str, Any]] = []
     for i in range(records):
         profile = fake.profile()
         person = {
@@ -107,6 +115,8 @@ def _locale(
         company: dict[str, Any] = {"id": i, "name": fake.company(), "email": fake.company_email()}
         if phone is not None:
             company["phone"] = phone()
+        people.append(person)
+        companies.append(company)
         found = _changed(redactor, person)
         lost = _changed(redactor, company)
         for slot, hit in enumerate((*found, *lost)):
@@ -117,9 +127,26 @@ def _locale(
         records=records,
         persons_found_text=counts[0],
         persons_found_json=counts[1],
+        persons_found_table=_changed_in_table(redactor, people),
         companies_redacted_text=counts[2],
         companies_redacted_json=counts[3],
+        companies_redacted_table=_changed_in_table(redactor, companies),
     )
+
+
+def _changed_in_table(redactor: Redactor, records: list[dict[str, Any]]) -> int:
+    """How many names were changed in ``records`` written as one CSV (as a query tool
+    prints rows, ``csv.writer``'s defaults: CRLF lines, quotes where needed), an
+    address's line breaks as commas."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else [])
+    writer.writeheader()
+    for record in records:
+        writer.writerow({k: str(v).replace("\n", ", ") for k, v in record.items()})
+    redacted = list(csv.DictReader(io.StringIO(redactor.redact_text(out.getvalue()).value)))
+    if len(redacted) != len(records):
+        raise ValueError("the redacted CSV lost or gained rows")
+    return sum(row["name"] != record["name"] for row, record in zip(redacted, records, strict=True))
 
 
 def score_records(
@@ -147,6 +174,8 @@ def score_records(
                 records=sum(r.records for r in rows),
                 persons_found=sum(r.persons_found_text for r in rows),
                 companies_redacted=sum(r.companies_redacted_text for r in rows),
+                persons_found_table=sum(r.persons_found_table for r in rows),
+                companies_redacted_table=sum(r.companies_redacted_table for r in rows),
             )
         )
     return RecordsScore(seed=seed, per_locale=per_locale, groups=totals)

@@ -106,35 +106,43 @@ def _records_tables(report: RedactReport) -> list[TableSpec]:
             "locales",
             "count",
             "records of each kind",
-            "person names found",
-            "company names redacted",
+            "persons found (JSON / CSV)",
+            "companies redacted (JSON / CSV)",
         ],
     )
     for g in records.groups:
+        share = g.records or 1
         groups.rows.append(
             [
                 g.group,
                 str(g.locales),
                 f"{g.records:,}",
-                f"{g.persons_found:,} ({_pct(g.person_recall)})",
-                f"{g.companies_redacted:,} ({_pct(g.company_loss)})",
+                f"{_pct(g.person_recall)} / {_pct(g.persons_found_table / share)}",
+                f"{_pct(g.company_loss)} / {_pct(g.companies_redacted_table / share)}",
             ]
         )
     groups.notes.append(
-        "As JSON text; the locales held out were not looked at before their figures were "
-        "first taken. Person records hold name, mail, address and job; company records "
-        "name, email and phone."
+        "JSON: each record as JSON text; CSV: all of a kind as one table. The locales held "
+        "out were not looked at before their figures were first taken. Person records hold "
+        "name, mail, address and job; company records name, email and phone."
     )
     per_locale = TableSpec(
         "Bare names in records, per locale",
-        ["locale", "group", "persons found (text / JSON)", "companies redacted (text / JSON)"],
+        [
+            "locale",
+            "group",
+            "persons found (text / JSON value / CSV)",
+            "companies redacted (text / JSON value / CSV)",
+        ],
     )
     per_locale.rows += [
         [
             r.locale,
             r.group,
-            f"{r.persons_found_text} / {r.persons_found_json} of {r.records}",
-            f"{r.companies_redacted_text} / {r.companies_redacted_json} of {r.records}",
+            f"{r.persons_found_text} / {r.persons_found_json} / {r.persons_found_table}"
+            f" of {r.records}",
+            f"{r.companies_redacted_text} / {r.companies_redacted_json} / "
+            f"{r.companies_redacted_table} of {r.records}",
         ]
         for r in records.per_locale
     ]

@@ -186,6 +186,8 @@ def cells(text: str, start: int, end: int, delimiter: str) -> list[Cell]:
     """The cells of the line ``text[start:end]``, split at ``delimiter`` (a CSV cell may
     be quoted, with the delimiter inside). A Markdown row's outer pipes open and close
     no cell."""
+    if end > start and text[end - 1] == "\r":  # a CRLF line (csv.writer's own default)
+        end -= 1
     if delimiter == "|":
         stripped = text[start:end].strip()
         if stripped.startswith("|"):
