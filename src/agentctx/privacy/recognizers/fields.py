@@ -417,7 +417,8 @@ class FieldRecognizer:
             rows = table_rows(text, line_end, delimiter, len(header))
             siblings: Callable[[], Iterable[str]] = functools.partial(tuple, keys)
             for column, key in enumerate(keys):
-                if _entity_of_key(key) is None and _folded_key(key) not in _BARE_NAME:
+                named = _entity_of_key(key) is not None  # else a bare name (full_name)
+                if not named and _folded_key(key) not in _BARE_NAME:
                     continue
                 for row in rows:
                     value, start, end = row[column]
@@ -425,7 +426,7 @@ class FieldRecognizer:
                     end -= len(value) - len(value.rstrip())
                     value = value.strip()
                     entity = self.entity_of(key, value, siblings)
-                    if entity == EntityType.PERSON and value[:1].islower():
+                    if entity == EntityType.PERSON and named and value[:1].islower():
                         continue  # a table's names are capitalised; prose is not
                     if entity is not None and start < end:
                         findings.append(Finding(entity, start, end, 0.85, self.name))

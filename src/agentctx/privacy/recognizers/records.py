@@ -52,6 +52,8 @@ _HONORIFICS = frozenset(
     }
 )  # fmt: skip
 _NAME_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv", "md", "phd", "dds", "dvm", "esq"})
+# After a comma, a list of names: a firm's ("Regalado, Cotto y Alejandro").
+_CONJUNCTIONS = frozenset({"y", "e", "and", "und", "et", "&", "i", "a"})
 _NAME_WORD = re.compile(r"[^\W\d_]+(?:['\u2019\-][^\W\d_]+)*\.?")
 _ABBREVIATION = re.compile(r"[^\W\d_]{2,}\.|[^\W\d_]+\.[\w.\-]*\.?")
 _FULL_NAME_WORDS = (2, 5)
@@ -78,7 +80,9 @@ def full_name(value: str) -> bool:
     capitals ("AB", "PFA": a surname that short written in capitals, "Jean ROY", is
     taken for one too).
     """
-    if value.count(",") == 1:  # "Lopez, Maria": a surname first
+    if value.count(",") == 1:  # "Lopez, Maria": a surname first; "Cotto, Ruiz y Mena": a firm
+        if any(word in _CONJUNCTIONS for word in value.split(",")[1].split()):
+            return False
         value = value.replace(",", " ")
     words = value.split()
     if len(value) > _FULL_NAME_CHARS or not words:
