@@ -368,3 +368,30 @@ def test_a_table_inside_a_string_is_read_with_its_escaped_line_breaks() -> None:
     assert REDACTOR.redact_text(twice).value == json.dumps(json.dumps({"output": clean}))
     shown = repr({"note": "O'Brien's export", "export": csv})
     assert REDACTOR.redact_text(shown).value == repr({"note": "O'Brien's export", "export": clean})
+
+
+_TABLE_PIECES = [
+    *("name", "email", "first_name", "dob", "姓名", "手机", "Maria Lopez", "Lopez, Maria"),
+    *('"', "'", "\\", "\\n", '\\"', "\n", "\r\n", ",", "\t", "|", ";", "{", "}", "[", "]"),
+    *(":", " ", "a@b.co", "1971-08-13", "|---|", "**Name**", "Dr.", '"name": "', "\\u59d3"),
+]
+
+
+def test_a_header_over_a_lone_pipe_is_no_table() -> None:
+    """A Markdown header over a line that is a pipe and a space once raised inside the
+    redactor: every write holding such a text would have failed."""
+    for text in ("| name | email |\n| \n", "name|email\n |\n", "|name|email|\n  |  \n"):
+        assert REDACTOR.redact_text(text).value == text
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_TABLE_PIECES), max_size=40))
+def test_redaction_never_fails_on_texts_made_of_records_and_tables(pieces: list[str]) -> None:
+    """Whatever the mix of keys, quotes, escapes, delimiters and line ends, the redactor
+    answers (a text of the same kind) and never raises: an append must not fail on the
+    shape of a tool's output."""
+    text = "".join(pieces)
+    assert isinstance(REDACTOR.redact_text(text).value, str)
+    record = {"name": text, "email": "ana@example.com", "nested": {text: [text]}}
+    value = REDACTOR.redact_json(record).value
+    assert isinstance(value, dict) and value["email"] == "[EMAIL]"

@@ -193,11 +193,13 @@ def cells(text: str, start: int, end: int, delimiter: str) -> list[Cell]:
     if end > start and text[end - 1] == "\r":  # a CRLF line (csv.writer's own default)
         end -= 1
     if delimiter == "|":
-        stripped = text[start:end].strip()
-        if stripped.startswith("|"):
-            start = text.index("|", start) + 1
-        if stripped.endswith("|") and end > start:
-            end = text.rindex("|", start, end)
+        line = text[start:end]
+        first = start + len(line) - len(line.lstrip())  # the line's first and last
+        last = end - (len(line) - len(line.rstrip())) - 1  # characters but spaces
+        if first <= last and text[first] == "|":
+            start = first + 1
+        if start <= last and text[last] == "|":
+            end = last
     found: list[Cell] = []
     pattern, at = _CELLS[delimiter], start
     while True:
