@@ -35,7 +35,10 @@ def open_engine(db_url: str, home: Path, **memory: object) -> ContextEngine:
 
 @pytest.fixture
 def eng(db_url: str, home: Path) -> Iterator[ContextEngine]:
-    with open_engine(db_url, home) as engine:
+    # A window waits this long for its memories, then is built without them: these tests
+    # check which memories a window holds, not the timeout (one of its own below), and
+    # on a loaded machine the default half second was seen to pass.
+    with open_engine(db_url, home, retrieval_timeout_ms=60_000) as engine:
         yield engine
 
 
