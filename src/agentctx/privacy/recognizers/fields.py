@@ -364,9 +364,12 @@ class FieldRecognizer:
     def analyze(self, text: str) -> list[Finding]:
         """Every personal field of a record in ``text``, and every labelled birth date."""
         findings: list[Finding] = []
-        # Where a field name may start: found once for the members and the tables.
-        starts = _MEMBER_GATE.starts(text)
-        members = _MEMBER_GATE.finditer_at(_MEMBER, text, starts) if _member_possible(text) else ()
+        member = _member_possible(text)
+        # Where a field name may start: found once for the members and the tables, and
+        # not at all for a text that can hold neither (a birth date in prose).
+        lines = "\n" in text or "\\n" in text
+        starts = _MEMBER_GATE.starts(text) if member or lines else []
+        members = _MEMBER_GATE.finditer_at(_MEMBER, text, starts) if member else ()
         personal: bool | None = None  # whether the text may hold a personal detail's key
         for m in members:
             key, value = text[m.start() : m.start("close")], m.group("value")
