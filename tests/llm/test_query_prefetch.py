@@ -339,3 +339,28 @@ def test_a_window_prefetches_its_query_and_builds_the_same_window(
             assert (threads == {"agentctx-query"}) is prefetching
             windows.append((window.messages, window.report.dense_ranking))
     assert windows[0] == windows[1]
+
+
+def test_a_prefetch_ending_between_the_callers_two_looks_is_not_embedded_again() -> None:
+    """The caller looks for a held vector, then for a prefetch under way: a prefetch that
+    ends between the two looks (kept, no longer under way) is found, not embedded again
+    on the caller's thread (a loaded machine preempts the caller right there)."""
+    embedder = GatedEmbedder()
+    vectors = QueryVectors(embedder)
+    held = vectors._vectors
+    get = held.get
+    first_look = [True]
+
+    def late_look(query: str) -> list[float] | None:
+        found = get(query)
+        if first_look and query == "the question":
+            first_look.clear()
+            vectors.settle(10)  # the helper ends here: the vector kept, nothing under way
+            assert get(query) is not None and query not in vectors._pending
+            return None  # what the caller saw before the helper ended
+        return found
+
+    vectors.prefetch("the question")
+    held.get = late_look  # type: ignore[method-assign]
+    assert vectors.vector("the question") == HashingEmbedder().embed(["the question"])[0]
+    assert embedder.calls == [("the question", "agentctx-query")]

@@ -84,10 +84,16 @@ class QueryVectors:
 
     def _prefetched(self, query: str) -> list[float] | None:
         """What a prefetch of ``query`` under way gives (waiting for what is left of it;
-        its error if it failed), or None when none is under way or it was dropped."""
-        pending = self._under_way(query)
-        if pending is None:
-            return None
+        its error if it failed), or None when none is under way or it was dropped.
+
+        With none under way the held vectors are looked at again, under the lock: a
+        prefetch that ended since the caller's first look kept its vector before it
+        stopped being under way, and embedding the query again would cost the window
+        a forward pass."""
+        with self._lock:
+            pending = self._under_way_locked(query)
+            if pending is None:
+                return self._vectors.get(query)
         try:
             return pending.result.result()
         except CancelledError:  # dropped from the helper's backlog, or closed
@@ -183,10 +189,6 @@ class QueryVectors:
             with self._lock:
                 if self._pending.get(query) is pending:
                     del self._pending[query]
-
-    def _under_way(self, query: str) -> _Pending | None:
-        with self._lock:
-            return self._under_way_locked(query)
 
     def _under_way_locked(self, query: str) -> _Pending | None:
         pending = self._pending.get(query)
