@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, RowMapping, insert, select
+from sqlalchemy import Connection, RowMapping, bindparam, insert, select
 
 from agentctx.compaction.offline.summarize import extractive_summary
 from agentctx.compaction.versions import write_version_once
@@ -39,6 +39,7 @@ from agentctx.events import Event, EventType, utcnow
 from agentctx.ids import new_id
 from agentctx.jobs import Job
 from agentctx.llm.chat import LLM, LLMError, LLMFailureHook
+from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import summaries as summaries_table
 from agentctx.tokens import TokenCounter, truncate_text
@@ -138,7 +139,7 @@ class Summary:
         )
 
     @classmethod
-    def from_row(cls, row: RowMapping) -> Summary:
+    def from_row(cls, row: RowMapping | Mapping[str, Any]) -> Summary:
         """A summary from a ``summaries`` row."""
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
@@ -381,15 +382,21 @@ class ThreadSummarizer:
         return truncate_text(self.counter, text, budget, keep="head")
 
 
-def _select_kind(user_id: str, session_id: str, kind: str = THREAD) -> Any:
-    return select(summaries_table).where(
-        summaries_table.c.user_id == user_id,
-        summaries_table.c.session_id == session_id,
-        summaries_table.c.kind == kind,
+def _latest_statement() -> Any:
+    return (
+        select(summaries_table)
+        .where(
+            summaries_table.c.user_id == bindparam("user_id"),
+            summaries_table.c.session_id == bindparam("session_id"),
+            summaries_table.c.kind == THREAD,
+        )
+        .order_by(summaries_table.c.version.desc())
+        .limit(1)
     )
 
 
 def _latest(conn: Connection, user_id: str, session_id: str) -> Summary | None:
-    query = _select_kind(user_id, session_id).order_by(summaries_table.c.version.desc()).limit(1)
-    row = conn.execute(query).mappings().first()
-    return Summary.from_row(row) if row is not None else None
+    # Read by every window of a session with thread summaries on: compiled once.
+    found = fastsql.statement(conn, "latest_thread_summary", _latest_statement)
+    rows = found.fetch_mappings(conn, {"user_id": user_id, "session_id": session_id})
+    return Summary.from_row(rows[0]) if rows else None

@@ -129,6 +129,11 @@ class FastStatement:
         """Run a SELECT; each row as a list of converted values in select order."""
         return self.send(conn, values).fetch_values()
 
+    def fetch_mappings(self, conn: Connection, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run a SELECT; each row as a dict of column key -> converted value."""
+        columns = self.columns
+        return [dict(zip(columns, row, strict=True)) for row in self.fetch_values(conn, values)]
+
     def send(self, conn: Connection, values: Mapping[str, Any]) -> SentRead:
         """Run a SELECT whose rows are read later (:class:`SentRead`)."""
         return SentRead(self.execute(conn, values), self._results)

@@ -102,8 +102,8 @@ def get_session_row(
     Read by every window build and session handle refresh: compiled once.
     """
     found = fastsql.statement(conn, "session_row", _session_row_statement)
-    rows = found.fetch_values(conn, {"user_id": user_id, "session_id": session_id, "now": now})
-    return dict(zip(found.columns, rows[0], strict=True)) if rows else None
+    rows = found.fetch_mappings(conn, {"user_id": user_id, "session_id": session_id, "now": now})
+    return rows[0] if rows else None
 
 
 def session_expired(conn: Connection, user_id: str, session_id: str, now: datetime) -> bool:

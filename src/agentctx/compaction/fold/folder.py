@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
 from agentctx.cache.bounded import Lru
 from agentctx.compaction.fold.config import FoldConfig
@@ -37,6 +37,7 @@ from agentctx.events import Event, EventType, utcnow
 from agentctx.ids import new_id
 from agentctx.jobs import Job
 from agentctx.llm.chat import LLM, LLMError, LLMFailureHook
+from agentctx.storage import fastsql
 from agentctx.storage.database import Database
 from agentctx.storage.schema import events as events_table
 from agentctx.storage.schema import sessions as sessions_table
@@ -465,14 +466,20 @@ def _covered(seq: int, ranges: Ranges, starts: Sequence[int]) -> bool:
     return at >= 0 and seq <= ranges[at][1]
 
 
-def _select_folds(user_id: str, session_id: str) -> Any:
-    return select(summaries_table).where(
-        summaries_table.c.user_id == user_id,
-        summaries_table.c.session_id == session_id,
-        summaries_table.c.kind == FOLD,
+def _folds_statement() -> Any:
+    return (
+        select(summaries_table)
+        .where(
+            summaries_table.c.user_id == bindparam("user_id"),
+            summaries_table.c.session_id == bindparam("session_id"),
+            summaries_table.c.kind == FOLD,
+        )
+        .order_by(summaries_table.c.version)
     )
 
 
 def _folds(conn: Connection, user_id: str, session_id: str) -> list[FoldSummary]:
-    query = _select_folds(user_id, session_id).order_by(summaries_table.c.version)
-    return [FoldSummary.from_row(row) for row in conn.execute(query).mappings()]
+    # Read by every window of a session with folding on: compiled once.
+    found = fastsql.statement(conn, "session_folds", _folds_statement)
+    rows = found.fetch_mappings(conn, {"user_id": user_id, "session_id": session_id})
+    return [FoldSummary.from_row(row) for row in rows]

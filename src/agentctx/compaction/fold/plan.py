@@ -9,7 +9,7 @@ result, or when it belongs to the newest turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -103,7 +103,7 @@ class FoldSummary:
         )
 
     @classmethod
-    def from_row(cls, row: RowMapping) -> FoldSummary:
+    def from_row(cls, row: RowMapping | Mapping[str, Any]) -> FoldSummary:
         """A fold from a ``summaries`` row (``seq_ranges`` null: the whole first..last)."""
         stored = row["seq_ranges"]
         ranges: Ranges = (

@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, case, func, insert, select, update
+from sqlalchemy import Connection, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.compaction.topics.config import ArchiveThresholds, TopicArchiveConfig
@@ -197,13 +197,10 @@ class TopicArchiver:
 
     def topics(self, user_id: str, session_id: str) -> list[Topic]:
         """A session's topics, oldest first."""
-        query = (
-            select(topics)
-            .where(topics.c.user_id == user_id, topics.c.session_id == session_id)
-            .order_by(topics.c.first_seq)
-        )
-        with self.db.read() as conn:
-            return [Topic.from_row(row) for row in conn.execute(query).mappings()]
+        with self.db.read() as conn:  # read by every window: compiled once
+            found = fastsql.statement(conn, "session_topics", _topics_statement)
+            rows = found.fetch_mappings(conn, {"user_id": user_id, "session_id": session_id})
+        return [Topic.from_row(row) for row in rows]
 
     def topic_of(self, user_id: str, session_id: str, seq: int) -> str | None:
         """The topic an event is archived in, or None while it is unarchived."""
@@ -592,3 +589,13 @@ def _label(event: Event) -> str:
     if event.type is EventType.TOOL_RESULT:
         return str(Role.TOOL)
     return str(event.role or event.type)
+
+
+def _topics_statement() -> Any:
+    return (
+        select(topics)
+        .where(
+            topics.c.user_id == bindparam("user_id"), topics.c.session_id == bindparam("session_id")
+        )
+        .order_by(topics.c.first_seq)
+    )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import RowMapping
 
@@ -65,7 +67,7 @@ class Topic:
         )
 
     @classmethod
-    def from_row(cls, row: RowMapping) -> Topic:
+    def from_row(cls, row: RowMapping | Mapping[str, Any]) -> Topic:
         """A topic from a ``topics`` row."""
         values = {name: row[name] for name in cls.__dataclass_fields__}
         values["keywords"] = tuple(str(k) for k in (row["keywords"] or ()))
@@ -93,7 +95,7 @@ class ProfileFact:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: RowMapping) -> ProfileFact:
+    def from_row(cls, row: RowMapping | Mapping[str, Any]) -> ProfileFact:
         """A fact from a ``profile_facts`` row."""
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
