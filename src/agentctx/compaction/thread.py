@@ -27,10 +27,10 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, RowMapping, bindparam, insert, select
+from sqlalchemy import Connection, RowMapping, insert, select
 
 from agentctx.compaction.offline.summarize import extractive_summary
-from agentctx.compaction.versions import write_version_once
+from agentctx.compaction.versions import of_session, write_version_once
 from agentctx.compute import Compute, InlineCompute
 from agentctx.context.render import event_text
 from agentctx.context.sources import SummaryItem
@@ -383,16 +383,7 @@ class ThreadSummarizer:
 
 
 def _latest_statement() -> Any:
-    return (
-        select(summaries_table)
-        .where(
-            summaries_table.c.user_id == bindparam("user_id"),
-            summaries_table.c.session_id == bindparam("session_id"),
-            summaries_table.c.kind == THREAD,
-        )
-        .order_by(summaries_table.c.version.desc())
-        .limit(1)
-    )
+    return of_session(THREAD).order_by(summaries_table.c.version.desc()).limit(1)
 
 
 def _latest(conn: Connection, user_id: str, session_id: str) -> Summary | None:

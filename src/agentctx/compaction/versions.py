@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, RowMapping, select
+from sqlalchemy import Connection, RowMapping, Select, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from agentctx.storage.database import Database
@@ -46,3 +46,14 @@ def write_version_once(
     )
     with db.read() as conn:
         return False, conn.execute(query).mappings().first()
+
+
+def of_session(kind: str) -> Select[tuple[object, ...]]:
+    """Every ``summaries`` row of ``kind`` of the session bound as ``user_id`` and
+    ``session_id``: the start of a statement compiled once (``storage.fastsql``), which
+    the caller orders."""
+    return select(summaries).where(
+        summaries.c.user_id == bindparam("user_id"),
+        summaries.c.session_id == bindparam("session_id"),
+        summaries.c.kind == kind,
+    )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select
+from sqlalchemy import Connection, insert, select
 
 from agentctx.cache.bounded import Lru
 from agentctx.compaction.fold.config import FoldConfig
@@ -28,7 +28,7 @@ from agentctx.compaction.fold.plan import (
 )
 from agentctx.compaction.offline.summarize import extractive_summary
 from agentctx.compaction.thread import SUMMARY_SCHEMA, EventLoader
-from agentctx.compaction.versions import write_version_once
+from agentctx.compaction.versions import of_session, write_version_once
 from agentctx.compute import Compute, InlineCompute
 from agentctx.context.render import NOT_RENDERED, event_text
 from agentctx.context.sources import SummaryItem
@@ -467,15 +467,7 @@ def _covered(seq: int, ranges: Ranges, starts: Sequence[int]) -> bool:
 
 
 def _folds_statement() -> Any:
-    return (
-        select(summaries_table)
-        .where(
-            summaries_table.c.user_id == bindparam("user_id"),
-            summaries_table.c.session_id == bindparam("session_id"),
-            summaries_table.c.kind == FOLD,
-        )
-        .order_by(summaries_table.c.version)
-    )
+    return of_session(FOLD).order_by(summaries_table.c.version)
 
 
 def _folds(conn: Connection, user_id: str, session_id: str) -> list[FoldSummary]:

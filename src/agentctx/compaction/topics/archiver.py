@@ -50,13 +50,12 @@ from agentctx.compaction.topics.identify import (
 from agentctx.compaction.topics.models import (
     ACTIVE,
     ARCHIVED,
-    FactDraft,
     ProfileFact,
     Topic,
     TopicDraft,
     TopicPlan,
 )
-from agentctx.compaction.topics.profile import introductions, locate
+from agentctx.compaction.topics.profile import fact_drafts, introductions
 from agentctx.compaction.topics.spans import Span, merge_short, snap
 from agentctx.compute import Compute, InlineCompute
 from agentctx.context.render import event_text
@@ -304,7 +303,7 @@ class TopicArchiver:
                 offline_proposals, texts, spans, counter=counter, summary_tokens=summary_tokens
             )
         drafts = self._drafts(loaded, batch, spans, proposals, base)
-        facts = self._facts(batch, texts, spans, drafts, identified)
+        facts = fact_drafts(batch, texts, spans, drafts, identified)
         return TopicPlan(
             user_id=user_id,
             session_id=session_id,
@@ -533,37 +532,6 @@ class TopicArchiver:
             )
             previous = last
         return drafts
-
-    def _facts(
-        self,
-        batch: Sequence[Event],
-        texts: Sequence[str],
-        spans: Sequence[Span],
-        drafts: Sequence[TopicDraft],
-        identified: Identified,
-    ) -> list[FactDraft]:
-        """Profile facts with provenance: the message saying each value, and its topic."""
-        covered = spans[-1].end
-        users = [i for i in range(len(batch)) if batch[i].type is EventType.USER_INPUT]
-        values: list[tuple[str, str, int | None]] = [
-            (field, value, index) for field, (value, index) in identified.said.items()
-        ]
-        for field, value in identified.user_info.items():
-            found = locate(value, [texts[i] for i in users])
-            values.append((field, value, users[found] if found is not None else None))
-        facts = []
-        for field, value, index in values:
-            if index is not None and index >= covered:
-                continue  # said in a message this step does not archive: learned later
-            if index is None:
-                facts.append(
-                    FactDraft(field, value, None, drafts[0].first_seq, drafts[-1].last_seq)
-                )
-                continue
-            topic = next(n for n, span in enumerate(spans) if span.start <= index < span.end)
-            seq = batch[index].seq
-            facts.append(FactDraft(field, value, topic, seq, seq))
-        return facts
 
 
 def _through_query(user_id: str, session_id: str) -> Any:

@@ -2,15 +2,20 @@
 
 The identification call returns user info for the whole batch; :func:`locate` traces
 each value to the user message that says it, so a fact names the exact event (and
-topic) it came from. Without a model, :func:`introductions` reads only unambiguous
-self-introductions ("my name is …", "I work as a …", "我叫…"); anything looser would
-guess, and a wrong profile fact is worse than none.
+topic) it came from (:func:`fact_drafts`). Without a model, :func:`introductions` reads
+only unambiguous self-introductions ("my name is …", "I work as a …", "我叫…");
+anything looser would guess, and a wrong profile fact is worse than none.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+from agentctx.compaction.topics.identify import Identified
+from agentctx.compaction.topics.models import FactDraft, TopicDraft
+from agentctx.compaction.topics.spans import Span
+from agentctx.events import Event, EventType
 
 _NAME = r"([A-Z][a-zA-Z'-]{1,30}(?: [A-Z][a-zA-Z'-]{1,30})?)"
 _ROLE = r"([a-zA-Z][a-zA-Z /+#-]{1,48}?)"
@@ -63,3 +68,32 @@ def locate(value: str, texts: Sequence[str]) -> int | None:
         if needle in texts[index].casefold():
             return index
     return None
+
+
+def fact_drafts(
+    batch: Sequence[Event],
+    texts: Sequence[str],
+    spans: Sequence[Span],
+    drafts: Sequence[TopicDraft],
+    identified: Identified,
+) -> list[FactDraft]:
+    """Profile facts with provenance: the message saying each value, and its topic."""
+    covered = spans[-1].end
+    users = [i for i in range(len(batch)) if batch[i].type is EventType.USER_INPUT]
+    values: list[tuple[str, str, int | None]] = [
+        (field, value, index) for field, (value, index) in identified.said.items()
+    ]
+    for field, value in identified.user_info.items():
+        found = locate(value, [texts[i] for i in users])
+        values.append((field, value, users[found] if found is not None else None))
+    facts = []
+    for field, value, index in values:
+        if index is not None and index >= covered:
+            continue  # said in a message this step does not archive: learned later
+        if index is None:
+            facts.append(FactDraft(field, value, None, drafts[0].first_seq, drafts[-1].last_seq))
+            continue
+        topic = next(n for n, span in enumerate(spans) if span.start <= index < span.end)
+        seq = batch[index].seq
+        facts.append(FactDraft(field, value, topic, seq, seq))
+    return facts
